@@ -1,0 +1,128 @@
+"""Stage 3: address assignment.
+
+Each IP segment takes a subnet from its pool at its stable slot (or the
+prefix the topology gives it); each member takes the host number the family
+chose. Pools are carved with netaddr; everything after this stage uses ints.
+"""
+
+from netaddr import IPNetwork
+
+from .model import ip_text, mask, net_text, parse_net
+
+DEFAULT_POOLS = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31}
+
+
+def _needed_prefix(seg_hosts):
+    """Longest prefix whose subnet holds host numbers up to seg_hosts."""
+    plen = 30
+    while plen > 8 and (1 << (32 - plen)) - 2 < seg_hosts:
+        plen -= 1
+    return plen
+
+
+def assign(graph, source):
+    problems = source.problems()
+    problems.stage = "address"
+    cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {}))
+    lan_pool = IPNetwork(cfg["lan"])
+    p2p_pool = IPNetwork(cfg["p2p"])
+    p2p_plen = cfg["p2p_prefix"]
+    if lan_pool.first <= p2p_pool.last and p2p_pool.first <= lan_pool.last:
+        problems.add("addressing.p2p", "pool %s overlaps the LAN pool %s" % (p2p_pool, lan_pool))
+        return problems
+
+    lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
+    p2ps = [s for s in graph.segments if s.kind == "p2p" and s.prefix_fixed is None]
+    biggest = max((m[2] for s in lans for m in s.members), default=1) + 1
+    wanted = cfg.get("lan_prefix", min(24, _needed_prefix(biggest)))
+    if lans:
+        if wanted < lan_pool.prefixlen:
+            problems.add("addressing.lan", "pool %s is smaller than one /%d segment"
+                         % (lan_pool, wanted))
+            return problems
+        if (1 << (32 - wanted)) - 2 < biggest - 1:
+            problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
+                         "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, biggest - 1))
+            return problems
+        capacity = 1 << (wanted - lan_pool.prefixlen)
+        dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0
+        block = capacity // dims if dims else capacity
+        worst = 0
+        for seg in lans:
+            slot = seg.pool_slot
+            if dims:
+                d, inner = slot
+                worst = max(worst, inner + 1)
+                slot = d * block + inner
+            else:
+                worst = max(worst, slot + 1)
+            seg.net = lan_pool.first + (slot << (32 - wanted))
+            seg.plen = wanted
+        if worst > block:
+            what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
+                else "segments"
+            problems.add("addressing.lan", "pool %s holds %d /%d %s; the topology needs %d"
+                         % (lan_pool, block, wanted, what, worst))
+            return problems
+    if p2ps:
+        size = 1 << (32 - p2p_plen)
+        need = max(s.pool_slot for s in p2ps) + 1
+        if need * size > p2p_pool.size:
+            problems.add("addressing.p2p", "pool %s holds %d /%d links; the topology needs %d"
+                         % (p2p_pool, p2p_pool.size // size, p2p_plen, need))
+            return problems
+        for seg in p2ps:
+            seg.net = p2p_pool.first + seg.pool_slot * size
+            seg.plen = p2p_plen
+    for seg in graph.segments:
+        if seg.prefix_fixed is not None:
+            seg.net, seg.plen = parse_net(seg.prefix_fixed)
+    _place_hosts(graph, source, problems)
+    if not problems:
+        _check_overlap(graph, source, problems)
+    return problems
+
+
+def _place_hosts(graph, source, problems):
+    for seg in graph.segments:
+        if not seg.routed:
+            continue
+        size = 1 << (32 - seg.plen)
+        first = 0 if seg.plen == 31 else 1
+        for node, iface, host in seg.members:
+            number = host + first if seg.kind == "p2p" else host
+            if number < first or number >= size - (0 if seg.plen == 31 else 1):
+                problems.add(_seg_path(graph, source, seg),
+                             "%s has no room for host number %d of node '%s'"
+                             % (net_text(seg.net, seg.plen), host, node.name))
+                continue
+            iface.addresses = [seg.net + number]
+
+
+def _seg_path(graph, source, seg):
+    if graph.family != "custom":
+        return "addressing.lan" if seg.kind == "lan" else "addressing.p2p"
+    key = "segments" if seg.kind == "lan" else "links"
+    items = source.data["custom"].get(key, [])
+    for i, item in enumerate(items):
+        if key == "segments" and item["name"] == seg.name:
+            return "custom.segments[%d].prefix" % i
+        if key == "links" and seg.pool_slot == i:
+            return "custom.links[%d].prefix" % i
+    return "custom"
+
+
+def _check_overlap(graph, source, problems):
+    nets = sorted((s.net, s.net + (1 << (32 - s.plen)) - 1, s) for s in graph.segments
+                  if s.routed)
+    for (_a0, a1, sa), (b0, _b1, sb) in zip(nets, nets[1:]):
+        if b0 <= a1:
+            problems.add(_seg_path(graph, source, sb), "%s of segment '%s' overlaps %s of '%s'"
+                         % (net_text(sb.net, sb.plen), sb.name, net_text(sa.net, sa.plen), sa.name))
+
+
+def host_in(seg, addr):
+    return (addr & mask(seg.plen)) == seg.net
+
+
+__all__ = ["assign", "host_in", "ip_text"]

@@ -1,0 +1,177 @@
+"""Stage 6: metrics of the compiled network.
+
+Bisection follows the papers' convention: the capacity across the worst
+bisection of the nodes divided by the number of nodes (SC98: a fully
+connected meta-graph gives (C/4)(L/(L-1)) of one link for even L). Capacity
+across a cut: a switched LAN or channel split a/b carries min(a, b) links, a
+point-to-point link carries one; a tree's switches carry what their uplinks
+allow. The worst bisection is searched exhaustively up to 16 nodes and over
+structure-aligned cuts (groups, mesh dimensions, leaves) above that.
+"""
+
+import itertools
+import statistics
+from math import comb
+
+EXHAUSTIVE_UP_TO = 16
+
+
+def _links(graph):
+    """(segment, rate, member node indexes) that a cut may split."""
+    out = []
+    for seg in graph.segments:
+        if seg.kind == "lan" and any(i.kind == "bond" for _, i, _ in seg.members):
+            continue                    # counted through its channels
+        out.append((seg.kind, seg.rate_mbit, [m[0].index for m in seg.members]))
+    return out
+
+
+def _crossing(side, links):
+    total = 0
+    for kind, rate, members in links:
+        a = sum(side[m] for m in members)
+        b = len(members) - a
+        total += _cost(kind, rate, a, b)
+    return total
+
+
+def _cost(kind, rate, a, b):
+    if kind == "p2p":
+        return rate if a and b else 0
+    return min(a, b) * rate
+
+
+def _balance(side, links):
+    """Move nodes from the larger side until the sides differ by at most one,
+    each time the node whose move costs least; then return the crossing."""
+    n = len(side)
+    member_of = [[] for _ in range(n)]
+    count = []
+    for k, (_, _, members) in enumerate(links):
+        a = sum(side[m] for m in members)
+        count.append([len(members) - a, a])
+        for m in members:
+            member_of[m].append(k)
+    while abs(2 * sum(side) - n) > 1:
+        big = 1 if 2 * sum(side) > n else 0
+        best = None
+        for i in range(n):
+            if side[i] != big:
+                continue
+            delta = 0
+            for k in member_of[i]:
+                kind, rate, _ = links[k]
+                c = count[k]
+                moved = [c[0] + (1 if big else -1), c[1] + (-1 if big else 1)]
+                delta += _cost(kind, rate, *moved) - _cost(kind, rate, *c)
+            if best is None or delta < best[0]:
+                best = (delta, i)
+        i = best[1]
+        side[i] = 1 - big
+        for k in member_of[i]:
+            count[k][big] -= 1
+            count[k][1 - big] += 1
+    return _crossing(side, links)
+
+
+def _candidates(graph):
+    nodes = graph.nodes
+    n = len(nodes)
+    if graph.family == "mesh":
+        for d, size in enumerate(graph.params["dims"]):
+            yield [1 if node.coords[d] < size // 2 else 0 for node in nodes]
+    elif graph.family == "metagraph":
+        # Whole groups on each side (group 0 fixed on side 1); with odd L the
+        # last group is split and its nodes placed by _balance.
+        L = graph.params["groups"]
+        pool = range(1, L) if L % 2 == 0 else range(1, L - 1)
+        take = L // 2 - 1
+        if comb(len(pool), take) > 5000:
+            combos = [tuple(pool)[:take]]
+        else:
+            combos = itertools.combinations(pool, take)
+        for combo in combos:
+            chosen = {0, *combo}
+            yield [1 if node.group in chosen else 0 for node in nodes]
+    yield [1 if i < n // 2 else 0 for i in range(n)]
+
+
+def _tree_crossing(graph):
+    """Flow each root subtree can push through its uplinks, halves compared."""
+    p = graph.params
+    def cap(sw):
+        if not sw.children:
+            inside = len(sw.nodes) * p["downlink_mbit"]
+        else:
+            inside = sum(cap(c) for c in sw.children)
+        return min(inside, sw.uplink_mbit) if sw.parent else inside
+    root = graph.switches[0]
+    kids = [cap(c) for c in root.children]
+    if len(kids) == 1 or len(kids) % 2:
+        return None
+    half = len(kids) // 2
+    return min(sum(kids[:half]), sum(kids[half:]))
+
+
+def bisection(graph):
+    n = len(graph.nodes)
+    links = _links(graph)
+    rates = sorted(i.rate_mbit for node in graph.nodes for i in node.interfaces
+                   if i.kind == "ethernet")
+    link = rates[len(rates) // 2]
+    method = "exhaustive"
+    if graph.family == "tree":
+        crossing = _tree_crossing(graph)
+        method = "tree halves"
+        if crossing is None:
+            crossing = _balance([1 if i < n // 2 else 0 for i in range(n)], links)
+            method = "estimate (odd root fan-out)"
+    elif n <= EXHAUSTIVE_UP_TO:
+        crossing = None
+        for combo in itertools.combinations(range(1, n), n // 2 - 1):
+            side = [0] * n
+            side[0] = 1
+            for i in combo:
+                side[i] = 1
+            c = _crossing(side, links)
+            crossing = c if crossing is None else min(crossing, c)
+    else:
+        method = "structure-aligned cuts"
+        crossing = min(_balance(list(s), links) for s in _candidates(graph))
+    out = {"crossing_mbit": crossing, "per_node_mbit": round(crossing / n, 3),
+           "link_mbit": link, "fraction_of_link": round(crossing / n / link, 4),
+           "method": method}
+    p = graph.params
+    if graph.family == "metagraph":
+        L, C = p["groups"], p["p2p_per_node"]
+        out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
+    if graph.family == "tree":
+        out["uplink_per_node_mbit"] = round(p["uplink_mbit"] / p["nodes_per_leaf"], 3)
+        out["oversubscription"] = round(p["nodes_per_leaf"] * p["downlink_mbit"]
+                                        / p["uplink_mbit"], 3)
+    return out
+
+
+def metrics(graph, proof):
+    routes = [len(n.routes) for n in graph.nodes]
+    fwd = [proof.forwarded[n.index] for n in graph.nodes if n.forwarding]
+    out = {
+        "nodes": len(graph.nodes),
+        "segments": sum(1 for s in graph.segments if s.kind == "lan"),
+        "links": sum(1 for s in graph.segments if s.kind == "p2p"),
+        "channels": sum(1 for s in graph.segments if s.kind == "channel"),
+        "pairs": proof.pairs,
+        "diameter": max(proof.hops) if proof.hops else 0,
+        "hops": {str(k): proof.hops[k] for k in sorted(proof.hops)},
+        "routes_per_node": {"max": max(routes), "mean": round(statistics.fmean(routes), 3),
+                            "total": sum(routes)},
+        "forwarding_nodes": len(fwd),
+        "gateway_load": {"max": max(fwd) if fwd else 0,
+                         "mean": round(statistics.fmean(fwd), 3) if fwd else 0},
+        "bisection": bisection(graph),
+    }
+    if graph.family == "metagraph":
+        p = graph.params
+        out["metagraph"] = {k: p[k] for k in ("links_per_group_pair", "uneven_pairs",
+                                                "unused_ports", "weights")}
+    return out

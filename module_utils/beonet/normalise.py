@@ -1,0 +1,348 @@
+"""Stage 2: turn any family into the one graph model.
+
+Every family ends as nodes, segments (LANs, point-to-point links, layer-2
+channels under bonds) and, for trees, a switch hierarchy. Host numbers and
+pool slots are chosen here so that growing a bonded net, a mesh row or a
+custom graph never renumbers what already exists.
+"""
+
+import itertools
+import string
+
+from .errors import Problems
+from .model import Graph, Interface, Node, Segment, Switch
+
+DEFAULTS = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
+            "mode": "balance-rr", "miimon": 100, "channels": 2,
+            "tree_levels": 2}
+DEFAULT_PATTERN = {"mesh": "node-{coords}", "bonded": "node{index:02d}",
+                   "tree": "node{index:02d}", "metagraph": "node{index:02d}"}
+
+
+class _Names:
+    """Logical NIC names per node: eth0, eth1, ... skipping the management NIC."""
+
+    def __init__(self, management):
+        self.management = management
+        self.next = {}
+
+    def ethernet(self, node):
+        k = self.next.get(node.name, 0)
+        while "eth%d" % k == self.management:
+            k += 1
+        self.next[node.name] = k + 1
+        return "eth%d" % k
+
+    @staticmethod
+    def bond(node):
+        return "bond%d" % sum(1 for i in node.interfaces if i.kind == "bond")
+
+
+class Builder:
+    def __init__(self, source):
+        self.src = source
+        self.data = source.data
+        self.problems = source.problems()
+        self.problems.stage = "normalise"
+        link = self.data.get("link", {})
+        self.rate = link.get("rate_mbit", DEFAULTS["rate_mbit"])
+        self.mtu = link.get("mtu", DEFAULTS["mtu"])
+        mgmt = self.data.get("management", {}).get("interface", DEFAULTS["management"])
+        self.graph = Graph(self.data["name"], self.data["family"])
+        self.graph.management = mgmt
+        self.names = _Names(mgmt)
+
+    # -- helpers shared by the families ------------------------------------
+    def node_name(self, index, **fields):
+        naming = self.data.get("nodes", {})
+        pattern = naming.get("pattern", DEFAULT_PATTERN[self.graph.family])
+        first = naming.get("first_index", 1)
+        try:
+            return pattern.format(index=index + first, **fields)
+        except (KeyError, IndexError, ValueError) as exc:
+            keys = [f for _, f, _, _ in string.Formatter().parse(pattern) if f]
+            self.problems.add("nodes.pattern", "cannot expand %r (%s); fields here: %s"
+                              % (pattern, exc, ", ".join(["index"] + sorted(fields)) or keys))
+            raise _Stop() from exc
+
+    def new_node(self, name, hostid):
+        node = Node(name, len(self.graph.nodes), hostid)
+        if name in self.graph.by_name:
+            self.problems.add("nodes.pattern", "the pattern gives the name '%s' twice" % name)
+            raise _Stop()
+        self.graph.add_node(node)
+        return node
+
+    def segment(self, name, kind, rate, mtu=None, slot=None):
+        seg = Segment(name, kind, rate, mtu or self.mtu)
+        seg.pool_slot = slot
+        self.graph.segments.append(seg)
+        return seg
+
+    def attach(self, seg, node, hostnum, channels=1, mode=None, miimon=None,
+               channel_segs=None):
+        """Put a node on an IP segment, through a bond of K channels when K > 1."""
+        if channels > 1:
+            bond = Interface(self.names.bond(node), "bond", seg)
+            bond.mode = mode or DEFAULTS["mode"]
+            bond.miimon = DEFAULTS["miimon"] if miimon is None else miimon
+            bond.rate_mbit = seg.rate_mbit * channels
+            bond.mtu = seg.mtu
+            for ch in channel_segs:
+                nic = Interface(self.names.ethernet(node), "ethernet", ch)
+                nic.rate_mbit, nic.mtu, nic.bond = ch.rate_mbit, ch.mtu, bond.name
+                node.interfaces.append(nic)
+                bond.members.append(nic.name)
+                ch.members.append((node, nic, hostnum))
+            node.interfaces.append(bond)
+            iface = bond
+        else:
+            iface = Interface(self.names.ethernet(node), "ethernet", seg)
+            iface.rate_mbit, iface.mtu = seg.rate_mbit, seg.mtu
+            node.interfaces.append(iface)
+        seg.members.append((node, iface, hostnum))
+        if node.primary is None:
+            node.primary = iface
+        return iface
+
+    def channels_for(self, seg, count):
+        out = []
+        for k in range(count):
+            ch = self.segment("%s-ch%d" % (seg.name, k), "channel", seg.rate_mbit, seg.mtu)
+            ch.channel_of = seg
+            out.append(ch)
+        return out
+
+    def p2p(self, name, a, b, rate, mtu=None, slot=None, prefix=None):
+        seg = self.segment(name, "p2p", rate, mtu, slot)
+        seg.prefix_fixed = prefix
+        ia = self.attach(seg, a, 0)
+        ib = self.attach(seg, b, 1)
+        ia.peer, ib.peer = (b.name, ib.name), (a.name, ia.name)
+        return seg
+
+    # -- families ----------------------------------------------------------
+    def bonded(self, p):
+        k = p.get("channels", DEFAULTS["channels"])
+        rate = p.get("rate_mbit", self.rate)
+        nodes = [self.new_node(self.node_name(i), i + 1) for i in range(p["nodes"])]
+        net = self.segment("net0", "lan", rate, slot=0)
+        chans = self.channels_for(net, k) if k > 1 else None
+        for n in nodes:
+            self.attach(net, n, n.hostid, k, p.get("mode"), p.get("miimon"), chans)
+        self.graph.params = {"nodes": len(nodes), "channels": k, "rate_mbit": rate,
+                             "mode": p.get("mode", DEFAULTS["mode"]) if k > 1 else None}
+
+    def mesh(self, p):
+        dims = p["dims"]
+        rate = p.get("rate_mbit", self.rate)
+        coords = list(itertools.product(*[range(d) for d in dims]))
+        nodes = {}
+        for i, c in enumerate(coords):
+            node = self.new_node(self.node_name(i, coords="-".join(map(str, c))), i + 1)
+            node.coords = c
+            nodes[c] = node
+        # One segment per dimension and per value of the other coordinates;
+        # its pool slot depends only on those coordinates (Morton order inside
+        # the dimension's block), its host numbers on the coordinate along it.
+        for d in range(len(dims)):
+            others = [range(n) for j, n in enumerate(dims) if j != d]
+            for rest in itertools.product(*others):
+                name = "d%d-%s" % (d, "-".join(map(str, rest)) if rest else "0")
+                seg = self.segment(name, "lan", rate, slot=(d, _morton(rest)))
+                for v in range(dims[d]):
+                    c = rest[:d] + (v,) + rest[d:]
+                    self.attach(seg, nodes[c], v + 1)
+        self.graph.params = {"dims": list(dims), "rate_mbit": rate}
+
+    def tree(self, p):
+        levels = p.get("levels", DEFAULTS["tree_levels"])
+        fan, per_leaf = p["fanout"], p["nodes_per_leaf"]
+        down = p.get("downlink_mbit", self.rate)
+        up = p.get("uplink_mbit", down)
+        switches = []
+        root = Switch("root", 0)
+        switches.append(root)
+        tier = [root]
+        for level in range(1, levels):
+            nxt = []
+            for parent in tier:
+                for _ in range(fan):
+                    i = len(nxt)
+                    name = "leaf%d" % i if level == levels - 1 else "agg%d-%d" % (level, i)
+                    sw = Switch(name, level)
+                    sw.parent, sw.uplink_mbit = parent, up
+                    parent.children.append(sw)
+                    nxt.append(sw)
+            switches.extend(nxt)
+            tier = nxt
+        net = self.segment("net0", "lan", down, slot=0)
+        index = 0
+        for leaf in tier:
+            leaf.downlink_mbit = down
+            for _ in range(per_leaf):
+                node = self.new_node(self.node_name(index), index + 1)
+                node.switch = leaf.name
+                leaf.nodes.append(node.name)
+                self.attach(net, node, node.hostid)
+                index += 1
+        self.graph.switches = switches
+        self.graph.params = {"levels": levels, "fanout": fan, "nodes_per_leaf": per_leaf,
+                             "leaves": len(tier), "downlink_mbit": down, "uplink_mbit": up}
+
+    def metagraph(self, p):
+        L, P, C = p["groups"], p["nodes_per_group"], p["p2p_per_node"]
+        lan_rate = p.get("lan_rate_mbit", self.rate)
+        p2p_rate = p.get("p2p_rate_mbit", self.rate)
+        if L > P * C + 1:
+            self.problems.add("metagraph.groups",
+                              "infeasible: a fully connected meta-node graph needs "
+                              "L <= P*C+1 = %d (each of the %d groups needs a link to "
+                              "%d others but has only P*C = %d point-to-point NICs)"
+                              % (P * C + 1, L, L - 1, P * C))
+            raise _Stop()
+        groups = []
+        for g in range(L):
+            seg = self.segment("group%d" % g, "lan", lan_rate, slot=g)
+            members = []
+            for m in range(P):
+                index = g * P + m
+                node = self.new_node(self.node_name(index, group=g, member=m), m + 1)
+                node.group, node.member = g, m
+                self.attach(seg, node, m + 1)
+                members.append(node)
+            groups.append(members)
+        weights, unused = _metagraph_weights(L, P * C)
+        # Ports of a group in order: port q is NIC q // P of member q % P, so
+        # consecutive ports sit on different nodes and links spread over members.
+        cursor = [0] * L
+        ports = {}
+        for g in range(L):
+            for h in range(L):
+                if h == g:
+                    continue
+                start = cursor[g]
+                cursor[g] += weights[min(g, h), max(g, h)]
+                ports[g, h] = [start + j for j in range(weights[min(g, h), max(g, h)])]
+        slot = 0
+        names = set()
+        for g in range(L):
+            for h in range(g + 1, L):
+                for qa, qb in zip(ports[g, h], ports[h, g]):
+                    a, b = groups[g][qa % P], groups[h][qb % P]
+                    name = "%s--%s" % (a.name, b.name)
+                    k = 2
+                    while name in names:
+                        name = "%s--%s-%d" % (a.name, b.name, k)
+                        k += 1
+                    names.add(name)
+                    seg = self.p2p(name, a, b, p2p_rate, slot=slot)
+                    seg.groups = (g, h)
+                    slot += 1
+        ideal = P * C / (L - 1)
+        uneven = sorted(["group%d-group%d" % k for k, w in weights.items() if w != ideal])
+        self.graph.params = {"groups": L, "nodes_per_group": P, "p2p_per_node": C,
+                             "lan_rate_mbit": lan_rate, "p2p_rate_mbit": p2p_rate,
+                             "links_per_group_pair": ideal,
+                             "weights": {"group%d-group%d" % k: w for k, w in sorted(weights.items())},
+                             "uneven_pairs": uneven, "unused_ports": unused}
+
+    def custom(self, p):
+        raw = p["nodes"]
+        ids = {}
+        explicit = {n["id"] for n in raw if isinstance(n, dict) and "id" in n}
+        nxt = 1
+        nodes = []
+        for entry in raw:
+            name = entry if isinstance(entry, str) else entry["name"]
+            hostid = entry.get("id") if isinstance(entry, dict) else None
+            if hostid is None:
+                while nxt in explicit or nxt in ids.values():
+                    nxt += 1
+                hostid = nxt
+            ids[name] = hostid
+            nodes.append(self.new_node(name, hostid))
+        for i, s in enumerate(p.get("segments", [])):
+            rate = s.get("rate_mbit", self.rate)
+            seg = self.segment(s["name"], "lan", rate, s.get("mtu"), slot=i)
+            seg.prefix_fixed = s.get("prefix")
+            k = s.get("channels", 1)
+            chans = self.channels_for(seg, k) if k > 1 else None
+            for m in s["members"]:
+                node = self.graph.by_name[m]
+                self.attach(seg, node, node.hostid, k, s.get("mode"), s.get("miimon"), chans)
+        names = {s.name for s in self.graph.segments}
+        for i, link in enumerate(p.get("links", [])):
+            a, b = (self.graph.by_name[e] for e in link["ends"])
+            name = "%s--%s" % (a.name, b.name)
+            k = 2
+            while name in names:
+                name = "%s--%s-%d" % (a.name, b.name, k)
+                k += 1
+            names.add(name)
+            self.p2p(name, a, b, link.get("rate_mbit", self.rate), link.get("mtu"),
+                     slot=i, prefix=link.get("prefix"))
+        for i, node in enumerate(self.graph.nodes):
+            if node.primary is None:
+                self.problems.add("custom.nodes[%d]" % i,
+                                  "node '%s' is on no segment and no link" % node.name)
+        if not self.problems:
+            dist = self.graph.distances([0])
+            cut = [n.name for n in self.graph.nodes if dist[n.index] < 0]
+            if cut:
+                self.problems.add("custom", "the graph is disconnected: %s cannot reach %s"
+                                  % (self.graph.nodes[0].name, ", ".join(cut[:8])
+                                     + (" and %d more" % (len(cut) - 8) if len(cut) > 8 else "")))
+        self.graph.params = {"nodes": len(nodes)}
+
+
+class _Stop(Exception):
+    pass
+
+
+def _morton(values):
+    """Interleave the bits of the coordinates: a slot that does not depend on sizes."""
+    vals = list(values)
+    out = 0
+    for bit in range(max(vals, default=0).bit_length()):
+        for j, v in enumerate(vals):
+            out |= ((v >> bit) & 1) << (bit * len(vals) + j)
+    return out
+
+
+def _metagraph_weights(L, ports):
+    """Links per group pair: P*C/(L-1) each, the remainder spread as evenly as
+    possible (a circulant graph of the extra links, plus a matching when the
+    remainder is odd). Returns ({(g, h): links}, unused ports)."""
+    base, extra = divmod(ports, L - 1)
+    w = {(g, h): base for g in range(L) for h in range(g + 1, L)}
+    unused = []
+    for off in range(1, extra // 2 + 1):
+        for g in range(L):
+            h = (g + off) % L
+            w[min(g, h), max(g, h)] += 1
+    if extra % 2:
+        free = list(range(L))
+        taken = set()
+        for g in free:
+            if g in taken:
+                continue
+            partner = next((h for h in free if h > g and h not in taken
+                            and w[g, h] == base), None)
+            if partner is None:
+                unused.append("group%d" % g)
+                continue
+            w[g, partner] += 1
+            taken.update((g, partner))
+    return w, unused
+
+
+def normalise(source):
+    """Return (Graph or None, Problems)."""
+    b = Builder(source)
+    family = source.data["family"]
+    try:
+        getattr(b, family)(source.data[family])
+    except _Stop:
+        pass
+    return (None if b.problems else b.graph), b.problems

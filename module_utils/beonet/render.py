@@ -1,0 +1,112 @@
+"""Stage 7: renderers of the compiled graph.
+
+The plan (a dict, dumped as JSON or YAML) is the contract every later part
+consumes; ``ip_route_text`` is the dry run. Exports for other tools live in
+``export.py``.
+"""
+
+import json
+
+from .model import ip_text
+
+PLAN_FORMAT = 1
+
+
+def _iface(iface, physical):
+    seg = iface.segment
+    out = {"name": physical.get(iface.name, iface.name), "kind": iface.kind,
+           "segment": seg.name,
+           "addresses": ["%s/%d" % (ip_text(a), seg.plen) for a in iface.addresses]}
+    if physical.get(iface.name, iface.name) != iface.name:
+        out["logical"] = iface.name
+    out["rate_mbit"] = iface.rate_mbit
+    out["mtu"] = iface.mtu
+    if iface.kind == "bond":
+        out["members"] = [physical.get(m, m) for m in iface.members]
+        out["mode"] = iface.mode
+        out["miimon"] = iface.miimon
+    if iface.bond:
+        out["bond"] = iface.bond
+    if iface.peer:
+        out["peer"] = {"node": iface.peer[0], "interface": iface.peer[1]}
+    return out
+
+
+def node_plan(node, physical=None):
+    physical = physical or {}
+    out = {"index": node.index, "address": ip_text(node.address),
+           "forwarding": node.forwarding,
+           "interfaces": [_iface(i, physical) for i in node.interfaces],
+           "routes": [{"to": "%s/%d" % (ip_text(r.net), r.plen), "via": ip_text(r.via),
+                       "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
+                      for r in node.routes]}
+    if node.group is not None:
+        out["group"] = node.group
+    if node.coords is not None:
+        out["coords"] = list(node.coords)
+    if node.switch is not None:
+        out["switch"] = node.switch
+    return out
+
+
+def segment_plan(seg):
+    out = {"kind": seg.kind, "prefix": seg.prefix_text(), "rate_mbit": seg.rate_mbit,
+           "mtu": seg.mtu,
+           "members": [{"node": n.name, "interface": i.name,
+                        **({"address": ip_text(i.addresses[0])} if i.addresses and seg.routed else {})}
+                       for n, i, _ in seg.members]}
+    if seg.kind == "channel":
+        out["carries"] = seg.channel_of.name
+        del out["prefix"]
+    if seg.groups is not None:
+        out["groups"] = list(seg.groups)
+    return out
+
+
+def plan(compiled, physical=None):
+    """The whole plan as a dict. physical: {node: {logical: physical NIC}}."""
+    graph = compiled.graph
+    physical = physical or {}
+    out = {
+        "beonet": {"plan_format": PLAN_FORMAT},
+        "topology": {"name": graph.name, "family": graph.family,
+                     "source": compiled.source_file},
+        "management": {"interface": graph.management},
+        "nodes": {n.name: node_plan(n, physical.get(n.name)) for n in graph.nodes},
+        "segments": {s.name: segment_plan(s) for s in graph.segments},
+        "metrics": compiled.metrics,
+    }
+    if graph.switches:
+        out["switches"] = {s.name: {"level": s.level,
+                                    "parent": s.parent.name if s.parent else None,
+                                    "uplink_mbit": s.uplink_mbit,
+                                    "children": [c.name for c in s.children],
+                                    "nodes": s.nodes} for s in graph.switches}
+    return out
+
+
+def dumps(data, fmt="json"):
+    if fmt == "yaml":
+        import yaml
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    if isinstance(data.get("nodes"), dict) and len(data["nodes"]) > 500:
+        return json.dumps(data, separators=(",", ":")) + "\n"
+    return json.dumps(data, indent=2) + "\n"
+
+
+def ip_route_text(node_plan_, name):
+    """One node's dry run: addresses, bonds, forwarding and `ip route` lines."""
+    lines = ["# %s  address %s  forwarding %s" % (
+        name, node_plan_["address"], "on" if node_plan_["forwarding"] else "off")]
+    for i in node_plan_["interfaces"]:
+        if i["kind"] == "bond":
+            lines.append("ip link add %s type bond mode %s miimon %d" % (
+                i["name"], i["mode"], i["miimon"]))
+            for m in i["members"]:
+                lines.append("ip link set %s master %s" % (m, i["name"]))
+        for a in i["addresses"]:
+            lines.append("ip addr add %s dev %s" % (a, i["name"]))
+    lines.append("sysctl -w net.ipv4.ip_forward=%d" % (1 if node_plan_["forwarding"] else 0))
+    for r in node_plan_["routes"]:
+        lines.append("ip route add %s via %s dev %s src %s" % (r["to"], r["via"], r["dev"], r["src"]))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,219 @@
+"""Stage 4: static routing tables.
+
+Two policies, one contract (shortest IP-hop paths, one prefix per remote
+segment or group, host routes only where they shorten a path, gateway load
+spread by source, forwarding on exactly the nodes used as next hops):
+
+* ``generic``: any graph (bonded, tree, mesh, custom). One multi-source BFS
+  per segment picks the next hop towards it; a BFS per destination adds host
+  routes where the segment route is longer than the shortest path.
+* ``metagraph``: the SC98 testbed rule, computed from the structure so that
+  thousands of nodes compile in seconds: a node linked to a remote group goes
+  through its own peer; otherwise through a linked node of its own group,
+  spread by source; remote nodes linked to the group (or to the node's peers)
+  are reached through their local peer with a host route.
+
+Every route carries ``src`` = the node's address, so replies and ICMP errors
+always come back to an address the whole cluster routes.
+"""
+
+from collections import defaultdict
+
+from .model import Route, RouteTable, mask
+
+
+def _iface_on(graph):
+    """(node index, segment name) -> Interface."""
+    out = {}
+    for seg in graph.segments:
+        if seg.routed:
+            for node, iface, _ in seg.members:
+                out[node.index, seg.name] = iface
+    return out
+
+
+def _spread(requests):
+    """requests: {key: [(source index, candidates)]} -> {(source, key): candidate}.
+
+    Sources that share a choice are ranked and dealt round-robin over the
+    candidates, so each gateway carries an equal share of the sources."""
+    out = {}
+    for key, items in requests.items():
+        items.sort(key=lambda t: t[0])
+        for rank, (src, cands) in enumerate(items):
+            out[src, key] = cands[rank % len(cands)]
+    return out
+
+
+def generic(graph):
+    nodes = graph.nodes
+    adj = graph.neighbours()
+    on = _iface_on(graph)
+    segs = graph.routed_segments()
+    requests = defaultdict(list)
+    for seg in segs:
+        members = {m[0].index for m in seg.members}
+        dist = graph.distances(members, adj)
+        for x in nodes:
+            if x.index in members:
+                continue
+            want = dist[x.index] - 1
+            cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == want})
+            requests[seg.name, tuple(cands)].append((x.index, cands))
+    chosen = _spread(requests)
+    seg_by_name = {s.name: s for s in segs}
+    for (xi, key), (n, via_seg) in sorted(chosen.items(), key=lambda kv: kv[0][0]):
+        seg = seg_by_name[key[0]]
+        x = nodes[xi]
+        x.routes.append(Route(seg.net, seg.plen, on[n, via_seg].addresses[0],
+                              on[xi, via_seg].name, x.address))
+    _host_routes(graph, adj, on)
+    _finish(graph)
+
+
+def tables_for(graph):
+    """RouteTable per node: connected networks first, then its static routes.
+
+    An entry is (kind, target, source address): ("link", segment name, the
+    node's address on it) or ("via", next-hop address, the route's src)."""
+    tables = []
+    for node in graph.nodes:
+        t = RouteTable()
+        for iface in node.interfaces:
+            if iface.addresses:
+                seg = iface.segment
+                t.add(seg.net, seg.plen, ("link", seg.name, iface.addresses[0]))
+        for r in node.routes:
+            t.add(r.net, r.plen, ("via", r.via, r.src))
+        tables.append(t)
+    return tables
+
+
+def _host_routes(graph, adj, on):
+    nodes = graph.nodes
+    owner = {}
+    for seg in graph.routed_segments():
+        for node, iface, _ in seg.members:
+            for a in iface.addresses:
+                owner[a] = node.index
+    tables = tables_for(graph)
+
+    def walk(start, addr, target, limit):
+        hops, cur = 0, start
+        while cur != target and hops <= limit:
+            entry = tables[cur].lookup(addr)
+            if entry is None:
+                return limit + 1
+            hops += 1
+            cur = target if entry[0] == "link" else owner[entry[1]]
+        return hops
+
+    for dest in nodes:
+        addr = dest.address
+        dist = graph.distances([dest.index], adj)
+        for x in sorted(nodes, key=lambda n: dist[n.index]):
+            d = dist[x.index]
+            if d < 2 or walk(x.index, addr, dest.index, d) <= d:
+                continue
+            cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == d - 1})
+            n, seg = cands[x.index % len(cands)]
+            via = on[n, seg].addresses[0]
+            x.routes.append(Route(addr, 32, via, on[x.index, seg].name, x.address))
+            tables[x.index].add(addr, 32, ("via", via, x.address))
+
+
+def _finish(graph):
+    owner = {}
+    for seg in graph.routed_segments():
+        for node, iface, _ in seg.members:
+            for a in iface.addresses:
+                owner[a] = node
+    for node in graph.nodes:
+        node.routes.sort(key=lambda r: (r.net, r.plen))
+        for r in node.routes:
+            owner[r.via].forwarding = True
+
+
+def metagraph(graph):
+    L = graph.params["groups"]
+    groups = [[] for _ in range(L)]
+    for n in graph.nodes:
+        groups[n.group].append(n)
+    lan = {}                    # node index -> LAN interface
+    for n in graph.nodes:
+        lan[n.index] = n.primary
+    group_net = {}
+    for seg in graph.segments:
+        if seg.kind == "lan":
+            group_net[int(seg.name[5:])] = (seg.net, seg.plen)
+    # peers[x] = {h: [(peer node, x iface, peer iface)]}, in link order
+    peers = [defaultdict(list) for _ in graph.nodes]
+    linked = defaultdict(list)  # (g, h) -> [(local node, remote node)]
+    for seg in graph.segments:
+        if seg.kind != "p2p":
+            continue
+        (a, ia, _), (b, ib, _) = seg.members
+        peers[a.index][b.group].append((b, ia, ib))
+        peers[b.index][a.group].append((a, ib, ia))
+        linked[a.group, b.group].append((a, b))
+        linked[b.group, a.group].append((b, a))
+    # Gateway per (source, remote group) for sources with no link to it.
+    choice = {}
+    for g in range(L):
+        for h in range(L):
+            if h == g:
+                continue
+            gates = []
+            for w, _ in linked[g, h]:
+                if w not in gates:
+                    gates.append(w)
+            needy = [x for x in groups[g] if h not in peers[x.index]]
+            for rank, x in enumerate(needy):
+                choice[x.index, h] = gates[rank % len(gates)]
+    for x in graph.nodes:
+        g, src = x.group, x.address
+        mine = peers[x.index]
+        routes = []
+        for h in range(L):
+            if h == g:
+                continue
+            net, plen = group_net[h]
+            own = mine.get(h)
+            if own:
+                first, xi, pi = own[0]
+                routes.append(Route(net, plen, pi.addresses[0], xi.name, src))
+                seen = {first.index}
+                for p, xi, pi in own[1:]:
+                    if p.index not in seen:     # a second direct peer in h: 1 hop, not 2
+                        seen.add(p.index)
+                        routes.append(Route(p.address, 32, pi.addresses[0], xi.name, src))
+                continue
+            gw = choice[x.index, h]
+            routes.append(Route(net, plen, gw.primary.addresses[0], x.primary.name, src))
+            # Nodes of h one hop closer than the group route takes them: the
+            # gateway's own peers are 2 hops either way; other nodes of h linked
+            # to this group, or to this node's peers, get a host route.
+            done = {p.index for p, _, _ in peers[gw.index][h]}
+            for w, z in linked[g, h]:
+                if z.index not in done:
+                    done.add(z.index)
+                    routes.append(Route(z.address, 32, w.primary.addresses[0],
+                                        x.primary.name, src))
+            for lst in mine.values():
+                for k, xi, ki in lst:
+                    for z, _, _ in peers[k.index].get(h, ()):
+                        if z.index not in done:
+                            done.add(z.index)
+                            routes.append(Route(z.address, 32, ki.addresses[0], xi.name, src))
+        x.routes = routes
+    _finish(graph)
+
+
+def route(graph):
+    if graph.family == "metagraph":
+        metagraph(graph)
+    else:
+        generic(graph)
+
+
+__all__ = ["route", "tables_for", "mask"]

@@ -1,0 +1,125 @@
+"""JSON Schema of a beonet topology file (draft 2020-12).
+
+The shipped ``topologies/beonet.schema.json`` is generated from this dict by
+``beonet schema`` (a test checks that the two agree), so editors and the
+compiler read the same rules.
+"""
+
+BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
+              "802.3ad", "balance-tlb", "balance-alb"]
+FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
+
+_rate = {"type": "integer", "minimum": 1, "description": "link rate in Mbit/s"}
+_mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
+        "description": "MTU in bytes"}
+_name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
+         "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
+_ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
+           "description": "a Linux interface name (at most 15 characters)"}
+_cidr = {"type": "string", "format": "ipv4-network",
+         "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
+_bond = {
+    "mode": {"enum": BOND_MODES, "description": "Linux bonding mode"},
+    "miimon": {"type": "integer", "minimum": 0, "maximum": 60000,
+               "description": "MII link monitoring interval in ms"},
+}
+
+
+def _obj(props, required=(), description=None):
+    out = {"type": "object", "additionalProperties": False, "properties": props}
+    if required:
+        out["required"] = list(required)
+    if description:
+        out["description"] = description
+    return out
+
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://beonet.invalid/beonet.schema.json",
+    "title": "beonet topology",
+    "description": "One cluster network: a family and its parameters.",
+    **_obj({
+        "name": _name,
+        "description": {"type": "string"},
+        "family": {"enum": FAMILIES, "description": "the topology family"},
+        "nodes": _obj({
+            "pattern": {"type": "string", "minLength": 1,
+                        "description": "node name pattern; fields {index}, {group}, "
+                                       "{member}, {coords}"},
+            "first_index": {"type": "integer", "minimum": 0},
+        }, description="node naming (generated families)"),
+        "addressing": _obj({
+            "lan": _cidr,
+            "lan_prefix": {"type": "integer", "minimum": 8, "maximum": 30,
+                           "description": "prefix length of each LAN segment "
+                                          "(default: /24, larger when a segment needs it)"},
+            "p2p": _cidr,
+            "p2p_prefix": {"enum": [30, 31],
+                           "description": "prefix length of point-to-point links"},
+        }, description="address pools"),
+        "link": _obj({"rate_mbit": _rate, "mtu": _mtu},
+                     description="defaults for every link"),
+        "management": _obj({"interface": _ifname},
+                            description="the interface Ansible connects through; "
+                                        "never touched by a plan"),
+        "bonded": _obj({
+            "nodes": {"type": "integer", "minimum": 2},
+            "channels": {"type": "integer", "minimum": 1, "maximum": 16},
+            "rate_mbit": _rate,
+            **_bond,
+        }, required=["nodes"], description="K networks each reaching every node, "
+                                            "bonded per node"),
+        "mesh": _obj({
+            "dims": {"type": "array", "minItems": 1, "maxItems": 8,
+                     "items": {"type": "integer", "minimum": 2}},
+            "rate_mbit": _rate,
+        }, required=["dims"], description="routed mesh with gateway nodes"),
+        "tree": _obj({
+            "levels": {"type": "integer", "minimum": 2, "maximum": 6},
+            "fanout": {"type": "integer", "minimum": 1},
+            "nodes_per_leaf": {"type": "integer", "minimum": 1},
+            "downlink_mbit": _rate,
+            "uplink_mbit": _rate,
+        }, required=["fanout", "nodes_per_leaf"], description="tree of switches"),
+        "metagraph": _obj({
+            "groups": {"type": "integer", "minimum": 2,
+                       "description": "L: number of switch groups"},
+            "nodes_per_group": {"type": "integer", "minimum": 2,
+                                "description": "P: nodes per group"},
+            "p2p_per_node": {"type": "integer", "minimum": 1,
+                             "description": "C: point-to-point NICs per node"},
+            "lan_rate_mbit": _rate,
+            "p2p_rate_mbit": _rate,
+        }, required=["groups", "nodes_per_group", "p2p_per_node"],
+            description="fully connected meta-node graph"),
+        "custom": _obj({
+            "nodes": {"type": "array", "minItems": 2, "items": {"oneOf": [
+                _name,
+                _obj({"name": _name, "id": {"type": "integer", "minimum": 1}},
+                     required=["name"]),
+            ]}},
+            "segments": {"type": "array", "items": _obj({
+                "name": _name,
+                "members": {"type": "array", "items": _name},
+                "channels": {"type": "integer", "minimum": 1, "maximum": 16},
+                "prefix": _cidr,
+                "rate_mbit": _rate,
+                "mtu": _mtu,
+                **_bond,
+            }, required=["name", "members"])},
+            "links": {"type": "array", "items": _obj({
+                "ends": {"type": "array", "minItems": 2, "maxItems": 2,
+                         "items": _name},
+                "prefix": _cidr,
+                "rate_mbit": _rate,
+                "mtu": _mtu,
+            }, required=["ends"])},
+        }, required=["nodes"], description="explicit nodes, segments and links"),
+    }, required=["name", "family"]),
+    "allOf": [
+        {"if": {"properties": {"family": {"const": f}}, "required": ["family"]},
+         "then": {"required": [f]}}
+        for f in FAMILIES
+    ],
+}
