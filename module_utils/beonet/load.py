@@ -228,6 +228,7 @@ def validate(data, file, lines):
             continue
         for parts, msg in _schema_messages(error):
             problems.add(path_text(parts), msg)
+    problems.items.sort(key=lambda p: (p.line or 0, p.path))
     family = data.get("family")
     for other in SCHEMA["properties"]["family"]["enum"]:
         if other != family and other in data:

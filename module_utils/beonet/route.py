@@ -5,8 +5,9 @@ segment or group, host routes only where they shorten a path, gateway load
 spread by source, forwarding on exactly the nodes used as next hops):
 
 * ``generic``: any graph (bonded, tree, mesh, custom). One multi-source BFS
-  per segment picks the next hop towards it; a BFS per destination adds host
-  routes where the segment route is longer than the shortest path.
+  per segment that holds node addresses picks the next hop towards it; a BFS
+  per destination adds host routes where the segment route is longer than the
+  shortest path.
 * ``metagraph``: the SC98 testbed rule, computed from the structure so that
   thousands of nodes compile in seconds: a node linked to a remote group goes
   through its own peer; otherwise through a linked node of its own group,
@@ -49,7 +50,10 @@ def generic(graph):
     nodes = graph.nodes
     adj = graph.neighbours()
     on = _iface_on(graph)
-    segs = graph.routed_segments()
+    # Route to the segments that hold some node's address (what names resolve
+    # to); other interface addresses are reachable from their own segment only.
+    homes = {node.primary.segment.name for node in nodes}
+    segs = [s for s in graph.routed_segments() if s.name in homes]
     requests = defaultdict(list)
     for seg in segs:
         members = {m[0].index for m in seg.members}

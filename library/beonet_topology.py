@@ -1,0 +1,177 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: beonet_topology
+short_description: Compile a beonet topology into per-host network plans
+description:
+  - Runs on the controller (use C(delegate_to: localhost) and C(run_once)).
+  - Loads and validates a topology file, builds the graph, assigns addresses,
+    computes static routes, proves them by walking every pair, and returns the
+    plan of every node with its C(ip route) dry-run text.
+  - Bad input fails the task with every error of the failing stage, each naming
+    the file, line and key path. Nothing is written and no node is touched.
+options:
+  topology:
+    description: Path of the topology YAML file.
+    type: path
+    required: true
+  hosts:
+    description:
+      - Inventory hosts that should make up the cluster. When given, every topology
+        node must be one of them and every one of them a topology node.
+    type: list
+    elements: str
+  interfaces:
+    description:
+      - Physical NIC names per host, C({host: {logical: physical}}), usually each
+        host's C(beonet_interfaces) variable. A host given here must map every
+        logical NIC of its node.
+    type: dict
+    default: {}
+  paths:
+    description: Also return the expected C(traceroute -n) hop list of every ordered pair.
+    type: bool
+    default: false
+  dest:
+    description:
+      - Write the plan as JSON to this file on the controller, atomically and only
+        when the content differs (reports changed). Honors check mode and diff.
+    type: path
+author:
+  - beonet developers
+"""
+
+EXAMPLES = r"""
+- name: Compile the cluster topology
+  beonet_topology:
+    topology: "{{ playbook_dir }}/../topologies/routed-mesh.yml"
+    hosts: "{{ ansible_play_hosts_all }}"
+  delegate_to: localhost
+  run_once: true
+  register: beonet
+
+- name: Show one host's routing table
+  ansible.builtin.debug:
+    msg: "{{ beonet.routes_text[inventory_hostname] }}"
+"""
+
+RETURN = r"""
+plan:
+  description: The whole plan (topology, nodes, segments, metrics; see docs/plan.md).
+  returned: success
+  type: dict
+nodes:
+  description: Per-host plan, keyed by node name.
+  returned: success
+  type: dict
+routes_text:
+  description: Per-host dry run as C(ip) commands, keyed by node name.
+  returned: success
+  type: dict
+metrics:
+  description: Metrics of the compiled network.
+  returned: success
+  type: dict
+paths:
+  description: Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true).
+  returned: when paths is true
+  type: dict
+errors:
+  description: Every error of the failing stage, as text.
+  returned: failure
+  type: list
+  elements: str
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible.module_utils.beonet import inventory, pipeline, render
+    from ansible.module_utils.beonet.errors import CompileError, Problem
+    IMPORT_ERROR = None
+except ImportError as exc:  # netaddr, jsonschema or PyYAML missing on the controller
+    IMPORT_ERROR = exc
+
+
+def _fail(module, problems):
+    errors = [str(p) for p in problems]
+    module.fail_json(msg="beonet: %d error(s)\n%s" % (len(errors), "\n".join(errors)),
+                     errors=errors)
+
+
+def run(module):
+    p = module.params
+    try:
+        compiled = pipeline.compile_file(p["topology"])
+    except CompileError as exc:
+        _fail(module, exc.problems)
+    graph = compiled.graph
+    problems = []
+    if p["hosts"] is not None:
+        nodes = set(graph.by_name)
+        for host in p["hosts"]:
+            if host not in nodes:
+                problems.append(Problem("host '%s' is not a node of the topology" % host,
+                                        "hosts", file="inventory"))
+        hosts = {h: {} for h in p["hosts"]}
+    else:
+        hosts = {n.name: {} for n in graph.nodes}
+    for host, names in (p["interfaces"] or {}).items():
+        if host in hosts:
+            hosts[host] = {inventory.VAR: names}
+    physical, more = inventory.physical_names(graph, hosts, "inventory")
+    problems.extend(more.items)
+    if problems:
+        _fail(module, problems)
+    plan = render.plan(compiled, physical)
+    result = {"changed": False, "plan": plan, "nodes": plan["nodes"],
+              "metrics": plan["metrics"],
+              "routes_text": {k: render.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
+    if p["paths"]:
+        result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]
+                               for b in plan["nodes"] if b != a} for a in plan["nodes"]}
+    if p["dest"]:
+        text = render.dumps(plan)
+        old = None
+        if os.path.exists(p["dest"]):
+            with open(p["dest"], encoding="utf-8") as fh:
+                old = fh.read()
+        if old != text:
+            result["changed"] = True
+            if module._diff:
+                result["diff"] = {"before": old or "", "after": text,
+                                  "before_header": p["dest"], "after_header": p["dest"]}
+            if not module.check_mode:
+                folder = os.path.dirname(os.path.abspath(p["dest"]))
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".beonet-")
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                module.atomic_move(tmp, p["dest"])
+    module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "topology": {"type": "path", "required": True},
+            "hosts": {"type": "list", "elements": "str"},
+            "interfaces": {"type": "dict", "default": {}},
+            "paths": {"type": "bool", "default": False},
+            "dest": {"type": "path"},
+        },
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR is not None:
+        module.fail_json(msg="beonet needs netaddr, jsonschema and PyYAML on the controller "
+                             "(run `make setup`): %s" % IMPORT_ERROR)
+    run(module)
+
+
+if __name__ == "__main__":
+    main()
