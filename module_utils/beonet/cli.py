@@ -114,6 +114,24 @@ def cmd_export(args):
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
+BUILD_FILES = {"plan.json": None, "routes.txt": None, "hosts": "hosts",
+               "topology.conf": "slurm", "hostfile": "hostfile"}
+
+
+def cmd_build(args):
+    """Every artefact into one folder; nothing is written unless all compile."""
+    _, plan = _compile(args)
+    texts = {"plan.json": render.dumps(plan),
+             "routes.txt": "\n".join(render.ip_route_text(v, k) for k, v in plan["nodes"].items())}
+    for name, what in BUILD_FILES.items():
+        if what:
+            texts[name] = export.EXPORTS[what](plan)
+    os.makedirs(args.output, exist_ok=True)
+    for name, text in texts.items():
+        _write(text, os.path.join(args.output, name))
+    print("beonet: wrote %s to %s/" % (", ".join(texts), args.output.rstrip("/")))
+
+
 def cmd_schema(args):
     _write(json.dumps(SCHEMA, indent=2) + "\n", args.output)
 
@@ -149,6 +167,9 @@ def parser():
     s.add_argument("--format", choices=sorted(export.GRAPHS), default="dot")
     s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf or MPI hostfile")
     s.add_argument("what", choices=sorted(export.EXPORTS))
+    s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf and "
+            "hostfile into the folder given by -o")
+    s.set_defaults(output="build")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 

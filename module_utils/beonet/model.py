@@ -27,6 +27,7 @@ def mask(plen):
     return (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
 
 
+@lru_cache(maxsize=None)
 def net_text(net, plen):
     return "%s/%d" % (ip_text(net), plen)
 
@@ -182,25 +183,24 @@ class Graph:
 class RouteTable:
     """Longest-prefix-match table of one node: connected networks + static routes."""
 
-    __slots__ = ("by_len", "lens")
+    __slots__ = ("by_len", "order")
 
     def __init__(self):
         self.by_len = {}
-        self.lens = []
+        self.order = []             # [(plen, netmask, bucket)], longest first
 
     def add(self, net, plen, entry):
         bucket = self.by_len.get(plen)
         if bucket is None:
             bucket = self.by_len[plen] = {}
-            self.lens = sorted(self.by_len, reverse=True)
+            self.order = [(p, mask(p), self.by_len[p]) for p in sorted(self.by_len, reverse=True)]
         bucket.setdefault(net, entry)
 
     def lookup(self, addr, below=33):
         """Longest match for addr among prefixes shorter than `below`."""
-        for plen in self.lens:
-            if plen >= below:
-                continue
-            entry = self.by_len[plen].get(addr & mask(plen))
-            if entry is not None:
-                return entry
+        for plen, netmask, bucket in self.order:
+            if plen < below:
+                entry = bucket.get(addr & netmask)
+                if entry is not None:
+                    return entry
         return None

@@ -5,8 +5,7 @@ stage that has any and raises CompileError with them.
 """
 
 from . import address, load, metrics as metrics_stage, normalise, prove, route
-from .errors import CompileError
-from .model import RouteTable  # noqa: F401  (re-exported for callers)
+from .errors import CompileError, Problems
 
 
 class Compiled:
@@ -20,8 +19,8 @@ class Compiled:
 
     def tables(self):
         if self._tables is None:
-            self._tables = route.tables_for(self.graph)
-            self._owner = prove._owners(self.graph)
+            self._owner = prove.owners(self.graph)
+            self._tables = prove.checked_tables(self.graph, self._owner, Problems())
         return self._tables, self._owner
 
     def path(self, src, dst):

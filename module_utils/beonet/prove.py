@@ -19,8 +19,7 @@ shorter than the shortest path, equal sums mean every path is shortest.
 from collections import Counter, defaultdict
 
 from .errors import Problems
-from .model import ip_text, mask
-from .route import tables_for
+from .model import RouteTable, ip_text, mask, net_text
 
 
 class Proof:
@@ -30,7 +29,7 @@ class Proof:
         self.pairs = 0
 
 
-def _owners(graph):
+def owners(graph):
     owner = {}
     for seg in graph.routed_segments():
         for node, iface, _ in seg.members:
@@ -53,7 +52,41 @@ def _classes(graph, tables):
         a = node.address
         sig = tuple((plen, a & mask(plen)) for plen in lens if (a & mask(plen)) in prefixes[plen])
         classes[sig].append(node.index)
-    return [members for _, members in sorted(classes.items())]
+    return sorted(classes.items())
+
+
+def checked_tables(graph, owner, problems):
+    """Route tables with every gateway resolved to its node, checking on the way
+    that the gateway sits on the network of the route's device and that the
+    source address is the node's own. Entries: ("link", segment, own address,
+    -1) or ("via", gateway, src, next node index)."""
+    tables = []
+    for node in graph.nodes:
+        t = RouteTable()
+        dev_net = {}
+        mine = set()
+        for iface in node.interfaces:
+            if iface.addresses:
+                seg = iface.segment
+                dev_net[iface.name] = (seg.net, mask(seg.plen))
+                mine.update(iface.addresses)
+                t.add(seg.net, seg.plen, ("link", seg.name, iface.addresses[0], -1))
+        for r in node.routes:
+            net = dev_net.get(r.dev)
+            where = "nodes.%s.routes" % node.name
+            if net is None:
+                problems.add(where, "route to %s uses %s, which has no address"
+                             % (net_text(r.net, r.plen), r.dev))
+            elif (r.via & net[1]) != net[0] or r.via not in owner:
+                problems.add(where, "gateway %s for %s is not a neighbour on %s"
+                             % (ip_text(r.via), net_text(r.net, r.plen), r.dev))
+            elif r.src not in mine:
+                problems.add(where, "src %s of the route to %s is not the node's own"
+                             % (ip_text(r.src), net_text(r.net, r.plen)))
+            else:
+                t.add(r.net, r.plen, ("via", r.via, r.src, owner[r.via]))
+        tables.append(t)
+    return tables
 
 
 class _Walker:
@@ -66,19 +99,11 @@ class _Walker:
     def step(self, i, addr, below=33):
         """Next node index from node i towards addr; -1 when addr is on-link."""
         entry = self.tables[i].lookup(addr, below)
-        name = self.nodes[i].name
         if entry is None:
-            self.problems.add("nodes.%s.routes" % name, "no route to %s" % ip_text(addr))
+            self.problems.add("nodes.%s.routes" % self.nodes[i].name,
+                              "no route to %s" % ip_text(addr))
             return None
-        if entry[0] == "link":
-            return -1
-        gw = entry[1]
-        onlink = self.tables[i].lookup(gw)
-        if onlink is None or onlink[0] != "link" or gw not in self.owner:
-            self.problems.add("nodes.%s.routes" % name, "gateway %s for %s is not a "
-                              "neighbour on a connected network" % (ip_text(gw), ip_text(addr)))
-            return None
-        return self.owner[gw]
+        return entry[3]
 
     def path(self, i, addr, dest):
         """Intermediate nodes from i to node dest's address (host routes applied)."""
@@ -108,8 +133,10 @@ def prove(graph):
     problems.stage = "prove"
     nodes = graph.nodes
     n = len(nodes)
-    tables = tables_for(graph)
-    owner = _owners(graph)
+    owner = owners(graph)
+    tables = checked_tables(graph, owner, problems)
+    if problems:
+        return None, problems
     walker = _Walker(graph, tables, owner, problems)
     hosts = defaultdict(list)           # address -> nodes holding a /32 route for it
     for i, t in enumerate(tables):
@@ -117,9 +144,27 @@ def prove(graph):
             hosts[a].append(i)
     proof = Proof()
     sums = [0] * n
-    for dests in _classes(graph, tables):
+    hops = defaultdict(int)
+    forwarded = [0] * n
+    for sig, dests in _classes(graph, tables):
         rep = nodes[dests[0]].address
-        nxt = [walker.step(i, rep, below=32) for i in range(n)]
+        # Next hop of every node for this class: the longest of the class's
+        # prefixes (all of those that contain its addresses) in the node's table.
+        nxt = [None] * n
+        for i in range(n):
+            by_len = tables[i].by_len
+            entry = None
+            for plen, net in sig:
+                bucket = by_len.get(plen)
+                if bucket is not None:
+                    entry = bucket.get(net)
+                    if entry is not None:
+                        break
+            if entry is None:
+                problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
+                             % (ip_text(rep), nodes[dests[0]].name))
+            else:
+                nxt[i] = entry[3]
         if problems:
             return None, problems
         steps = [-1] * n
@@ -144,27 +189,31 @@ def prove(graph):
         size = len(dests)
         through = [1] * n
         rev = defaultdict(list)
-        for i in sorted(range(n), key=lambda k: -steps[k]):
-            if nxt[i] >= 0:
-                through[nxt[i]] += through[i]
-                rev[nxt[i]].append(i)
+        layers = defaultdict(list)
+        for i in range(n):
+            layers[steps[i]].append(i)
+        for depth in sorted(layers, reverse=True):
+            for i in layers[depth]:
+                j = nxt[i]
+                if j >= 0:
+                    through[j] += through[i]
+                    rev[j].append(i)
         for i in range(n):
             # pairs (i -> d) for every d of the class except i itself
+            st = steps[i]
             if i in in_class:
-                total, at_exit = size - 1, 0
+                far, at_exit, mine = size - 1, 0, 1
             else:
                 at_exit = 1 if exit_[i] in in_class else 0
-                total = size
-            far = total - at_exit
+                far, mine = size - at_exit, 0
             if far:
-                proof.hops[steps[i] + 1] += far
+                hops[st + 1] += far
             if at_exit:
-                proof.hops[steps[i]] += at_exit
-            sums[i] += far * (steps[i] + 1) + at_exit * steps[i]
-            proof.pairs += total
-            carried = (through[i] - 1) * (size - (1 if i in in_class else 0))
-            if carried:
-                proof.forwarded[i] += carried
+                hops[st] += at_exit
+            sums[i] += far * (st + 1) + at_exit * st
+            proof.pairs += far + at_exit
+            if through[i] > 1:
+                forwarded[i] += (through[i] - 1) * (size - mine)
         # Host routes: only sources upstream of a node holding one can differ.
         for d in dests:
             holders = hosts.get(nodes[d].address)
@@ -187,21 +236,21 @@ def prove(graph):
                 while nxt[cur] >= 0 and nxt[cur] != d:
                     cur = nxt[cur]
                     old.append(cur)
-                if nxt[cur] == -1 and cur != i and exit_[i] != d:
-                    pass
                 new = walker.path(i, addr, d)
                 if new is None:
                     return None, problems
                 old_hops = steps[i] + (0 if exit_[i] == d else 1)
                 new_hops = len(new) + 1
-                proof.hops[old_hops] -= 1
-                proof.hops[new_hops] += 1
+                hops[old_hops] -= 1
+                hops[new_hops] += 1
                 sums[i] += new_hops - old_hops
                 for k in old:
                     if k != d:
-                        proof.forwarded[k] -= 1
+                        forwarded[k] -= 1
                 for k in new:
-                    proof.forwarded[k] += 1
+                    forwarded[k] += 1
+    proof.hops.update(hops)
+    proof.forwarded.update({i: f for i, f in enumerate(forwarded) if f})
     for i in range(n):
         if proof.forwarded[i] and not nodes[i].forwarding:
             problems.add("nodes.%s.forwarding" % nodes[i].name,

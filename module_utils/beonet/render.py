@@ -7,7 +7,7 @@ consumes; ``ip_route_text`` is the dry run. Exports for other tools live in
 
 import json
 
-from .model import ip_text
+from .model import ip_text, net_text
 
 PLAN_FORMAT = 1
 
@@ -37,7 +37,7 @@ def node_plan(node, physical=None):
     out = {"index": node.index, "address": ip_text(node.address),
            "forwarding": node.forwarding,
            "interfaces": [_iface(i, physical) for i in node.interfaces],
-           "routes": [{"to": "%s/%d" % (ip_text(r.net), r.plen), "via": ip_text(r.via),
+           "routes": [{"to": net_text(r.net, r.plen), "via": ip_text(r.via),
                        "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
                       for r in node.routes]}
     if node.group is not None:

@@ -143,9 +143,6 @@ def metagraph(graph):
     groups = [[] for _ in range(L)]
     for n in graph.nodes:
         groups[n.group].append(n)
-    lan = {}                    # node index -> LAN interface
-    for n in graph.nodes:
-        lan[n.index] = n.primary
     group_net = {}
     for seg in graph.segments:
         if seg.kind == "lan":
@@ -161,55 +158,75 @@ def metagraph(graph):
         peers[b.index][a.group].append((a, ib, ia))
         linked[a.group, b.group].append((a, b))
         linked[b.group, a.group].append((b, a))
-    # Gateway per (source, remote group) for sources with no link to it.
-    choice = {}
+    n = len(graph.nodes)
+    routes = [[] for _ in range(n)]
+    lan_dev = [x.primary.name for x in graph.nodes]
+    src = [x.address for x in graph.nodes]
+    gate_of = [[None] * L for _ in range(n)]    # [source][h] -> gateway node, when used
+    covered = {}                                # (g, h, gateway) -> nodes of h within 2 hops
     for g in range(L):
         for h in range(L):
             if h == g:
                 continue
+            net, plen = group_net[h]
             gates = []
             for w, _ in linked[g, h]:
                 if w not in gates:
                     gates.append(w)
-            needy = [x for x in groups[g] if h not in peers[x.index]]
-            for rank, x in enumerate(needy):
-                choice[x.index, h] = gates[rank % len(gates)]
+            # Per gateway: the group route through it, and host routes to the
+            # nodes of h linked to this group that its route would take 3 hops
+            # to reach (its own peers are 2 hops either way).
+            extra = []
+            for gw in gates:
+                done = {p.index for p, _, _ in peers[gw.index][h]}
+                hosts = []
+                for w, z in linked[g, h]:
+                    if z.index not in done:
+                        done.add(z.index)
+                        hosts.append((z.address, w.primary.addresses[0]))
+                covered[g, h, gw.index] = done
+                extra.append((gw, gw.primary.addresses[0], hosts))
+            rank = 0
+            for x in groups[g]:
+                xi = x.index
+                own = peers[xi].get(h)
+                if own:
+                    first, xif, pif = own[0]
+                    routes[xi].append(Route(net, plen, pif.addresses[0], xif.name, src[xi]))
+                    seen = {first.index}
+                    for p, xif, pif in own[1:]:
+                        if p.index not in seen:     # a second direct peer in h: 1 hop, not 2
+                            seen.add(p.index)
+                            routes[xi].append(Route(p.address, 32, pif.addresses[0], xif.name,
+                                                    src[xi]))
+                    continue
+                gw, gw_addr, hosts = extra[rank % len(extra)]   # spread by source
+                rank += 1
+                gate_of[xi][h] = gw.index
+                dev, s = lan_dev[xi], src[xi]
+                out = routes[xi]
+                out.append(Route(net, plen, gw_addr, dev, s))
+                for z_addr, w_addr in hosts:
+                    out.append(Route(z_addr, 32, w_addr, dev, s))
+    # Nodes of a group this node is not linked to but one of its peers is:
+    # 2 hops through that peer instead of 3 through the gateway.
     for x in graph.nodes:
-        g, src = x.group, x.address
-        mine = peers[x.index]
-        routes = []
-        for h in range(L):
-            if h == g:
-                continue
-            net, plen = group_net[h]
-            own = mine.get(h)
-            if own:
-                first, xi, pi = own[0]
-                routes.append(Route(net, plen, pi.addresses[0], xi.name, src))
-                seen = {first.index}
-                for p, xi, pi in own[1:]:
-                    if p.index not in seen:     # a second direct peer in h: 1 hop, not 2
-                        seen.add(p.index)
-                        routes.append(Route(p.address, 32, pi.addresses[0], xi.name, src))
-                continue
-            gw = choice[x.index, h]
-            routes.append(Route(net, plen, gw.primary.addresses[0], x.primary.name, src))
-            # Nodes of h one hop closer than the group route takes them: the
-            # gateway's own peers are 2 hops either way; other nodes of h linked
-            # to this group, or to this node's peers, get a host route.
-            done = {p.index for p, _, _ in peers[gw.index][h]}
-            for w, z in linked[g, h]:
-                if z.index not in done:
-                    done.add(z.index)
-                    routes.append(Route(z.address, 32, w.primary.addresses[0],
-                                        x.primary.name, src))
-            for lst in mine.values():
-                for k, xi, ki in lst:
-                    for z, _, _ in peers[k.index].get(h, ()):
-                        if z.index not in done:
-                            done.add(z.index)
-                            routes.append(Route(z.address, 32, ki.addresses[0], xi.name, src))
-        x.routes = routes
+        xi, g = x.index, x.group
+        added = set()
+        for lst in peers[xi].values():
+            for k, xif, kif in lst:
+                for h, zs in peers[k.index].items():
+                    gw = gate_of[xi][h]
+                    if h == g or gw is None:
+                        continue
+                    done = covered[g, h, gw]
+                    for z, _, _ in zs:
+                        if z.index not in done and z.index not in added:
+                            added.add(z.index)
+                            routes[xi].append(Route(z.address, 32, kif.addresses[0],
+                                                    xif.name, src[xi]))
+    for x in graph.nodes:
+        x.routes = routes[x.index]
     _finish(graph)
 
 
