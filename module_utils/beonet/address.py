@@ -33,16 +33,16 @@ def assign(graph, source):
 
     lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
     p2ps = [s for s in graph.segments if s.kind == "p2p" and s.prefix_fixed is None]
-    biggest = max((m[2] for s in lans for m in s.members), default=1) + 1
-    wanted = cfg.get("lan_prefix", min(24, _needed_prefix(biggest)))
+    top = max((m[2] for s in lans for m in s.members), default=1)
+    wanted = cfg.get("lan_prefix", min(24, _needed_prefix(top)))
     if lans:
         if wanted < lan_pool.prefixlen:
             problems.add("addressing.lan", "pool %s is smaller than one /%d segment"
                          % (lan_pool, wanted))
             return problems
-        if (1 << (32 - wanted)) - 2 < biggest - 1:
+        if (1 << (32 - wanted)) - 2 < top:
             problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
-                         "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, biggest - 1))
+                         "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, top))
             return problems
         capacity = 1 << (wanted - lan_pool.prefixlen)
         dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0

@@ -182,6 +182,9 @@ def _semantic(data, problems):
     custom = data.get("custom")
     if data.get("family") != "custom" or not isinstance(custom, dict):
         return
+    if "nodes" in data:
+        problems.add("nodes", "naming applies to generated families; a custom topology "
+                     "names its nodes in custom.nodes")
     names = []
     for i, n in enumerate(custom.get("nodes", [])):
         names.append((i, n if isinstance(n, str) else n.get("name")))

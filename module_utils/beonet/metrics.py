@@ -116,9 +116,15 @@ def _tree_crossing(graph):
 def bisection(graph):
     n = len(graph.nodes)
     links = _links(graph)
-    rates = sorted(i.rate_mbit for node in graph.nodes for i in node.interfaces
-                   if i.kind == "ethernet")
-    link = rates[len(rates) // 2]
+    p = graph.params
+    if graph.family == "metagraph":
+        link = p["p2p_rate_mbit"]           # the paper counts bisection in p2p links
+    elif graph.family == "tree":
+        link = p["downlink_mbit"]
+    else:
+        rates = sorted(i.rate_mbit for node in graph.nodes for i in node.interfaces
+                       if i.kind == "ethernet")
+        link = rates[len(rates) // 2]
     method = "exhaustive"
     if graph.family == "tree":
         crossing = _tree_crossing(graph)
@@ -141,12 +147,14 @@ def bisection(graph):
     out = {"crossing_mbit": crossing, "per_node_mbit": round(crossing / n, 3),
            "link_mbit": link, "fraction_of_link": round(crossing / n / link, 4),
            "method": method}
-    p = graph.params
     if graph.family == "metagraph":
         L, C = p["groups"], p["p2p_per_node"]
         out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
     if graph.family == "tree":
-        out["uplink_per_node_mbit"] = round(p["uplink_mbit"] / p["nodes_per_leaf"], 3)
+        # SC98's u/P: what one node gets through the top switch when every node
+        # under a root port talks across it.
+        under = len(graph.nodes) // max(1, len(graph.switches[0].children))
+        out["uplink_per_node_mbit"] = round(p["uplink_mbit"] / under, 3)
         out["oversubscription"] = round(p["nodes_per_leaf"] * p["downlink_mbit"]
                                         / p["uplink_mbit"], 3)
     return out
@@ -167,7 +175,7 @@ def metrics(graph, proof):
                             "total": sum(routes)},
         "forwarding_nodes": len(fwd),
         "gateway_load": {"max": max(fwd) if fwd else 0,
-                         "mean": round(statistics.fmean(fwd), 3) if fwd else 0},
+                         "mean": round(statistics.fmean(fwd), 3) if fwd else 0.0},
         "bisection": bisection(graph),
     }
     if graph.family == "metagraph":

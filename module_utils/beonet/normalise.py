@@ -7,7 +7,6 @@ custom graph never renumbers what already exists.
 """
 
 import itertools
-import string
 
 from .errors import Problems
 from .model import Graph, Interface, Node, Segment, Switch
@@ -60,9 +59,8 @@ class Builder:
         try:
             return pattern.format(index=index + first, **fields)
         except (KeyError, IndexError, ValueError) as exc:
-            keys = [f for _, f, _, _ in string.Formatter().parse(pattern) if f]
             self.problems.add("nodes.pattern", "cannot expand %r (%s); fields here: %s"
-                              % (pattern, exc, ", ".join(["index"] + sorted(fields)) or keys))
+                              % (pattern, exc, ", ".join(["index"] + sorted(fields))))
             raise _Stop() from exc
 
     def new_node(self, name, hostid):
@@ -240,10 +238,10 @@ class Builder:
                     seg.groups = (g, h)
                     slot += 1
         ideal = P * C / (L - 1)
-        uneven = sorted(["group%d-group%d" % k for k, w in weights.items() if w != ideal])
+        uneven = sorted(["group%d-group%d" % k for k, w in weights.items() if w > P * C // (L - 1)])
         self.graph.params = {"groups": L, "nodes_per_group": P, "p2p_per_node": C,
                              "lan_rate_mbit": lan_rate, "p2p_rate_mbit": p2p_rate,
-                             "links_per_group_pair": ideal,
+                             "links_per_group_pair": round(ideal, 4),
                              "weights": {"group%d-group%d" % k: w for k, w in sorted(weights.items())},
                              "uneven_pairs": uneven, "unused_ports": unused}
 

@@ -12,7 +12,7 @@ from .model import ip_text, net_text
 PLAN_FORMAT = 1
 
 
-def _iface(iface, physical):
+def _iface(iface, physical, everyone):
     seg = iface.segment
     out = {"name": physical.get(iface.name, iface.name), "kind": iface.kind,
            "segment": seg.name,
@@ -28,15 +28,18 @@ def _iface(iface, physical):
     if iface.bond:
         out["bond"] = iface.bond
     if iface.peer:
-        out["peer"] = {"node": iface.peer[0], "interface": iface.peer[1]}
+        node, name = iface.peer
+        out["peer"] = {"node": node, "interface": everyone.get(node, {}).get(name, name)}
     return out
 
 
-def node_plan(node, physical=None):
-    physical = physical or {}
+def node_plan(node, everyone=None):
+    """One node's plan; everyone: {node: {logical: physical NIC name}}."""
+    everyone = everyone or {}
+    physical = everyone.get(node.name, {})
     out = {"index": node.index, "address": ip_text(node.address),
            "forwarding": node.forwarding,
-           "interfaces": [_iface(i, physical) for i in node.interfaces],
+           "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
            "routes": [{"to": net_text(r.net, r.plen), "via": ip_text(r.via),
                        "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
                       for r in node.routes]}
@@ -49,10 +52,10 @@ def node_plan(node, physical=None):
     return out
 
 
-def segment_plan(seg):
+def segment_plan(seg, everyone):
     out = {"kind": seg.kind, "prefix": seg.prefix_text(), "rate_mbit": seg.rate_mbit,
            "mtu": seg.mtu,
-           "members": [{"node": n.name, "interface": i.name,
+           "members": [{"node": n.name, "interface": everyone.get(n.name, {}).get(i.name, i.name),
                         **({"address": ip_text(i.addresses[0])} if i.addresses and seg.routed else {})}
                        for n, i, _ in seg.members]}
     if seg.kind == "channel":
@@ -72,8 +75,8 @@ def plan(compiled, physical=None):
         "topology": {"name": graph.name, "family": graph.family,
                      "source": compiled.source_file},
         "management": {"interface": graph.management},
-        "nodes": {n.name: node_plan(n, physical.get(n.name)) for n in graph.nodes},
-        "segments": {s.name: segment_plan(s) for s in graph.segments},
+        "nodes": {n.name: node_plan(n, physical) for n in graph.nodes},
+        "segments": {s.name: segment_plan(s, physical) for s in graph.segments},
         "metrics": compiled.metrics,
     }
     if graph.switches:

@@ -18,6 +18,7 @@ Every route carries ``src`` = the node's address, so replies and ICMP errors
 always come back to an address the whole cluster routes.
 """
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 
 from .model import Route, RouteTable, mask
@@ -117,7 +118,7 @@ def _host_routes(graph, adj, on):
         dist = graph.distances([dest.index], adj)
         for x in sorted(nodes, key=lambda n: dist[n.index]):
             d = dist[x.index]
-            if d < 2 or walk(x.index, addr, dest.index, d) <= d:
+            if d < 1 or walk(x.index, addr, dest.index, d) <= d:
                 continue
             cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == d - 1})
             n, seg = cands[x.index % len(cands)]
@@ -127,15 +128,24 @@ def _host_routes(graph, adj, on):
 
 
 def _finish(graph):
+    """Sort each table; turn forwarding on at every node some route uses as
+    next hop towards a node address other than the next hop's own."""
     owner = {}
     for seg in graph.routed_segments():
         for node, iface, _ in seg.members:
             for a in iface.addresses:
                 owner[a] = node
+    addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
         node.routes.sort(key=lambda r: (r.net, r.plen))
         for r in node.routes:
-            owner[r.via].forwarding = True
+            via = owner[r.via]
+            if via.forwarding:
+                continue
+            lo = bisect_left(addresses, r.net)
+            hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
+            if hi - lo > 1 or (hi - lo == 1 and addresses[lo] != via.address):
+                via.forwarding = True
 
 
 def metagraph(graph):
