@@ -19,8 +19,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from beonet import pipeline, render
-from beonet.errors import CompileError
+from beonet import address, load, normalise, pipeline, render, route
 from conftest import ROOT
 
 SETTINGS = dict(max_examples=60, deadline=None, database=None,
@@ -258,8 +257,9 @@ def addresses(plan):
 def check_custom(topo):
     text = dump(topo)
     compiled = pipeline.compile_text(text, "prop.yml")
-    check_compiled(compiled)
-    assert plan_json(text) == json.dumps(render.plan(compiled), sort_keys=False)
+    plan, paths = check_compiled(compiled)
+    assert plan_json(text) == json.dumps(plan, sort_keys=False)
+    return plan, paths
 
 
 @settings(**SETTINGS)
@@ -268,39 +268,12 @@ def test_custom_trees_route_every_pair_shortest(topo):
     check_custom(topo)
 
 
-# Known compiler bugs (see the regression tests below): with cycles, a node
-# reaches a neighbour whose address sits on another segment through a third
-# node, and gateways that forward for no pair get forwarding on. Random graphs
-# with extra LANs and links hit them most of the time; drop the xfail marks
-# when route.generic is fixed.
-BUG_NEIGHBOUR = ("route.generic: no host route for a neighbour (distance 1) whose "
-                 "address is on a segment the source is not on")
-BUG_FORWARDING = ("route._finish: forwarding on for a gateway used only to reach "
-                  "the gateway itself")
-
-
-KNOWN_BUG_MESSAGES = ("paths are not shortest", "on, but the node forwards for no pair")
-
-
-@settings(**dict(SETTINGS, max_examples=100))
-@given(custom_topologies())
-def test_custom_graphs_that_compile_route_every_pair_shortest(topo):
-    """Every graph the compiler accepts passes the walker; it may reject a
-    graph only with the prover messages of the known bugs (until fixed)."""
-    try:
-        check_custom(topo)
-    except CompileError as exc:
-        unknown = [str(p) for p in exc.problems
-                   if not p.message.startswith(KNOWN_BUG_MESSAGES)]
-        assert not unknown, unknown
-
-
-@pytest.mark.xfail(strict=True, raises=CompileError,
-                   reason=BUG_NEIGHBOUR + "; " + BUG_FORWARDING)
-@settings(max_examples=60, deadline=None, database=None,
+@settings(max_examples=100, deadline=None, database=None, derandomize=True,
           phases=[Phase.explicit, Phase.generate])
 @given(custom_topologies())
 def test_custom_graphs_route_every_pair_shortest(topo):
+    """Random graphs with cycles (once 15% were refused: a gateway of a route
+    shadowed by host routes got forwarding on and forwarded for nobody)."""
     check_custom(topo)
 
 
@@ -319,15 +292,39 @@ IDLE_GATEWAY = {"name": "fwd", "family": "custom", "custom": {
                  {"name": "lan2", "members": ["n3", "n1", "n0"]}]}}
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError, reason=BUG_NEIGHBOUR)
 @pytest.mark.parametrize("topo", [TRIANGLE_LINKS, TRIANGLE_LANS], ids=["links", "lans"])
-def test_triangle_neighbours_are_one_hop(topo):
+def test_triangle_compiles(topo):
+    """n1's route to n0--n2 (the home of n2 only) goes via n0, but n1 reaches n2
+    over n1--n2 with a /32: n0 forwards nothing and must keep forwarding off."""
     check_custom(topo)
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError, reason=BUG_FORWARDING)
+def test_triangle_neighbours_are_one_hop():
+    """Each node reaches the others in one hop (once the prover said "paths
+    are not shortest": no host route for a neighbour whose address is on a
+    segment the source is not on)."""
+    for topo in (TRIANGLE_LINKS, TRIANGLE_LANS):
+        text = dump(topo)
+        source, problems = load.load_text(text, "tri.yml")
+        graph, problems = normalise.normalise(source)
+        assert not address.assign(graph, source)
+        route.route(graph)
+        tables = route.tables_for(graph)
+        owner = {a: n.index for n in graph.nodes for i in n.interfaces for a in i.addresses}
+        for x in graph.nodes:
+            for y in graph.nodes:
+                if x is y:
+                    continue
+                kind, target, _ = tables[x.index].lookup(y.address)
+                assert kind == "link" or owner[target] == y.index, (x.name, y.name)
+
+
 def test_gateway_to_itself_does_not_forward():
-    check_custom(IDLE_GATEWAY)
+    """n1 routes lan1 (the home of n0 only) via n0: n0 is then only a
+    destination and keeps forwarding off (once the prover said "on, but the
+    node forwards for no pair")."""
+    plan, _ = check_custom(IDLE_GATEWAY)
+    assert not plan["nodes"]["n0"]["forwarding"]
 
 
 @settings(**SETTINGS)

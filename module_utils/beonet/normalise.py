@@ -8,7 +8,6 @@ custom graph never renumbers what already exists.
 
 import itertools
 
-from .errors import Problems
 from .model import Graph, Interface, Node, Segment, Switch
 
 DEFAULTS = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",

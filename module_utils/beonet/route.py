@@ -128,8 +128,9 @@ def _host_routes(graph, adj, on):
 
 
 def _finish(graph):
-    """Sort each table; turn forwarding on at every node some route uses as
-    next hop towards a node address other than the next hop's own."""
+    """Sort each table; turn forwarding on at every node that some route uses
+    as next hop for a node address other than the next hop's own (and that no
+    more specific route or connected network of the same table takes)."""
     owner = {}
     for seg in graph.routed_segments():
         for node, iface, _ in seg.members:
@@ -138,14 +139,21 @@ def _finish(graph):
     addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
         node.routes.sort(key=lambda r: (r.net, r.plen))
+        table = {(r.net, r.plen) for r in node.routes}
+        table.update((i.segment.net, i.segment.plen) for i in node.interfaces if i.addresses)
+        plens = sorted({p for _, p in table}, reverse=True)
         for r in node.routes:
             via = owner[r.via]
             if via.forwarding:
                 continue
             lo = bisect_left(addresses, r.net)
             hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
-            if hi - lo > 1 or (hi - lo == 1 and addresses[lo] != via.address):
+            for a in addresses[lo:hi]:
+                if a == via.address or any((a & mask(p), p) in table
+                                           for p in plens if p > r.plen):
+                    continue
                 via.forwarding = True
+                break
 
 
 def metagraph(graph):
