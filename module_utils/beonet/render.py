@@ -93,7 +93,7 @@ def dumps(data, fmt="json"):
         import yaml
         return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
     if isinstance(data.get("nodes"), dict) and len(data["nodes"]) > 500:
-        return json.dumps(data, separators=(",", ":")) + "\n"
+        return json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
     return json.dumps(data, indent=2) + "\n"
 
 

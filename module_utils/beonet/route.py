@@ -139,13 +139,16 @@ def _finish(graph):
     addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
         node.routes.sort(key=lambda r: (r.net, r.plen))
-        table = {(r.net, r.plen) for r in node.routes}
-        table.update((i.segment.net, i.segment.plen) for i in node.interfaces if i.addresses)
-        plens = sorted({p for _, p in table}, reverse=True)
+        table = None
         for r in node.routes:
             via = owner[r.via]
             if via.forwarding:
                 continue
+            if table is None:
+                table = {(x.net, x.plen) for x in node.routes}
+                table.update((i.segment.net, i.segment.plen) for i in node.interfaces
+                             if i.addresses)
+                plens = sorted({p for _, p in table}, reverse=True)
             lo = bisect_left(addresses, r.net)
             hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
             for a in addresses[lo:hi]:
