@@ -31,6 +31,11 @@ options:
         logical NIC of its node.
     type: dict
     default: {}
+  management:
+    description:
+      - The interface Ansible connects through, overriding the topology's
+        C(management.interface); C(none) when Ansible uses no NIC (the Docker lab).
+    type: str
   paths:
     description: Also return the expected C(traceroute -n) hop list of every ordered pair.
     type: bool
@@ -71,6 +76,11 @@ routes_text:
   description: Per-host dry run as C(ip) commands, keyed by node name.
   returned: success
   type: dict
+prefixes:
+  description: Every network prefix of the topology (what forwarding nodes may forward between).
+  returned: success
+  type: list
+  elements: str
 metrics:
   description: Metrics of the compiled network.
   returned: success
@@ -125,12 +135,14 @@ def run(module):
     for host, names in (p["interfaces"] or {}).items():
         if host in hosts:
             hosts[host] = {inventory.VAR: names}
-    physical, more = inventory.physical_names(graph, hosts, "inventory")
+    physical, more = inventory.physical_names(graph, hosts, "inventory", p["management"])
     problems.extend(more.items)
     if problems:
         _fail(module, problems)
     plan = render.plan(compiled, physical)
     result = {"changed": False, "plan": plan, "nodes": plan["nodes"],
+              "prefixes": sorted({s["prefix"] for s in plan["segments"].values()
+                                  if s.get("prefix")}),
               "metrics": plan["metrics"],
               "routes_text": {k: render.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
@@ -162,6 +174,7 @@ def main():
             "topology": {"type": "path", "required": True},
             "hosts": {"type": "list", "elements": "str"},
             "interfaces": {"type": "dict", "default": {}},
+            "management": {"type": "str"},
             "paths": {"type": "bool", "default": False},
             "dest": {"type": "path"},
         },

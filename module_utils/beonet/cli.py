@@ -136,6 +136,13 @@ def cmd_schema(args):
     _write(json.dumps(SCHEMA, indent=2) + "\n", args.output)
 
 
+def cmd_lab(args):
+    from . import lab
+    code = lab.main([args.action, args.topology])
+    if code:
+        sys.exit(code)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="beonet", description="Compile a cluster network "
                                 "topology into per-node plans, dry runs and exports.")
@@ -170,6 +177,10 @@ def parser():
     s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf and "
             "hostfile into the folder given by -o")
     s.set_defaults(output="build")
+    s = add("lab", cmd_lab, "bring the embedded Docker lab of a topology up or down",
+            topology=False, inv=False)
+    s.add_argument("action", choices=["up", "down"])
+    s.add_argument("topology", help="topology YAML file")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 

@@ -65,8 +65,10 @@ def _key(lines, host, *rest):
     return tail, None
 
 
-def physical_names(graph, hosts, file):
-    """Return ({node: {logical: physical}}, Problems)."""
+def physical_names(graph, hosts, file, management=None):
+    """Return ({node: {logical: physical}}, Problems). management overrides the
+    topology's management interface ("none": Ansible uses no NIC, as in labs)."""
+    management = graph.management if management is None else management
     lines = _lines(file)
     problems = Problems(file, lines)
     problems.stage = "inventory"
@@ -94,7 +96,7 @@ def physical_names(graph, hosts, file):
                 problems.add(path, "no physical name for %s (on segment %s)"
                              % (iface.name, iface.segment.name), file=file, line=line)
                 continue
-            if phys == graph.management:
+            if phys == management:
                 problems.add("%s.%s" % (path, iface.name), "%s is the management interface, "
                              "which beonet never touches" % phys, file=file, line=line)
             if phys in used:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build the lab's node image locally, with no registry: debootstrap a Debian
+# minbase from the apt mirror this machine is configured with, then
+# `docker import`. Cached: skipped when the image already exists.
+set -euo pipefail
+IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-1}
+SUITE=${BEONET_SUITE:-bookworm}
+PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev
+if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  echo "beonet: image $IMAGE is cached"
+  exit 0
+fi
+mirror=""
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$f" ] || continue
+  mirror=$(awk '/^URIs:/ {print $2; exit}' "$f")
+  [ -n "$mirror" ] && break
+done
+if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
+  mirror=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
+fi
+[ -n "$mirror" ] || { echo "beonet: no apt mirror found in /etc/apt/sources*"; exit 1; }
+root=$(mktemp -d /var/tmp/beonet-rootfs.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+echo "beonet: debootstrap $SUITE (minbase) from the machine's apt mirror into $root"
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >/tmp/beonet-debootstrap.log 2>&1 \
+  || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+tar -C "$root" -c . | docker import --change 'CMD ["sleep", "infinity"]' - "$IMAGE" >/dev/null
+echo "beonet: built $IMAGE"
