@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint schema bench demo dry-run clean
+.PHONY: setup test unit lint schema bench demo dry-run lab-up lab-down lab-test clean
 
 setup: $(VENV)/.done
 
@@ -32,10 +32,31 @@ schema: setup
 bench: setup
 	$(BIN)/python bench/compile_bench.py
 
-demo: setup dry-run
+LAB_INVENTORY = .lab/beonet-$(basename $(notdir $(TOPOLOGY)))/inventory.yml
+
+# The main job on the embedded Docker lab: engine, image, lab, apply, prove.
+demo: setup
+	bash scripts/docker-up.sh
+	bash scripts/build-image.sh
+	$(BIN)/beonet lab up $(TOPOLOGY)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/dry_run.yml
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/verify.yml
+	@echo "beonet: the lab stays up; 'make lab-down' removes it"
 
 dry-run: setup
 	$(BIN)/beonet routes $(TOPOLOGY)
+
+lab-up: setup
+	bash scripts/docker-up.sh
+	bash scripts/build-image.sh
+	$(BIN)/beonet lab up $(TOPOLOGY)
+
+lab-down: setup
+	$(BIN)/beonet lab down $(TOPOLOGY)
+
+lab-test: setup
+	bash scripts/lab-test.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

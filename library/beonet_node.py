@@ -56,8 +56,8 @@ EXAMPLES = r"""
 - name: Apply the plan of this node
   beonet_node:
     node: "{{ inventory_hostname }}"
-    plan: "{{ beonet_plan.nodes[inventory_hostname] }}"
-    prefixes: "{{ beonet_plan.prefixes }}"
+    plan: "{{ beonet_plan_result.nodes[inventory_hostname] }}"
+    prefixes: "{{ beonet_plan_result.prefixes }}"
 """
 
 RETURN = r"""
@@ -135,6 +135,14 @@ def main():
             if mgmt_addr and a.split("/")[0] == mgmt_addr:
                 problems.append("%s: the plan would add %s, the address Ansible connects to"
                                 % (name, mgmt_addr))
+    if any(i["kind"] == "bond" for i in n["interfaces"]) and not os.path.exists(
+            "/sys/class/net/bonding_masters"):
+        modinfo = module.get_bin_path("modinfo")
+        rc = module.run_command([modinfo, "bonding"])[0] if modinfo else 1
+        if rc != 0:
+            problems.append("%s: this kernel has no bonding driver (no "
+                            "/sys/class/net/bonding_masters, no bonding module); the plan's "
+                            "bonds need a VM or bare metal" % name)
     links = _json(module, "ip", "-j", "link")
     addrs = _json(module, "ip", "-j", "addr")
     routes = _json(module, "ip", "-j", "route", "show", "table", "main")

@@ -18,7 +18,7 @@ import sys
 from . import pipeline, render
 
 IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-1")
-UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10, one /24 per network
+UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
 LABEL = "beonet.lab"
 
 
@@ -91,8 +91,10 @@ def up(topology, root):
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
     nets = _networks(plan)
     _say("creating %d networks for %s" % (len(nets), lab))
+    # Each lab takes its own /16 of the underlay pool, so labs can coexist.
+    first = UNDERLAY + ((int(hashlib.sha1(lab.encode()).hexdigest(), 16) % 63) << 16)
     for i, (key, (net, bridge)) in enumerate(sorted(nets.items())):
-        base = UNDERLAY + (i << 8)
+        base = first + (i << 8)
         sub = "%d.%d.%d.0/24" % (base >> 24, (base >> 16) & 255, (base >> 8) & 255)
         _run(["docker", "network", "create", "--driver", "bridge", "--subnet", sub,
               "--label", "%s=%s" % (LABEL, lab),

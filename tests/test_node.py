@@ -1,0 +1,87 @@
+"""What beonet_node does on a node, as pure functions of plan and live state."""
+
+import pytest
+
+from beonet import node, pipeline, render
+from conftest import ROOT, golden
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+
+
+def _live(n, with_routes=True, extra_routes=()):
+    links = [{"ifname": i["name"], "flags": ["UP"], "mtu": i["mtu"]} for i in n["interfaces"]]
+    addrs = [{"ifname": i["name"], "addr_info": [
+        {"family": "inet", "local": a.split("/")[0], "prefixlen": int(a.split("/")[1])}
+        for a in i["addresses"]]} for i in n["interfaces"]]
+    routes = [{"dst": r["to"], "gateway": r["via"], "dev": r["dev"], "prefsrc": r["src"],
+               "protocol": "250"} for r in n["routes"]] if with_routes else []
+    return links, addrs, routes + list(extra_routes)
+
+
+def test_in_sync_means_no_action(mesh):
+    n = mesh["nodes"]["node-0-0"]
+    actions, problems = node.runtime_actions(n, "node-0-0", *_live(n))
+    assert (actions, problems) == ([], [])
+
+
+def test_missing_routes_are_added_with_src_and_proto(mesh):
+    n = mesh["nodes"]["node-0-0"]
+    actions, _ = node.runtime_actions(n, "node-0-0", *_live(n, with_routes=False))
+    assert actions[0] == ["ip", "route", "replace", "10.0.1.0/24", "via", "10.0.128.2",
+                          "dev", "eth2", "src", "10.0.0.1", "proto", "250"]
+    assert len(actions) == 3
+
+
+def test_only_beonet_routes_and_addresses_are_removed(mesh):
+    n = mesh["nodes"]["node-0-0"]
+    stale = {"dst": "10.9.0.0/24", "gateway": "10.0.0.2", "dev": "eth1", "prefsrc": "10.0.0.1",
+             "protocol": "250"}
+    foreign = {"dst": "192.168.7.0/24", "gateway": "10.0.0.2", "dev": "eth1", "protocol": "static"}
+    links, addrs, routes = _live(n, extra_routes=[stale, foreign])
+    addrs[0]["addr_info"].append({"family": "inet", "local": "10.7.0.1", "prefixlen": 24})
+    addrs[0]["addr_info"].append({"family": "inet", "local": "10.8.0.1", "prefixlen": 24})
+    actions, _ = node.runtime_actions(n, "node-0-0", links, addrs, routes,
+                                      installed=["10.7.0.1/24 eth1"])
+    assert ["ip", "route", "del", "10.9.0.0/24", "via", "10.0.0.2", "dev", "eth1",
+            "proto", "250"] in actions
+    assert ["ip", "addr", "del", "10.7.0.1/24", "dev", "eth1"] in actions
+    assert not any("192.168.7.0/24" in a or "10.8.0.1/24" in a for a in actions)
+
+
+def test_missing_nic_is_a_problem_and_no_action(mesh):
+    n = mesh["nodes"]["node-0-0"]
+    links, addrs, routes = _live(n)
+    actions, problems = node.runtime_actions(n, "node-0-0", links[:1], addrs, routes)
+    assert actions == [] and problems == ["node-0-0: no NIC named eth2 (plan segment d1-0)"]
+
+
+def test_bond_is_created_and_members_enslaved():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    n = plan["nodes"]["node01"]
+    links = [{"ifname": "eth1", "flags": []}, {"ifname": "eth2", "flags": []}]
+    actions, _ = node.runtime_actions(n, "node01", links, [], [])
+    assert actions[:5] == [["ip", "link", "add", "bond0", "type", "bond", "mode", "balance-rr",
+                            "miimon", "100"],
+                           ["ip", "link", "set", "eth1", "down"],
+                           ["ip", "link", "set", "eth1", "master", "bond0"],
+                           ["ip", "link", "set", "eth2", "down"],
+                           ["ip", "link", "set", "eth2", "master", "bond0"]]
+
+
+@pytest.mark.parametrize("backend", ["networkd", "networkmanager"])
+def test_persistent_files_of_a_bonded_node(backend):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    files = node.persistent_files(plan["nodes"]["node01"], ["10.0.0.0/24"], backend)
+    text = "".join("==> %s <==\n%s" % (p, files[p]) for p in sorted(files))
+    golden(ROOT / "tests/golden" / ("bonded-dual-net.node01.%s" % backend), text)
+
+
+def test_forwarding_node_gets_the_cluster_only_ruleset(mesh):
+    files = node.persistent_files(mesh["nodes"]["node-0-0"], ["10.0.0.0/24", "10.0.1.0/24"],
+                                  "networkd")
+    assert "net.ipv4.ip_forward = 1" in files[node.SYSCTL_PATH]
+    assert "ip saddr @cluster ip daddr @cluster accept" in files[node.NFT_PATH]
+    assert "policy drop" in files[node.NFT_PATH]
