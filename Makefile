@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint schema bench demo dry-run lab-up lab-down lab-test clean
+.PHONY: setup test unit lint schema bench demo dry-run lab-up lab-down lab-test bench-lab clean
 
 setup: $(VENV)/.done
 
@@ -57,6 +57,10 @@ lab-down: setup
 
 lab-test: setup
 	bash scripts/lab-test.sh
+
+# Timings of the 36-node testbed lab (up, site.yml twice, verify all pairs).
+bench-lab: setup
+	LAB_TOPOLOGIES=metanode-testbed bash scripts/lab-test.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

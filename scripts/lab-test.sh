@@ -11,9 +11,11 @@ bash scripts/build-image.sh
 TOPOLOGIES=${LAB_TOPOLOGIES:-"routed-mesh metanode-testbed switch-tree single-net"}
 log=$(mktemp -d /tmp/beonet-lab-test.XXXXXX)
 fail=0
+total=0
 stamp() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 for t in $TOPOLOGIES; do
+  total=$((total + 1))
   topo=topologies/$t.yml inv=.lab/beonet-$t/inventory.yml
   t0=$(stamp); beonet lab up "$topo" >"$log/$t.up" 2>&1 || { cat "$log/$t.up"; fail=1; continue; }
   t1=$(stamp); ansible-playbook -i "$inv" playbooks/site.yml >"$log/$t.site1" 2>&1 || { tail -30 "$log/$t.site1"; fail=1; }
@@ -41,6 +43,7 @@ else
   echo "bonded-dual-net    refused before any change: this kernel has no bonding driver"
 fi
 beonet lab down "$topo" >/dev/null
+total=$((total + 1))
 rm -rf "$log"
-if [ "$fail" = 0 ]; then echo "lab: 5 passed, 0 failed"; else echo "lab: FAILED"; fi
+if [ "$fail" = 0 ]; then echo "lab: $total passed, 0 failed"; else echo "lab: FAILED"; fi
 exit "$fail"

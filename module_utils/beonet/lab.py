@@ -43,8 +43,10 @@ def lab_name(plan):
     return "beonet-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in plan["topology"]["name"])
 
 
-def state_dir(root, plan):
-    return os.path.join(root, ".lab", lab_name(plan))
+def state_dir(root, topology):
+    """Where a lab's inventory lives: .lab/beonet-<topology file stem>/."""
+    stem = os.path.splitext(os.path.basename(topology))[0]
+    return os.path.join(root, ".lab", "beonet-" + stem)
 
 
 def _say(msg):
@@ -141,7 +143,7 @@ def up(topology, root):
                     _run(["sh", "-c", _tbf(peer, rate)])
         _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
         inventory[name] = {"ansible_host": cont, "beonet_interfaces": mapping}
-    folder = state_dir(root, plan)
+    folder = state_dir(root, topology)
     os.makedirs(folder, exist_ok=True)
     inv = {"beonet_nodes": {
         "vars": {"ansible_connection": "community.docker.docker",
@@ -221,7 +223,7 @@ def down(topology, root):
                 _run(["ip", "link", "del", dev])
             if prefix == "bn":
                 _allow_bridge(dev, False)
-    folder = state_dir(root, plan)
+    folder = state_dir(root, topology)
     path = os.path.join(folder, "inventory.yml")
     if os.path.exists(path):
         os.unlink(path)
