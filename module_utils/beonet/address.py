@@ -7,7 +7,7 @@ chose. Pools are carved with netaddr; everything after this stage uses ints.
 
 from netaddr import IPNetwork
 
-from .model import ip_text, mask, net_text, parse_net
+from .model import mask, net_text, parse_net
 
 DEFAULT_POOLS = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31}
 
@@ -124,5 +124,3 @@ def _check_overlap(graph, source, problems):
 def host_in(seg, addr):
     return (addr & mask(seg.plen)) == seg.net
 
-
-__all__ = ["assign", "host_in", "ip_text"]

@@ -95,14 +95,13 @@ def up(topology, root):
     _say("creating %d networks for %s" % (len(nets), lab))
     # Each lab takes its own /16 of the underlay pool, so labs can coexist.
     first = UNDERLAY + ((int(hashlib.sha1(lab.encode()).hexdigest(), 16) % 63) << 16)
-    for i, (key, (net, bridge)) in enumerate(sorted(nets.items())):
+    for i, (_, (net, bridge)) in enumerate(sorted(nets.items())):
         base = first + (i << 8)
         sub = "%d.%d.%d.0/24" % (base >> 24, (base >> 16) & 255, (base >> 8) & 255)
         _run(["docker", "network", "create", "--driver", "bridge", "--subnet", sub,
               "--label", "%s=%s" % (LABEL, lab),
               "-o", "com.docker.network.bridge.name=%s" % bridge,
               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", net])
-        del key
     nodes = list(plan["nodes"])
     _say("starting %d containers" % len(nodes))
     for name in nodes:

@@ -150,6 +150,16 @@ class Graph:
     def routed_segments(self):
         return [s for s in self.segments if s.routed]
 
+    def owners(self):
+        """Interface address (int) -> Node that holds it."""
+        out = {}
+        for seg in self.segments:
+            if seg.routed:
+                for node, iface, _ in seg.members:
+                    for a in iface.addresses:
+                        out[a] = node
+        return out
+
     def neighbours(self):
         """node index -> list of (neighbour index, segment), over IP segments."""
         adj = [[] for _ in self.nodes]

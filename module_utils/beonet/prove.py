@@ -30,12 +30,8 @@ class Proof:
 
 
 def owners(graph):
-    owner = {}
-    for seg in graph.routed_segments():
-        for node, iface, _ in seg.members:
-            for a in iface.addresses:
-                owner[a] = node.index
-    return owner
+    """Interface address -> node index."""
+    return {a: node.index for a, node in graph.owners().items()}
 
 
 def _classes(graph, tables):

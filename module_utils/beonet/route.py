@@ -96,11 +96,7 @@ def tables_for(graph):
 
 def _host_routes(graph, adj, on):
     nodes = graph.nodes
-    owner = {}
-    for seg in graph.routed_segments():
-        for node, iface, _ in seg.members:
-            for a in iface.addresses:
-                owner[a] = node.index
+    owner = {a: node.index for a, node in graph.owners().items()}
     tables = tables_for(graph)
 
     def walk(start, addr, target, limit):
@@ -131,11 +127,7 @@ def _finish(graph):
     """Sort each table; turn forwarding on at every node that some route uses
     as next hop for a node address other than the next hop's own (and that no
     more specific route or connected network of the same table takes)."""
-    owner = {}
-    for seg in graph.routed_segments():
-        for node, iface, _ in seg.members:
-            for a in iface.addresses:
-                owner[a] = node
+    owner = graph.owners()
     addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
         node.routes.sort(key=lambda r: (r.net, r.plen))
@@ -258,4 +250,3 @@ def route(graph):
         generic(graph)
 
 
-__all__ = ["route", "tables_for", "mask"]
