@@ -138,7 +138,7 @@ def cmd_schema(args):
 
 def cmd_lab(args):
     from . import lab
-    code = lab.main([args.action, args.topology])
+    code = lab.main([args.action, args.topology], args.name)
     if code:
         sys.exit(code)
 
@@ -181,6 +181,8 @@ def parser():
             topology=False, inv=False)
     s.add_argument("action", choices=["up", "down"])
     s.add_argument("topology", help="topology YAML file")
+    s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
+                   "(default beonet-<topology>); lets labs of one topology coexist")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 

@@ -39,24 +39,28 @@ def _short(lab, name, prefix):
     return "%s%s" % (prefix, digest)
 
 
-def lab_name(plan):
-    return "beonet-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in plan["topology"]["name"])
+def _clean(text):
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)
 
 
-def state_dir(root, topology):
-    """Where a lab's inventory lives: .lab/beonet-<topology file stem>/."""
+def lab_name(plan, name=None):
+    """Container and network prefix: the given lab name, or beonet-<topology name>."""
+    return _clean(name) if name else "beonet-" + _clean(plan["topology"]["name"])
+
+
+def state_dir(root, topology, name=None):
+    """Where a lab's inventory lives: .lab/<name>/ or .lab/beonet-<topology file stem>/."""
     stem = os.path.splitext(os.path.basename(topology))[0]
-    return os.path.join(root, ".lab", "beonet-" + stem)
+    return os.path.join(root, ".lab", _clean(name) if name else "beonet-" + stem)
 
 
 def _say(msg):
     print("beonet lab: %s" % msg, flush=True)
 
 
-def _networks(plan):
+def _networks(plan, lab):
     """Docker networks to create: {segment name: (docker network, bridge name)}.
     A tree's LAN becomes one network per leaf switch."""
-    lab = lab_name(plan)
     out = {}
     switches = plan.get("switches") or {}
     for seg, s in plan["segments"].items():
@@ -82,16 +86,16 @@ def _node_networks(plan, node, nets):
     return out
 
 
-def up(topology, root):
+def up(topology, root, lab_label=None):
     compiled = pipeline.compile_file(topology)
     plan = render.plan(compiled)
-    lab = lab_name(plan)
+    lab = lab_name(plan, lab_label)
     if _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).strip():
         _say("%s exists; taking it down first" % lab)
-        down(topology, root)
+        down(topology, root, lab_label)
     if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
-    nets = _networks(plan)
+    nets = _networks(plan, lab)
     _say("creating %d networks for %s" % (len(nets), lab))
     # Each lab takes its own /16 of the underlay pool, so labs can coexist.
     first = UNDERLAY + ((int(hashlib.sha1(lab.encode()).hexdigest(), 16) % 63) << 16)
@@ -142,7 +146,7 @@ def up(topology, root):
                     _run(["sh", "-c", _tbf(peer, rate)])
         _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
         inventory[name] = {"ansible_host": cont, "beonet_interfaces": mapping}
-    folder = state_dir(root, topology)
+    folder = state_dir(root, topology, lab_label)
     os.makedirs(folder, exist_ok=True)
     inv = {"beonet_nodes": {
         "vars": {"ansible_connection": "community.docker.docker",
@@ -205,10 +209,10 @@ def _allow_bridge(bridge, add):
         _run(["iptables", "-D", *rule])
 
 
-def down(topology, root):
+def down(topology, root, name=None):
     compiled = pipeline.compile_file(topology)
     plan = render.plan(compiled)
-    lab = lab_name(plan)
+    lab = lab_name(plan, name)
     conts = _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
     if conts:
         _run(["docker", "rm", "-f", *conts])
@@ -222,7 +226,7 @@ def down(topology, root):
                 _run(["ip", "link", "del", dev])
             if prefix == "bn":
                 _allow_bridge(dev, False)
-    folder = state_dir(root, topology)
+    folder = state_dir(root, topology, name)
     path = os.path.join(folder, "inventory.yml")
     if os.path.exists(path):
         os.unlink(path)
@@ -230,14 +234,14 @@ def down(topology, root):
     _say("down: %s removed (%d containers, %d networks)" % (lab, len(conts), len(nets)))
 
 
-def main(argv):
+def main(argv, name=None):
     action, topology = argv[0], argv[1]
     root = os.getcwd()
     try:
         if action == "up":
-            up(topology, root)
+            up(topology, root, name)
         elif action == "down":
-            down(topology, root)
+            down(topology, root, name)
         else:
             raise LabError("unknown action %s (up|down)" % action)
     except LabError as exc:
