@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint schema bench demo dry-run lab-up lab-down lab-test bench-lab clean
+.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test bench-lab clean
 
 setup: $(VENV)/.done
 
@@ -17,7 +17,8 @@ $(VENV)/.done: requirements.txt pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test: setup unit lint
+# Everything: unit tests, lint, then every Molecule scenario on the Docker lab.
+test: setup unit lint molecule
 
 unit: setup
 	$(BIN)/pytest
@@ -25,6 +26,14 @@ unit: setup
 lint: setup
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production --offline -q
+
+# Molecule scenarios on the embedded Docker lab (create = `beonet lab up`,
+# converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
+MOLECULE_SCENARIOS ?= single-net routed-mesh switch-tree metanode-testbed bonded-dual-net
+molecule: setup
+	bash scripts/docker-up.sh
+	bash scripts/build-image.sh
+	bash scripts/molecule.sh $(MOLECULE_SCENARIOS)
 
 schema: setup
 	$(BIN)/beonet schema > topologies/beonet.schema.json
@@ -40,7 +49,7 @@ demo: setup
 	bash scripts/build-image.sh
 	$(BIN)/beonet lab up $(TOPOLOGY)
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
-	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/dry_run.yml
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/dry_run.yml -e beonet_dry_run_live=true
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/verify.yml
 	@echo "beonet: the lab stays up; 'make lab-down' removes it"
 

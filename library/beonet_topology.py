@@ -141,8 +141,7 @@ def run(module):
         _fail(module, problems)
     plan = render.plan(compiled, physical)
     result = {"changed": False, "plan": plan, "nodes": plan["nodes"],
-              "prefixes": sorted({s["prefix"] for s in plan["segments"].values()
-                                  if s.get("prefix")}),
+              "prefixes": render.prefixes(plan),
               "metrics": plan["metrics"],
               "routes_text": {k: render.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:

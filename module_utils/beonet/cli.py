@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 
-from . import export, inventory, pipeline, render
+from . import export, inventory, node, pipeline, render
 from .errors import CompileError
 from .schema import SCHEMA
 
@@ -37,7 +37,8 @@ def _compile(args):
         hosts, problems = inventory.read_inventory(args.inventory)
         if problems:
             raise CompileError(problems.items)
-        physical, problems = inventory.physical_names(compiled.graph, hosts, args.inventory)
+        physical, problems = inventory.physical_names(compiled.graph, hosts, args.inventory,
+                                                      inventory.management_of(hosts))
         if problems:
             raise CompileError(problems.items)
     return compiled, render.plan(compiled, physical)
@@ -126,10 +127,18 @@ def cmd_build(args):
     for name, what in BUILD_FILES.items():
         if what:
             texts[name] = export.EXPORTS[what](plan)
-    os.makedirs(args.output, exist_ok=True)
+    # Each node's persistent files, as the beonet_node role would write them.
+    nets = render.prefixes(plan)
+    for name, n in plan["nodes"].items():
+        for path, text in node.persistent_files(n, nets, args.backend).items():
+            texts[os.path.join("nodes", name) + path] = text
     for name, text in texts.items():
-        _write(text, os.path.join(args.output, name))
-    print("beonet: wrote %s to %s/" % (", ".join(texts), args.output.rstrip("/")))
+        path = os.path.join(args.output, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _write(text, path)
+    print("beonet: wrote %s and %s files of %d nodes to %s/"
+          % (", ".join(t for t in texts if not t.startswith("nodes/")), args.backend,
+             len(plan["nodes"]), args.output.rstrip("/")))
 
 
 def cmd_schema(args):
@@ -174,9 +183,12 @@ def parser():
     s.add_argument("--format", choices=sorted(export.GRAPHS), default="dot")
     s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf or MPI hostfile")
     s.add_argument("what", choices=sorted(export.EXPORTS))
-    s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf and "
-            "hostfile into the folder given by -o")
+    s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf, "
+            "hostfile and each node's persistent files (nodes/NODE/etc/...) into the "
+            "folder given by -o")
     s.set_defaults(output="build")
+    s.add_argument("--backend", choices=["networkd", "networkmanager"], default="networkd",
+                   help="persistent configuration files to render (default networkd)")
     s = add("lab", cmd_lab, "bring the embedded Docker lab of a topology up or down",
             topology=False, inv=False)
     s.add_argument("action", choices=["up", "down"])

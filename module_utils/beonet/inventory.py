@@ -45,6 +45,15 @@ def read_inventory(path):
     return hosts, problems
 
 
+def management_of(hosts):
+    """The inventory's beonet_management_interface, when every host that sets it
+    agrees (as the beonet_topology module receives it); otherwise None, and the
+    topology's own management interface applies."""
+    values = {str(v["beonet_management_interface"]) for v in hosts.values()
+              if "beonet_management_interface" in v}
+    return values.pop() if len(values) == 1 else None
+
+
 def _lines(path):
     if not path or not path.endswith((".yml", ".yaml")) or not os.path.isfile(path):
         return {}

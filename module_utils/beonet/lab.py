@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from . import pipeline, render
 
@@ -97,9 +98,12 @@ def up(topology, root, lab_label=None):
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
     nets = _networks(plan, lab)
     _say("creating %d networks for %s" % (len(nets), lab))
-    # Each lab takes its own /16 of the underlay pool, so labs can coexist.
-    first = UNDERLAY + ((int(hashlib.sha1(lab.encode()).hexdigest(), 16) % 63) << 16)
+    existing = _lab_subnets()
+    first = _underlay(lab, existing)
     for i, (_, (net, bridge)) in enumerate(sorted(nets.items())):
+        if existing.get(net, (None,))[0] == lab:
+            _say("reusing network %s (the engine kept it, see `lab down`)" % net)
+            continue
         base = first + (i << 8)
         sub = "%d.%d.%d.0/24" % (base >> 24, (base >> 16) & 255, (base >> 8) & 255)
         _run(["docker", "network", "create", "--driver", "bridge", "--subnet", sub,
@@ -162,6 +166,38 @@ def up(topology, root, lab_label=None):
     return path
 
 
+def _lab_subnets():
+    """{docker network name: (lab, subnet)} of every beonet lab network."""
+    ids = _run(["docker", "network", "ls", "-q", "--filter", "label=" + LABEL]).split()
+    out = {}
+    for info in json.loads(_run(["docker", "network", "inspect", *ids])) if ids else []:
+        cfg = (info.get("IPAM") or {}).get("Config") or [{}]
+        out[info["Name"]] = ((info.get("Labels") or {}).get(LABEL), cfg[0].get("Subnet", ""))
+    return out
+
+
+def _underlay(lab, existing):
+    """First address of this lab's /16 of 100.64.0.0/10: the one its surviving
+    networks use, else a free one (starting from a hash of the name), so labs
+    running side by side never overlap."""
+    def slot(subnet):
+        a, b = subnet.split(".")[:2]
+        return (int(a) << 24 | int(b) << 16) - UNDERLAY >> 16
+    taken = {}
+    for owner, subnet in existing.values():
+        if subnet:
+            taken.setdefault(slot(subnet), owner)
+    mine = [k for k, owner in taken.items() if owner == lab]
+    if mine:
+        return UNDERLAY + (mine[0] << 16)
+    start = int(hashlib.sha1(lab.encode()).hexdigest(), 16) % 64
+    for k in range(64):
+        free = (start + k) % 64
+        if free not in taken:
+            return UNDERLAY + (free << 16)
+    raise LabError("all 64 underlay /16s of 100.64.0.0/10 are in use by other labs")
+
+
 def _rate(plan, node, logical):
     for iface in plan["nodes"][node]["interfaces"]:
         if iface.get("logical", iface["name"]) == logical:
@@ -214,11 +250,23 @@ def down(topology, root, name=None):
     plan = render.plan(compiled)
     lab = lab_name(plan, name)
     conts = _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
-    if conts:
-        _run(["docker", "rm", "-f", *conts])
+    for cont in conts:
+        # One at a time: Docker 20.10 can lose count of a network's endpoints
+        # when containers on it are removed concurrently.
+        _run(["docker", "rm", "-f", cont])
     nets = _run(["docker", "network", "ls", "-q", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
-    if nets:
-        _run(["docker", "network", "rm", *nets])
+    for attempt in range(5):
+        # The engine can report endpoints of just-removed containers for a moment.
+        left = _run(["docker", "network", "ls", "-q", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
+        if not left:
+            break
+        if subprocess.run(["docker", "network", "rm", *left], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.5 * (attempt + 1))
+    else:
+        _say("warning: the engine still counts endpoints on %s although no container is "
+             "attached (a Docker 20.10 bookkeeping bug); the next `lab up` of %s reuses it, "
+             "restarting dockerd removes it" % (" ".join(left), lab))
     for sw, s in (plan.get("switches") or {}).items():
         for prefix in ("ua", "bn"):
             dev = _short(lab, sw, prefix)

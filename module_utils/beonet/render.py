@@ -88,6 +88,11 @@ def plan(compiled, physical=None):
     return out
 
 
+def prefixes(plan_):
+    """Every network prefix of the topology: what forwarding nodes forward between."""
+    return sorted({s["prefix"] for s in plan_["segments"].values() if s.get("prefix")})
+
+
 def dumps(data, fmt="json"):
     if fmt == "yaml":
         import yaml

@@ -1,6 +1,7 @@
 """Path verification on a node: traceroute output against the plan's expected
 hops, forwarding state, bond state. Standard library only (runs on nodes)."""
 
+import difflib
 import re
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
@@ -47,3 +48,35 @@ def table(rows):
         out.append("%-*s  %s  |  %s" % (width, r["pair"], " ".join(r["expected"]),
                                         " ".join(r["seen"])))
     return "\n".join(out)
+
+
+def _route_line(to, via, dev, src):
+    return "%s via %s dev %s src %s" % (to, via, dev, src)
+
+
+def route_lines(plan_node, live_routes):
+    """(planned, live) sorted route lines of one node, in one format.
+
+    live_routes: parsed ``ip -j -4 route show table main``. Only routes through
+    a gateway on one of the plan's interfaces count: the management network's
+    routes and the kernel's connected routes are not the plan's business."""
+    planned = sorted(_route_line(r["to"], r["via"], r["dev"], r["src"]) for r in plan_node["routes"])
+    devs = {i["name"] for i in plan_node["interfaces"]}
+    live = []
+    for r in live_routes:
+        if r.get("dev") not in devs or not r.get("gateway"):
+            continue
+        to = r["dst"]
+        if to != "default" and "/" not in to:
+            to += "/32"
+        live.append(_route_line(to, r["gateway"], r["dev"], r.get("prefsrc")))
+    return planned, sorted(live)
+
+
+def route_problems(node, plan_node, live_routes):
+    """The live table against the plan: (problems, unified diff lines)."""
+    planned, live = route_lines(plan_node, live_routes)
+    problems = ["%s: route missing: %s" % (node, x) for x in sorted(set(planned) - set(live))]
+    problems += ["%s: route not in the plan: %s" % (node, x) for x in sorted(set(live) - set(planned))]
+    diff = list(difflib.unified_diff(planned, live, "%s plan" % node, "%s live" % node, lineterm=""))
+    return problems, diff

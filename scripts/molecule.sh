@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run Molecule scenarios one after another; print each one's time and result,
+# the tail of a failing one's log, and fail if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0
+log=$(mktemp -d /tmp/beonet-molecule.XXXXXX)
+failed=()
+for s in "$@"; do
+  start=$(date +%s)
+  if molecule test -s "$s" >"$log/$s.log" 2>&1; then
+    result=passed
+  else
+    result=FAILED; failed+=("$s")
+    grep -E 'fatal:|FAILED!|ERROR|msg' "$log/$s.log" | tail -20
+  fi
+  printf 'molecule %-18s %s in %ss\n' "$s" "$result" "$(( $(date +%s) - start ))"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "molecule: ${#failed[@]} of $# scenarios failed (${failed[*]}); logs in $log"
+  exit 1
+fi
+rm -rf "$log"
+echo "molecule: $# scenarios passed"

@@ -1,0 +1,89 @@
+"""Live-state checks (verify.py), the CLI's inventory handling and the lab's
+underlay choice: pure functions, no node needed."""
+
+import json
+
+import pytest
+
+from beonet import cli, inventory, lab, pipeline, render, verify
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+
+
+def _ip_route(n, kernel=True):
+    """What `ip -j -4 route show table main` prints on a node that follows plan n."""
+    out = [{"dst": r["to"].replace("/32", ""), "gateway": r["via"], "dev": r["dev"],
+            "protocol": "250", "prefsrc": r["src"], "flags": []} for r in n["routes"]]
+    if kernel:
+        out += [{"dst": i["addresses"][0], "dev": i["name"], "protocol": "kernel",
+                 "scope": "link", "prefsrc": i["addresses"][0].split("/")[0]}
+                for i in n["interfaces"] if i["addresses"]]
+    return out
+
+
+def test_live_table_equal_to_the_plan(mesh):
+    n = mesh["nodes"]["node-1-2"]
+    problems, diff = verify.route_problems("node-1-2", n, _ip_route(n))
+    assert (problems, diff) == ([], [])
+
+
+def test_missing_and_foreign_routes_are_named(mesh):
+    n = mesh["nodes"]["node-1-2"]
+    live = _ip_route(n)
+    dropped = live.pop(0)
+    live.append({"dst": "default", "gateway": "10.0.1.9", "dev": n["interfaces"][0]["name"],
+                 "protocol": "static"})
+    problems, diff = verify.route_problems("node-1-2", n, live)
+    to = dropped["dst"] if "/" in dropped["dst"] else dropped["dst"] + "/32"
+    assert problems == [
+        "node-1-2: route missing: %s via %s dev %s src %s" % (to, dropped["gateway"],
+                                                               dropped["dev"], dropped["prefsrc"]),
+        "node-1-2: route not in the plan: default via 10.0.1.9 dev %s src None"
+        % n["interfaces"][0]["name"]]
+    assert diff[0] == "--- node-1-2 plan" and diff[1] == "+++ node-1-2 live"
+    assert any(line.startswith("-%s via" % to) for line in diff)
+
+
+def test_management_routes_are_not_the_plans_business(mesh):
+    n = mesh["nodes"]["node-1-2"]
+    live = _ip_route(n) + [{"dst": "default", "gateway": "192.0.2.1", "dev": "mgmt0"}]
+    assert verify.route_problems("node-1-2", n, live) == ([], [])
+
+
+@pytest.mark.parametrize("hosts, want", [
+    ({"a": {"beonet_management_interface": "none"}, "b": {"beonet_management_interface": "none"}}, "none"),
+    ({"a": {"beonet_management_interface": "eno1"}, "b": {}}, "eno1"),
+    ({"a": {"beonet_management_interface": "eno1"}, "b": {"beonet_management_interface": "eno2"}}, None),
+    ({"a": {}}, None),
+])
+def test_inventory_management_interface(hosts, want):
+    assert inventory.management_of(hosts) == want
+
+
+def test_build_writes_each_nodes_persistent_files(tmp_path):
+    out = tmp_path / "build"
+    assert cli.main(["build", str(ROOT / "topologies/bonded-dual-net.yml"), "-o", str(out),
+                     "--backend", "networkmanager"]) == 0
+    files = out / "nodes/node01/etc/NetworkManager/system-connections"
+    bond = (files / "beonet-bond0.nmconnection").read_text()
+    assert "type=bond" in bond and "mode=balance-rr" in bond
+    assert "controller=bond0" in (files / "beonet-eth1.nmconnection").read_text()
+    plan = json.loads((out / "plan.json").read_text())
+    assert len(list((out / "nodes").iterdir())) == len(plan["nodes"])
+
+
+def test_underlay_avoids_other_labs_and_keeps_its_own():
+    other = {"x-a": ("x", "100.64.0.0/24")}
+    for name in ("mol-a", "bench-b", "beonet-c"):
+        first = lab._underlay(name, other)
+        assert first != lab.UNDERLAY or name == "x"
+    taken = {"n%d" % k: ("lab%d" % k, "100.%d.0.0/24" % (64 + k)) for k in range(63)}
+    assert lab._underlay("new", taken) == lab.UNDERLAY + (63 << 16)
+    assert lab._underlay("lab5", taken) == lab.UNDERLAY + (5 << 16)
+    taken["last"] = ("lab63", "100.127.0.0/24")
+    with pytest.raises(lab.LabError, match="all 64 underlay"):
+        lab._underlay("new", taken)
