@@ -6,7 +6,7 @@
  *   tokex serve  [-p PORT] [--dir DIR] [--idle S] [--deadline S] [--daemon --pidfile F]
  *   tokex client -H HOST [-p PORT] [--proto tcp|udp|both] [--sizes 4,8,..] [-n 1000]
  *                [--window W] [--mode pingpong|stream] [--warmup K] [--start-at EPOCH]
- *                [--mtu 1500] [--stats-only] [--deadline S]
+ *                [--mtu 1500] [--stats-only] [--deadline S] [--out FILE]
  *   tokex ring   --rank R --addrs A0,A1,.. [-p PORT] [--sizes ..] [-n ROUNDS] [--deadline S]
  *   tokex mkfile PATH BYTES
  *   tokex copy   SRC DST                       (local read()/write() copy)
@@ -59,6 +59,7 @@
 #define MAGIC 0x544b5831u /* "TKX1" */
 
 static const char *progname = "tokex";
+static const char *pidmark; /* --piddir DIR: DIR/<pid> while running */
 
 static void die(int code, const char *fmt, ...)
 {
@@ -77,6 +78,8 @@ static void on_alarm(int sig)
     static const char msg[] = "tokex: deadline passed, exiting\n";
     ssize_t r = write(2, msg, sizeof msg - 1);
     (void)r;
+    if (pidmark)
+        unlink(pidmark);
     _exit(3);
 }
 
@@ -282,6 +285,12 @@ struct opts {
     int sizes[MAX_SIZES], nsizes;
 };
 
+static void drop_pidmark(void)
+{
+    if (pidmark && getpid() == atoi(strrchr(pidmark, '/') + 1))
+        unlink(pidmark);
+}
+
 static const char *need(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc)
@@ -351,7 +360,21 @@ static void parse(int argc, char **argv, struct opts *o)
             o->mode = need(argc, argv, &i);
         else if (!strcmp(a, "--proto"))
             o->proto = need(argc, argv, &i);
-        else if (!strcmp(a, "--stats-only"))
+        else if (!strcmp(a, "--out")) {
+            const char *f = need(argc, argv, &i);
+            if (!freopen(f, "w", stdout))
+                die(4, "--out %s: %s", f, strerror(errno));
+        } else if (!strcmp(a, "--piddir")) {
+            /* DIR/<pid> exists while this process runs: cleanup kills exactly these */
+            static char mine[4096];
+            snprintf(mine, sizeof mine, "%s/%d", need(argc, argv, &i), (int)getpid());
+            FILE *f = fopen(mine, "w");
+            if (!f)
+                die(4, "--piddir: %s: %s", mine, strerror(errno));
+            fclose(f);
+            pidmark = mine;
+            atexit(drop_pidmark);
+        } else if (!strcmp(a, "--stats-only"))
             o->stats_only = 1;
         else if (!strcmp(a, "--daemon"))
             o->daemon = 1;
