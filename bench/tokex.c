@@ -24,6 +24,8 @@
  * --mode stream sends COUNT tokens one way and waits for one acknowledgement:
  * the one-way goodput that iperf3 measures.
  *
+ * (No two braces in a row in this file: the playbook ships it through a Jinja template.)
+ *
  * Output: one JSON document on stdout with every round-trip sample (us), or
  * only the statistics with --stats-only.  MB = 10^6 bytes.  Exit codes: 0 ok,
  * 2 bad usage, 3 deadline passed, 4 network or file error.
@@ -606,7 +608,9 @@ static int cmd_serve(const struct opts *o)
     double last = now_mono();
     int children = 0;
     while (!stop_server) {
-        struct pollfd p[2] = {{lfd, POLLIN, 0}, {ufd, POLLIN, 0}};
+        struct pollfd p[2];
+        p[0].fd = lfd, p[0].events = POLLIN, p[0].revents = 0;
+        p[1].fd = ufd, p[1].events = POLLIN, p[1].revents = 0;
         int r = poll(p, 2, 500);
         while (waitpid(-1, NULL, WNOHANG) > 0)
             children--;
@@ -926,6 +930,8 @@ static int cmd_ring(const struct opts *o)
     close(lfd);
     tcp_tune(prev);
     nonblock(prev);
+    if (o->start_at > 0)
+        sleep_until_wall(o->start_at); /* every rank connected and started: time together */
     static char buf[MAX_SIZE];
     memset(buf, 'r', sizeof buf);
     if (o->rank == 0)

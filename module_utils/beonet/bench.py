@@ -227,14 +227,20 @@ def validate(plan, params):
     if len(nodes) < 2:
         problems.append("nodes: a benchmark needs at least 2 nodes")
     sizes = p.get("sizes") or list(DEFAULT_SIZES)
-    if p.get("mss_points", True):
+    if not isinstance(sizes, list):
+        problems.append("sizes: must be a list of token sizes in bytes")
+        sizes = []
+    bad = [s for s in sizes
+           if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= MAX_TOKEN]
+    for s in bad:
+        problems.append("sizes: %r is out of range (token sizes are integers 1..%d bytes)"
+                        % (s, MAX_TOKEN))
+    if not bad and p.get("mss_points", True):
         mtu = min(i["mtu"] for n in nodes if n in plan["nodes"]
                   for i in plan["nodes"][n]["interfaces"]) if not missing else 1500
         sizes = sorted(set(sizes) | set(mss_points(mtu)))
-    for s in sizes:
-        if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= MAX_TOKEN:
-            problems.append("sizes: %r is out of range (token sizes are integers 1..%d bytes)"
-                            % (s, MAX_TOKEN))
+    elif not bad:
+        sizes = sorted(set(sizes))
     for key, lo, hi in (("count", 1, 1000000), ("warmup", 0, 100000), ("window", 1, 1024),
                         ("ring_rounds", 1, 100000), ("iperf_seconds", 1, 600)):
         v = p.get(key)
@@ -347,16 +353,15 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
         sid = "iperf3-%s" % cls
         secs = p["iperf_seconds"]
         stream_n = max(200, int(secs * 12.5e6 / 8192))
-        client = " && ".join([
-            "sleep 1",
-            _q(["iperf3", "-c", addr[b], "-p", IPERF_PORT, "-t", secs, "-O", 1, "-J",
-                "--logfile", "%s/%s.json" % (out, sid)]),
-            _q([tokex, "client", "-H", addr[b], "-p", TOKEX_PORT, "--mode", "stream",
-                "--sizes", "8192,65536", "-n", stream_n, "--stats-only", "--deadline", deadline, "--piddir", piddir,
-                "--out", "%s/%s-stream.json" % (out, sid)]),
-            _q([tokex, "client", "-H", addr[b], "-p", TOKEX_PORT, "--window", p["window"],
-                "--sizes", "8192,65536", "-n", stream_n // 2, "--stats-only", "--deadline",
-                deadline, "--piddir", piddir, "--out", "%s/%s-window.json" % (out, sid)])])
+        parts = ["sleep 1", _q(["iperf3", "-c", addr[b], "-p", IPERF_PORT, "-t", secs, "-O", 1,
+                                 "-J", "--logfile", "%s/%s.json" % (out, sid)])]
+        for mode, size in (("stream", 8192), ("stream", 65536), ("window", 8192)):
+            n = max(50, int(secs * 12.5e6 / size))      # about `secs` at 100 Mbit/s
+            extra = ["--mode", "stream"] if mode == "stream" else ["--window", p["window"]]
+            parts.append(_q([tokex, "client", "-H", addr[b], "-p", TOKEX_PORT] + extra + [
+                "--sizes", size, "-n", n, "--stats-only", "--deadline", deadline,
+                "--piddir", piddir, "--out", "%s/%s-%s-%d.json" % (out, sid, mode, size)]))
+        client = " && ".join(parts)
         server = _q(["timeout", secs + 30, "iperf3", "-s", "-1", "-p", IPERF_PORT])
         steps.append({"id": sid, "kind": "iperf3", "class": cls,
                       "pairs": [{"client": a, "server": b, "routers": info["routers"],
@@ -372,7 +377,8 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
                   "label": "ring round trip over %d nodes, %d rounds per size" % (
                       len(ring), p["ring_rounds"]),
                   "hosts": {n: _q([tokex, "ring", "--rank", i, "--addrs", addrs, "-p", RING_PORT,
-                                   "--sizes", ring_sizes, "-n", p["ring_rounds"], "--warmup", 2,
+                                   "--sizes", ring_sizes, "-n", p["ring_rounds"], "--warmup", 3,
+                                   "--start-at", "@START@",
                                    "--deadline", deadline, "--piddir", piddir, "--out",
                                    "%s/ring-%d.json" % (out, i)])
                             for i, n in enumerate(ring)}})
@@ -510,8 +516,8 @@ def collect(sched, outputs, plan):
                    "iperf3_MBps": bps / 8e6 if bps else None,
                    "iperf3_retransmits": end.get("sum_sent", {}).get("retransmits"),
                    "iperf3_error": ip.get("error")}
-            for mode in ("stream", "window"):
-                doc = got.get("%s-%s.json" % (st["id"], mode)) or {"runs": []}
+            for mode, size in (("stream", 8192), ("stream", 65536), ("window", 8192)):
+                doc = got.get("%s-%s-%d.json" % (st["id"], mode, size)) or {"runs": []}
                 for run in doc["runs"]:
                     row["tokex_%s_%d_MBps" % (mode, run["size"])] = run["one_way_MBps"]
                     if bps:
