@@ -64,3 +64,10 @@ bench-lab: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# --- benchmarks (issue 4) ---------------------------------------------------
+.PHONY: bench-demo
+# A short benchmark on the Docker lab: its own labs (bench-demo-mesh, bench-demo-tree),
+# site.yml, benchmark.yml with small counts, labs down; results in results/.
+bench-demo: setup
+	bash scripts/bench-demo.sh

@@ -419,6 +419,8 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
                           "local": local,
                           "label": "file copy, %d MB, %d remote + %d local" % (mb, r, len(local)),
                           "hosts": hosts})
+    for i, st in enumerate(steps):
+        st["label"] = "%d/%d: %s" % (i + 1, len(steps), st["label"])
     return {"params": p, "steps": steps, "workdir": workdir,
             "topology": plan["topology"]["name"],
             "link_rates": sorted({i["rate_mbit"] for n in p["nodes"]
