@@ -21,15 +21,15 @@ run() {  # topology, lab name, params (JSON)
   beonet lab up "$1" --name "$2"
   ansible-playbook -i ".lab/$2/inventory.yml" playbooks/site.yml >/dev/null
   ansible-playbook -i ".lab/$2/inventory.yml" playbooks/benchmark.yml \
-    -e "{\"beonet_bench_params\": $3}" | grep -E '^TASK \[beonet_bench : (Benchmark|Prepare)|^fatal|FAILED' || true
+    -e "{\"beonet_bench_params\": $3}" | grep --line-buffered -E '^TASK \[beonet_bench : (Benchmark|Prepare)|^fatal|FAILED' || true
   beonet lab down "$1" --name "$2"
 }
 
 run "$MESH" bench-demo-mesh '{"count": 200, "sizes": [4, 1024, 8192], "pairs": [1, 8],
   "file_mb": [2], "remote_copies": [0, 7], "ring_rounds": 20, "iperf_seconds": 2}'
-run "$TREE" bench-demo-tree '{"count": 300, "sizes": [1024, 8192], "mss_points": false,
-  "classes": ["cross-switch"], "pairs": [1, 2, 3, 4], "remote_copies": [], "ring_rounds": 20,
-  "iperf_seconds": 2}'
+run "$TREE" bench-demo-tree '{"count": 3000, "sizes": [8192], "mss_points": false,
+  "exchange_window": 8, "classes": ["cross-switch"], "pairs": [1, 2, 3, 4], "remote_copies": [],
+  "ring_rounds": 20, "iperf_seconds": 2}'
 
 python3 - <<'PY'
 import glob, json, os
@@ -44,7 +44,7 @@ for topo in ("routed-mesh", "demo-tree"):
     print("\n== %s: %s" % (topo, folder))
     print("%-14s %-4s %5s %6s %12s %12s" % ("class", "prot", "pairs", "size", "one-way MB/s", "% of link"))
     for a in sorted(r["aggregate"], key=lambda a: (a["class"], a["proto"], a["size"], a["pairs"])):
-        if a["size"] >= 1024 and a["proto"] == "tcp":
+        if a["size"] in (1024, 8192) and a["proto"] == "tcp":
             print("%-14s %-4s %5d %6d %12.2f %12.1f" % (a["class"], a["proto"], a["pairs"], a["size"],
                                                        a["one_way_MBps"], a["one_way_pct_of_link"]))
     for l in r["latency"]:

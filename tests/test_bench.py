@@ -225,7 +225,7 @@ def test_summarize_nearest_rank():
     assert bench.summarize([7.0]) == {"n": 1, "min": 7.0, "median": 7.0, "p99": 7.0, "max": 7.0}
 
 
-def _fake_outputs(sched):
+def _fake_outputs(sched, skew=0.0):
     """Outputs as tokex would write them, with known numbers."""
     out = {}
     for st in sched["steps"]:
@@ -237,7 +237,7 @@ def _fake_outputs(sched):
                         samples = [100.0 + k for k in range(10)]
                         secs = sum(samples) / 1e6
                         runs.append({"proto": proto, "mode": "pingpong", "size": size, "count": 10,
-                                     "window": 1, "start": 1000.0 + i, "seconds": secs, "lost": 0,
+                                     "window": 1, "start": 1000.0 + skew * i, "seconds": secs, "lost": 0,
                                      "one_way_MBps": size * 10 / secs / 1e6,
                                      "exchange_MBps": 2 * size * 10 / secs / 1e6,
                                      "rtt_us": {"min": 100.0, "median": 104.0, "p99": 109.0,
@@ -268,6 +268,14 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     assert two["one_way_MBps"] == pytest.approx(2 * one_pair)
     assert two["exchange_MBps"] == pytest.approx(4 * one_pair)
     assert two["one_way_pct_of_link"] == pytest.approx(round(100 * 2 * one_pair / 12.5, 1))
+    # Pairs that did not run at the same time: the aggregate is bytes over the union
+    # of their windows, not the sum of their rates.
+    skewed = bench.collect(s, _fake_outputs(s, skew=1.0), plan)
+    two_s = [a for a in skewed["aggregate"] if a["pairs"] == 2 and a["size"] == 8192
+             and a["proto"] == "tcp" and a["class"] == "same-segment"][0]
+    assert two_s["sum_one_way_MBps"] == pytest.approx(2 * one_pair)
+    span = 1.0 + sum(100.0 + k for k in range(10)) / 1e6
+    assert two_s["one_way_MBps"] == pytest.approx(2 * 8192 * 10 / span / 1e6)
     ip = res["iperf3"][0]
     assert ip["iperf3_MBps"] == pytest.approx(12.0) and ip["ratio_stream_8192"] == 0.95
     lat = [l for l in res["latency"] if l["class"] == "gateway-1" and l["proto"] == "udp"][0]
