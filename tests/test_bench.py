@@ -453,3 +453,18 @@ def test_playbook_refuses_a_bad_request_before_touching_a_node():
     assert "sizes: 100000 is out of range" in res.stdout
     assert "nothing started" in res.stdout
     assert "unreachable=1" not in res.stdout and "UNREACHABLE" not in res.stdout
+
+
+def test_exchange_window_runs_the_token_exchange_with_tokens_in_flight(mesh):
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"sizes": [8192], "mss_points": False, "pairs": [2],
+                                       "exchange_window": 8, "classes": ["gateway-1"],
+                                       "remote_copies": []})
+    tok = [st for st in s["steps"] if st["kind"] == "tokex"]
+    assert [st["id"] for st in tok] == ["tokex-gateway-1-2p"]
+    assert all("--proto tcp --window 8" in c for c in tok[0]["hosts"].values())
+    assert "(window 8)" in tok[0]["label"] and tok[0]["label"].startswith("1/")
+    assert not [st for st in s["steps"] if st["kind"] == "copy"]
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"exchange_window": 0})
+    assert "exchange_window: 0 is out of range (1..1024)" in str(exc.value)
