@@ -497,7 +497,9 @@ def collect(sched, outputs, plan):
                     a["reported"] += 1
                     a["first_start"] = min(a["first_start"], run["start"])
                     a["last_end"] = max(a["last_end"], run["start"] + run["seconds"])
-                    if len(st["pairs"]) == 1 and run["size"] == min(sched["params"]["sizes"]):
+                    # Latency: the smallest token of a 1-pair ping-pong (not windowed).
+                    if (len(st["pairs"]) == 1 and run["size"] == min(sched["params"]["sizes"])
+                            and run["size"] <= 64 and run.get("window", 1) == 1):
                         pred = predict_rtt(model, run["proto"], pr["switches"], pr["routers"])
                         res["latency"].append({
                             "class": st["class"], "client": pr["client"], "server": pr["server"],
