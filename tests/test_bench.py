@@ -296,8 +296,7 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
 
 
 def test_plots_are_written(mesh, tmp_path):
-    pytest.importorskip("matplotlib", reason="matplotlib is pinned in requirements.txt")
-    from beonet import plots
+    from beonet import plots          # matplotlib is pinned in requirements.txt
     plan, path_of = mesh
     s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
                                        "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
