@@ -88,6 +88,8 @@ def test_tree_cross_switch_and_bonded_classes():
     cls = bench.classify(plan, path_of, list(plan["nodes"]))
     assert set(cls) == {"same-segment", "cross-switch"}
     assert all(i["switches"] == 3 for _, _, i in cls["cross-switch"])   # leaf, root, leaf
+    sched = bench.schedule(plan, path_of, {"sizes": [64], "remote_copies": []})
+    assert sched["link_rates"] == [100] and sched["uplink_rates"] == [1000]
     plan, path_of = compiled("bonded-dual-net.yml")
     assert set(bench.classify(plan, path_of, list(plan["nodes"]))) == {"bonded"}
 

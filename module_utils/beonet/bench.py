@@ -430,6 +430,8 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
             "topology": plan["topology"]["name"],
             "link_rates": sorted({i["rate_mbit"] for n in p["nodes"]
                                   for i in plan["nodes"][n]["interfaces"] if i.get("rate_mbit")}),
+            "uplink_rates": sorted({sw["uplink_mbit"] for sw in (plan.get("switches") or {}).values()
+                                    if sw.get("parent") and sw.get("uplink_mbit")}),
             "classes": {c: len(v) for c, v in classes.items()},
             "servers": p["nodes"],
             "server_command": _q([tokex, "serve", "--daemon", "-p", TOKEX_PORT, "--dir", workdir,
