@@ -189,8 +189,8 @@ def test_schedule_steps_and_commands(mesh):
                                        "file_mb": [2], "remote_copies": [0, 7]})
     ids = [st["id"] for st in s["steps"]]
     assert ids == ["tokex-same-segment-1p", "tokex-same-segment-8p", "tokex-gateway-1-1p",
-                   "tokex-gateway-1-8p", "iperf3-same-segment", "iperf3-gateway-1", "ring",
-                   "copy-r0-2mb", "copy-r7-2mb"]
+                   "tokex-gateway-1-8p", "iperf3-same-segment", "iperf3-gateway-1",
+                   "copy-r0-2mb", "copy-r7-2mb", "ring"]
     eight = s["steps"][1]
     assert len(eight["hosts"]) == 8 and len(eight["pairs"]) == 8
     cmd = eight["hosts"]["node-0-0"]
@@ -198,11 +198,11 @@ def test_schedule_steps_and_commands(mesh):
     assert "--sizes 4,1445,1448,1451,2893,2899,8192" in cmd
     server_of = {p["client"]: p["server"] for p in eight["pairs"]}
     assert "-H %s " % plan["nodes"][server_of["node-0-0"]]["address"] in cmd
-    ring = s["steps"][6]
+    ring = s["steps"][-1]
     assert set(ring["hosts"]) == set(plan["nodes"]) and "--rank 15" in ring["hosts"]["node-3-3"]
-    r7 = s["steps"][-1]
+    r7 = s["steps"][-2]
     assert len(r7["pairs"]) == 7 and r7["local"] == [] and len(r7["hosts"]) == 7
-    r0 = s["steps"][-2]
+    r0 = s["steps"][-3]
     assert r0["pairs"] == [] and len(r0["local"]) == 7
     assert all(c.count("--deadline 180") >= 1 for st in s["steps"] for c in st["hosts"].values()
                if "tokex " in c and "iperf3 -s" not in c)

@@ -374,19 +374,6 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
                       "label": "iperf3 -J vs tokex stream/window, %s, %s -> %s, %d s"
                       % (cls, a, b, secs),
                       "hosts": {a: client, b: server}})
-    # Ring: every node in plan order.
-    ring = p["nodes"]
-    addrs = ",".join(addr[n] for n in ring)
-    ring_sizes = ",".join(str(s) for s in p["sizes"])
-    steps.append({"id": "ring", "kind": "ring", "order": ring,
-                  "label": "ring round trip over %d nodes, %d rounds per size" % (
-                      len(ring), p["ring_rounds"]),
-                  "hosts": {n: _q([tokex, "ring", "--rank", i, "--addrs", addrs, "-p", RING_PORT,
-                                   "--sizes", ring_sizes, "-n", p["ring_rounds"], "--warmup", 3,
-                                   "--start-at", "@START@",
-                                   "--deadline", deadline, "--piddir", piddir, "--out",
-                                   "%s/ring-%d.json" % (out, i)])
-                            for i, n in enumerate(ring)}})
     # File copies: `copies` concurrent copies, r of them remote, over same-segment
     # pairs when the topology has them (the papers' local-net case).
     copy_pool = None
@@ -424,6 +411,19 @@ def schedule(plan, path_of, params, workdir="/tmp/beonet-bench"):
                           "local": local,
                           "label": "file copy, %d MB, %d remote + %d local" % (mb, r, len(local)),
                           "hosts": hosts})
+    # Ring: every node in plan order (last: the playbook runs it on its own).
+    ring = p["nodes"]
+    addrs = ",".join(addr[n] for n in ring)
+    ring_sizes = ",".join(str(s) for s in p["sizes"])
+    steps.append({"id": "ring", "kind": "ring", "order": ring,
+                  "label": "ring round trip over %d nodes, %d rounds per size" % (
+                      len(ring), p["ring_rounds"]),
+                  "hosts": {n: _q([tokex, "ring", "--rank", i, "--addrs", addrs, "-p", RING_PORT,
+                                   "--sizes", ring_sizes, "-n", p["ring_rounds"], "--warmup", 3,
+                                   "--start-at", "@START@",
+                                   "--deadline", deadline, "--piddir", piddir, "--out",
+                                   "%s/ring-%d.json" % (out, i)])
+                            for i, n in enumerate(ring)}})
     for i, st in enumerate(steps):
         st["label"] = "%d/%d: %s" % (i + 1, len(steps), st["label"])
     return {"params": p, "steps": steps, "workdir": workdir,
