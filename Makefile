@@ -73,3 +73,14 @@ bench-lab: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# --- benchmarks (issue 4) ---------------------------------------------------
+.PHONY: bench-demo bench-interrupt-test
+# A short benchmark on the Docker lab: its own labs (bench-demo-mesh, bench-demo-tree),
+# site.yml, benchmark.yml with small counts, labs down; results in results/.
+bench-demo: setup
+	bash scripts/bench-demo.sh
+
+# Ctrl-C during a benchmark, then the cleanup play: no tokex/iperf3 left on any node.
+bench-interrupt-test: setup
+	bash scripts/bench-interrupt-test.sh

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# An interrupted benchmark leaves no process on any node: start benchmark.yml on
+# a small lab, interrupt ansible-playbook (SIGINT, as Ctrl-C) while a step runs,
+# list what is left on the nodes, run the cleanup-only play, and check that no
+# tokex or iperf3 process is left (zombies of the containers' init excepted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
+TOPO=bench/topologies/demo-tree.yml
+LAB=bench-interrupt
+INV=".lab/$LAB/inventory.yml"
+trap 'beonet lab down "$TOPO" --name "$LAB" >/dev/null 2>&1 || true' EXIT
+beonet lab up "$TOPO" --name "$LAB" >/dev/null
+ansible-playbook -i "$INV" playbooks/site.yml >/dev/null
+left() {
+  for c in $(docker ps --format '{{.Names}}' --filter "label=beonet.lab=$LAB"); do
+    docker exec "$c" ps -eo stat=,comm=,pid=,ppid=,args= | awk -v c="$c" '$1 !~ /^Z/ && ($2 == "tokex" || $2 == "iperf3") {print c": "$0}'
+  done
+}
+ansible-playbook -i "$INV" playbooks/benchmark.yml \
+  -e '{"beonet_bench_params": {"count": 100000, "sizes": [8192], "mss_points": false, "pairs": [4]}}' \
+  > /tmp/beonet-bench-interrupt.log 2>&1 &
+pid=$!
+for _ in $(seq 1 240); do
+  grep -q "Benchmark step 1/" /tmp/beonet-bench-interrupt.log && break
+  sleep 1
+done
+sleep 5
+kill -INT "$pid"
+wait "$pid" || true
+echo "after the interrupt, on the nodes:"
+before=$(left)
+echo "${before:-  (nothing)}"
+ansible-playbook -i "$INV" playbooks/benchmark.yml -e beonet_bench_cleanup_only=true >/dev/null
+after=$(left)
+if [ -n "$after" ]; then
+  echo "FAIL: still running after the cleanup play:"; echo "$after"; exit 1
+fi
+echo "ok: no tokex or iperf3 process left on any node after the cleanup play"

@@ -1,0 +1,471 @@
+"""Benchmarks (issue 4): pure logic of module_utils/beonet/bench.py, tokex.c on
+loopback, and the playbook's refusal of bad requests before any node is touched."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from beonet import bench, pipeline, render
+from conftest import ROOT
+
+TOPO = ROOT / "topologies"
+
+
+def compiled(name):
+    c = pipeline.compile_file(str(TOPO / name) if "/" not in name else name)
+    plan = render.plan(c)
+    return plan, (lambda a, b: [h["node"] for h in c.path(a, b)])
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return compiled("routed-mesh.yml")
+
+
+# ------------------------------------------------------------------ latency model
+
+def test_model_fit_reproduces_the_sc98_table():
+    m = bench.DEFAULT_MODEL
+    # The table's own rows, predicted within 10 us (the paper's fit is as close).
+    for name, tcp, udp, _ in bench.SC98_TABLE:
+        parts = name.split("-")
+        if "P" in parts:
+            continue
+        sw, rt = parts.count("B"), parts.count("L")
+        assert abs(bench.predict_rtt(m, "tcp", sw, rt) - tcp) <= 10, name
+        assert abs(bench.predict_rtt(m, "udp", sw, rt) - udp) <= 10, name
+    # A Linux router costs about 60-75 us, a switch about 19 us (the paper's abstract).
+    assert 55 <= m["udp"]["router_us"] <= 75 and 15 <= m["udp"]["switch_us"] <= 25
+
+
+def test_model_fit_of_synthetic_rows_recovers_parameters():
+    rows = [(n, 100 + 10 * n.count("B") + 50 * n.count("L"), 80 + 5 * n.count("B") + 40 * n.count("L"), 0)
+            for n in ("e-e", "e-B-e", "e-L-e", "e-B-L-e", "e-B-B-L-L-e")]
+    m = bench.fit_model(rows)
+    assert m["tcp"] == {"base_us": 100.0, "switch_us": 10.0, "router_us": 50.0}
+    assert m["udp"] == {"base_us": 80.0, "switch_us": 5.0, "router_us": 40.0}
+
+
+def test_bad_latency_model_is_refused(mesh):
+    plan, path_of = mesh
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"latency_model": {"tcp": {"base_us": -1, "switch_us": 1, "router_us": "x"}}})
+    text = str(exc.value)
+    assert "latency_model.tcp.base_us: must be a number >= 0" in text
+    assert "latency_model.tcp.router_us: must be a number >= 0" in text
+    assert "latency_model.udp: missing" in text
+
+
+# ------------------------------------------------------------------ path classes and pairs
+
+def test_mesh_classes_local_wire_and_one_gateway(mesh):
+    plan, path_of = mesh
+    cls = bench.classify(plan, path_of, list(plan["nodes"]))
+    assert set(cls) == {"same-segment", "gateway-1"}
+    # 4x4 mesh: 8 segments of 4 nodes -> 8 * 6 local pairs; the other 72 through a gateway
+    assert len(cls["same-segment"]) == 48 and len(cls["gateway-1"]) == 72
+    a, b, info = cls["gateway-1"][0]
+    assert info["routers"] == 1 and info["switches"] == 2 and len(info["via"]) == 1
+
+
+def test_metagraph_classes_p2p_and_two_gateways():
+    plan, path_of = compiled("metanode-testbed.yml")
+    cls = bench.classify(plan, path_of, list(plan["nodes"]))
+    assert {"same-segment", "p2p", "gateway-1", "gateway-2"} <= set(cls)
+    assert len(cls["p2p"]) == 18                        # the testbed's 18 point-to-point links
+    assert all(i["switches"] == 0 for _, _, i in cls["p2p"])
+    assert all(i["routers"] == 2 for _, _, i in cls["gateway-2"])
+
+
+def test_tree_cross_switch_and_bonded_classes():
+    plan, path_of = compiled("switch-tree.yml")
+    cls = bench.classify(plan, path_of, list(plan["nodes"]))
+    assert set(cls) == {"same-segment", "cross-switch"}
+    assert all(i["switches"] == 3 for _, _, i in cls["cross-switch"])   # leaf, root, leaf
+    sched = bench.schedule(plan, path_of, {"sizes": [64], "remote_copies": []})
+    assert sched["link_rates"] == [100] and sched["uplink_rates"] == [1000]
+    plan, path_of = compiled("bonded-dual-net.yml")
+    assert set(bench.classify(plan, path_of, list(plan["nodes"]))) == {"bonded"}
+
+
+def test_disjoint_pairs_never_share_a_node(mesh):
+    plan, path_of = mesh
+    for cands in bench.classify(plan, path_of, list(plan["nodes"])).values():
+        for k in range(0, 10):
+            chosen = bench.disjoint_pairs(cands, k)
+            nodes = [n for a, b, _ in chosen for n in (a, b)]
+            assert len(nodes) == len(set(nodes))
+            assert len(chosen) <= k
+    assert bench.disjoint_pairs([("a", "b", {}), ("b", "c", {}), ("c", "d", {})], 5) == [
+        ("a", "b", {}), ("c", "d", {})]
+
+
+def test_pair_counts():
+    assert bench.pair_counts(8) == [1, 2, 4, 8]
+    assert bench.pair_counts(7) == [1, 2, 4, 7]
+    assert bench.pair_counts(1) == [1]
+    assert bench.pair_counts(3, [1, 2, 5]) == [1, 2, 3]
+
+
+# ------------------------------------------------------------------ validation errors
+
+def test_node_not_in_plan_is_refused_before_anything(mesh):
+    plan, path_of = mesh
+    with pytest.raises(bench.BenchError) as exc:
+        bench.schedule(plan, path_of, {"nodes": ["node-0-0", "node-9-9"]})
+    assert "nodes: node-9-9 not in the plan of routed-mesh" in str(exc.value)
+
+
+@pytest.mark.parametrize("size", [0, -4, 65537, 1 << 20, "8k", 2.5, True])
+def test_size_out_of_range_is_refused(mesh, size):
+    plan, _ = mesh
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"sizes": [4, size]})
+    assert "sizes: %r is out of range (token sizes are integers 1..65536 bytes)" % size in str(exc.value)
+
+
+def test_every_problem_is_listed_together(mesh):
+    plan, _ = mesh
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"sizes": [0], "count": 0, "file_mb": [100], "classes": ["hub"],
+                              "pairs": [9], "copies": 0, "window": 5000})
+    p = exc.value.problems
+    assert "count: 0 is out of range (1..1000000)" in p
+    assert "window: 5000 is out of range (1..1024)" in p
+    assert "file_mb: 100 is out of range (1..64 MB)" in p
+    assert any(x.startswith("classes: unknown path class 'hub'") for x in p)
+    assert "pairs: 9 disjoint pairs need 18 nodes, the benchmark has 16" in p
+    assert "copies: 0 must be an integer >= 1" in p
+    assert len(p) == 7
+
+
+def test_too_many_copies_for_the_nodes(mesh):
+    plan, _ = mesh
+    nodes = list(plan["nodes"])[:6]
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"nodes": nodes, "copies": 7})
+    assert "copies: 7 concurrent copies need at least 7 nodes, the benchmark has 6" in str(exc.value)
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"copies": 7, "remote_copies": [7, 9]})
+    assert "remote_copies: 9 must be an integer 0..copies (7)" in str(exc.value)
+    assert "remote_copies: 7 remote of 7 copies need 14 nodes" not in str(exc.value)
+
+
+def test_single_node_is_refused(mesh):
+    plan, _ = mesh
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"nodes": ["node-0-0"]})
+    assert "nodes: a benchmark needs at least 2 nodes" in str(exc.value)
+
+
+def test_missing_compiler_names_every_node():
+    bench.check_tools({"a": "/usr/bin/gcc", "b": "/usr/bin/cc"})
+    with pytest.raises(bench.BenchError) as exc:
+        bench.check_tools({"a": "/usr/bin/gcc", "n2": "", "n1": "  \n"})
+    assert exc.value.problems == [
+        "n1: no C compiler (gcc or cc) to build tokex: install gcc on the node",
+        "n2: no C compiler (gcc or cc) to build tokex: install gcc on the node"]
+
+
+def test_mss_points_and_default_sizes(mesh):
+    plan, _ = mesh
+    p = bench.validate(plan, {})
+    assert [s for s in p["sizes"] if s & (s - 1) == 0] == [2 ** n for n in range(2, 14)]
+    assert {1445, 1448, 1451, 2893, 2899} <= set(p["sizes"])     # MSS 1448 at MTU 1500
+    assert bench.validate(plan, {"sizes": [64], "mss_points": False})["sizes"] == [64]
+
+
+# ------------------------------------------------------------------ schedule
+
+def test_schedule_steps_and_commands(mesh):
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"count": 50, "sizes": [4, 8192], "pairs": [1, 8],
+                                       "file_mb": [2], "remote_copies": [0, 7]})
+    ids = [st["id"] for st in s["steps"]]
+    assert ids == ["tokex-same-segment-1p", "tokex-same-segment-8p", "tokex-gateway-1-1p",
+                   "tokex-gateway-1-8p", "iperf3-same-segment", "iperf3-gateway-1",
+                   "copy-r0-2mb", "copy-r7-2mb", "ring"]
+    eight = s["steps"][1]
+    assert len(eight["hosts"]) == 8 and len(eight["pairs"]) == 8
+    cmd = eight["hosts"]["node-0-0"]
+    assert "--start-at @START@" in cmd and "-n 50" in cmd and "--piddir /tmp/beonet-bench/run" in cmd
+    assert "--sizes 4,1445,1448,1451,2893,2899,8192" in cmd
+    server_of = {p["client"]: p["server"] for p in eight["pairs"]}
+    assert "-H %s " % plan["nodes"][server_of["node-0-0"]]["address"] in cmd
+    ring = s["steps"][-1]
+    assert set(ring["hosts"]) == set(plan["nodes"]) and "--rank 15" in ring["hosts"]["node-3-3"]
+    r7 = s["steps"][-2]
+    assert len(r7["pairs"]) == 7 and r7["local"] == [] and len(r7["hosts"]) == 7
+    r0 = s["steps"][-3]
+    assert r0["pairs"] == [] and len(r0["local"]) == 7
+    assert all(c.count("--deadline 180") >= 1 for st in s["steps"] for c in st["hosts"].values()
+               if "tokex " in c and "iperf3 -s" not in c)
+
+
+def test_schedule_of_a_node_subset(mesh):
+    plan, path_of = mesh
+    nodes = ["node-0-0", "node-0-1", "node-1-0", "node-1-1"]
+    s = bench.schedule(plan, path_of, {"nodes": nodes, "copies": 2, "remote_copies": [1],
+                                       "file_mb": [1]})
+    for st in s["steps"]:
+        assert set(st["hosts"]) <= set(nodes)
+    assert s["classes"] == {"same-segment": 4, "gateway-1": 2}
+
+
+# ------------------------------------------------------------------ summaries and writers
+
+def test_summarize_nearest_rank():
+    assert bench.summarize([]) == {"n": 0, "min": None, "median": None, "p99": None, "max": None}
+    s = bench.summarize(list(range(100, 0, -1)))
+    assert s == {"n": 100, "min": 1, "median": 50, "p99": 99, "max": 100}
+    assert bench.summarize([7.0]) == {"n": 1, "min": 7.0, "median": 7.0, "p99": 7.0, "max": 7.0}
+
+
+def _fake_outputs(sched, skew=0.0):
+    """Outputs as tokex would write them, with known numbers."""
+    out = {}
+    for st in sched["steps"]:
+        if st["kind"] == "tokex":
+            for i, pr in enumerate(st["pairs"]):
+                runs = []
+                for proto in ("tcp", "udp"):
+                    for size in sched["params"]["sizes"]:
+                        samples = [100.0 + k for k in range(10)]
+                        secs = sum(samples) / 1e6
+                        runs.append({"proto": proto, "mode": "pingpong", "size": size, "count": 10,
+                                     "window": 1, "start": 1000.0 + skew * i, "seconds": secs, "lost": 0,
+                                     "one_way_MBps": size * 10 / secs / 1e6,
+                                     "exchange_MBps": 2 * size * 10 / secs / 1e6,
+                                     "rtt_us": {"min": 100.0, "median": 104.0, "p99": 109.0,
+                                                "max": 109.0}, "samples_us": samples})
+                out.setdefault(pr["client"], {})[st["id"] + ".json"] = {"runs": runs}
+        elif st["kind"] == "iperf3":
+            pr = st["pairs"][0]
+            out.setdefault(pr["client"], {})[st["id"] + ".json"] = {
+                "end": {"sum_received": {"bits_per_second": 96e6}, "sum_sent": {"retransmits": 3}}}
+            out[pr["client"]][st["id"] + "-stream-8192.json"] = {"runs": [
+                {"size": 8192, "one_way_MBps": 11.4}]}
+        elif st["kind"] == "copy":
+            for h in list(st["local"]) + [p["client"] for p in st["pairs"]]:
+                out.setdefault(h, {})[st["id"] + ".json"] = {
+                    "copy": "local", "bytes": 2000000, "seconds": 0.5, "MBps": 4.0, "start": 50.0,
+                    "resident_pages_before": 0}
+    return out
+
+
+def test_collect_aggregates_and_ratios(mesh, tmp_path):
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
+                                       "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
+    res = bench.collect(s, _fake_outputs(s), plan)
+    two = [a for a in res["aggregate"] if a["pairs"] == 2 and a["size"] == 8192 and a["proto"] == "tcp"
+           and a["class"] == "same-segment"][0]
+    one_pair = 8192 * 10 / (sum(100.0 + k for k in range(10)) / 1e6) / 1e6
+    assert two["one_way_MBps"] == pytest.approx(2 * one_pair)
+    assert two["exchange_MBps"] == pytest.approx(4 * one_pair)
+    assert two["one_way_pct_of_link"] == pytest.approx(round(100 * 2 * one_pair / 12.5, 1))
+    # Pairs that did not run at the same time: the aggregate is bytes over the union
+    # of their windows, not the sum of their rates.
+    skewed = bench.collect(s, _fake_outputs(s, skew=1.0), plan)
+    two_s = [a for a in skewed["aggregate"] if a["pairs"] == 2 and a["size"] == 8192
+             and a["proto"] == "tcp" and a["class"] == "same-segment"][0]
+    assert two_s["sum_one_way_MBps"] == pytest.approx(2 * one_pair)
+    span = 1.0 + sum(100.0 + k for k in range(10)) / 1e6
+    assert two_s["one_way_MBps"] == pytest.approx(2 * 8192 * 10 / span / 1e6)
+    ip = res["iperf3"][0]
+    assert ip["iperf3_MBps"] == pytest.approx(12.0) and ip["ratio_stream_8192"] == 0.95
+    lat = [l for l in res["latency"] if l["class"] == "gateway-1" and l["proto"] == "udp"][0]
+    assert lat["one_way_median_us"] == 52.0
+    assert lat["model_one_way_us"] == pytest.approx(bench.predict_rtt(bench.DEFAULT_MODEL, "udp", 2, 1) / 2)
+    assert len(res["samples"]) == 10 * len(res["tokex"])
+    cp = {c["remote"]: c for c in res["copy_aggregate"]}
+    assert cp[0]["copies"] == 7 and cp[0]["aggregate_MBps"] == pytest.approx(7 * 2 / 0.5)
+    env = {"kernel": "6.1.0-test", "where": "Docker lab test"}
+    bench.write_results(str(tmp_path), s, res, env, plan, {"raw": True})
+    names = sorted(os.listdir(tmp_path))
+    for f in ("aggregate.csv", "samples.csv", "summary.md", "raw.json", "results.json", "latency.csv"):
+        assert f in names
+    text = (tmp_path / "summary.md").read_text()
+    assert "**kernel**: 6.1.0-test" in text and "## Ring round trip" in text
+    header = (tmp_path / "aggregate.csv").read_text().splitlines()[0]
+    assert header.startswith("class,pairs,proto,size,exchange_MBps,one_way_MBps")
+
+
+def test_plots_are_written(mesh, tmp_path):
+    from beonet import plots          # matplotlib is pinned in requirements.txt
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
+                                       "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
+    res = bench.collect(s, _fake_outputs(s), plan)
+    written = plots.plot_all(str(tmp_path), res, "routed-mesh")
+    assert {"token-exchange-tcp.png", "round-trip.png", "file-copy.png", "latency.png"} <= set(written)
+    for w in written:
+        assert (tmp_path / w).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------ tokex.c on loopback
+
+@pytest.fixture(scope="module")
+def tokex(tmp_path_factory):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.fail("no C compiler on this machine: tokex.c cannot be tested")
+    exe = tmp_path_factory.mktemp("tokex") / "tokex"
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
+                    str(ROOT / "bench" / "tokex.c")], check=True)
+    return str(exe)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tokex, tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([tokex, "serve", "-p", str(port), "--idle", "30", "--dir", str(tmp_path)])
+    time.sleep(0.2)
+    yield port
+    proc.terminate()
+    proc.wait(timeout=5)
+
+
+def test_tokex_loopback_tcp_and_udp_exchange(tokex, server):
+    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--proto", "both",
+                          "-n", "50", "--sizes", "4,1448,8192,20000"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    doc = json.loads(out.stdout)
+    assert doc["tool"] == "tokex" and doc["version"] == 1
+    runs = doc["runs"]
+    assert [(r["proto"], r["size"]) for r in runs] == [
+        (p, s) for p in ("tcp", "udp") for s in (4, 1448, 8192, 20000)]
+    for r in runs:
+        assert r["count"] == 50 and len(r["samples_us"]) == 50 and r["lost"] == 0
+        assert all(v > 0 for v in r["samples_us"])
+        st = r["rtt_us"]
+        assert st["min"] <= st["median"] <= st["p99"] <= st["max"]
+        assert st["min"] == min(r["samples_us"]) and st["max"] == max(r["samples_us"])
+        # seconds is printed to the microsecond: allow for that rounding
+        assert r["exchange_MBps"] == pytest.approx(2 * r["size"] * 50 / r["seconds"] / 1e6, rel=0.01)
+
+
+def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path):
+    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--window", "4",
+                          "-n", "40", "--sizes", "8192", "--stats-only"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    run = json.loads(out.stdout)["runs"][0]
+    assert run["window"] == 4 and "samples_us" not in run and run["count"] == 40
+    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--mode", "stream",
+                          "-n", "100", "--sizes", "65536"], capture_output=True, text=True,
+                         check=True, timeout=60)
+    run = json.loads(out.stdout)["runs"][0]
+    assert run["mode"] == "stream" and run["one_way_MBps"] > 0
+    src = tmp_path / "src"
+    subprocess.run([tokex, "mkfile", str(src), "300000"], check=True, capture_output=True)
+    loc = json.loads(subprocess.run([tokex, "copy", str(src), str(tmp_path / "dst")], check=True,
+                                    capture_output=True, text=True).stdout)
+    assert loc["bytes"] == 300000 and (tmp_path / "dst").read_bytes() == src.read_bytes()
+    rem = json.loads(subprocess.run([tokex, "fsend", str(src), "-H", "127.0.0.1", "-p", str(server),
+                                     "--dest", "got"], check=True, capture_output=True,
+                                    text=True).stdout)
+    assert rem["copy"] == "remote" and (tmp_path / "got").read_bytes() == src.read_bytes()
+
+
+def test_tokex_ring_on_loopback(tokex):
+    port = _free_port()
+    addrs = "127.0.0.1,127.0.0.2,127.0.0.3"
+    others = [subprocess.Popen([tokex, "ring", "--rank", str(r), "--addrs", addrs, "-p", str(port),
+                                "-n", "20", "--sizes", "4,4096", "--deadline", "30"],
+                               stdout=subprocess.PIPE, text=True) for r in (1, 2)]
+    zero = subprocess.run([tokex, "ring", "--rank", "0", "--addrs", addrs, "-p", str(port), "-n", "20",
+                           "--sizes", "4,4096", "--deadline", "30"], capture_output=True, text=True,
+                          check=True, timeout=60)
+    for p in others:
+        assert json.loads(p.communicate(timeout=30)[0])["ok"] is True
+    doc = json.loads(zero.stdout)
+    assert doc["ring"] == 3 and [r["size"] for r in doc["runs"]] == [4, 4096]
+    assert all(len(r["samples_us"]) == 20 for r in doc["runs"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["client"], "client needs -H HOST"),
+    (["client", "-H", "127.0.0.1", "--sizes", "4,0"], "bad size in --sizes '4,0'"),
+    (["client", "-H", "127.0.0.1", "--sizes", "2000000"], "bad size in --sizes"),
+    (["client", "-H", "127.0.0.1", "--proto", "udp", "--sizes", "100000"], "too large for UDP"),
+    (["client", "-H", "127.0.0.1", "--mode", "stream", "--proto", "udp"], "--mode stream is TCP only"),
+    (["client", "-H", "127.0.0.1", "--mode", "burst"], "--mode must be pingpong or stream"),
+    (["client", "-H", "127.0.0.1", "-n", "zero"], "option -n: 'zero' is not an integer"),
+    (["ring", "--rank", "3", "--addrs", "127.0.0.1,127.0.0.2"], "--rank 3 is outside the ring of 2"),
+    (["fsend", "/etc/hostname", "-H", "127.0.0.1", "--dest", "../x"], "--dest must be a plain file name"),
+    (["dance"], "unknown command 'dance'"),
+])
+def test_tokex_usage_errors(tokex, args, message):
+    res = subprocess.run([tokex, *args], capture_output=True, text=True, timeout=10)
+    assert res.returncode == 2
+    assert message in res.stderr
+
+
+def test_tokex_no_server_is_a_clear_error(tokex):
+    port = _free_port()
+    res = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(port), "--proto", "udp",
+                          "-n", "5", "--sizes", "4"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 4 and "no tokex server on the port" in res.stderr
+
+
+def test_tokex_deadline_ends_a_stuck_client(tokex):
+    # A UDP server that never answers: the client resends, then the deadline ends it.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        t = time.monotonic()
+        res = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(port), "--proto", "udp",
+                              "-n", "5", "--sizes", "4", "--deadline", "1"], capture_output=True,
+                             text=True, timeout=30)
+    assert res.returncode == 3 and "deadline passed" in res.stderr
+    assert time.monotonic() - t < 5
+
+
+# ------------------------------------------------------------------ the playbook refuses bad requests
+
+def _play(*args):
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i",
+                           "inventories/example/hosts.yml", "playbooks/benchmark.yml", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def test_playbook_refuses_a_bad_request_before_touching_a_node():
+    # The example inventory's hosts are documentation addresses: any connection
+    # would fail as unreachable, so a clean refusal proves none was attempted.
+    res = _play("-e", json.dumps({"beonet_bench_params": {"nodes": ["node-0-0", "ghost"],
+                                                          "sizes": [4, 100000]}}))
+    assert res.returncode != 0
+    assert "nodes: ghost not in the plan of routed-mesh" in res.stdout
+    assert "sizes: 100000 is out of range" in res.stdout
+    assert "nothing started" in res.stdout
+    assert "unreachable=1" not in res.stdout and "UNREACHABLE" not in res.stdout
+
+
+def test_exchange_window_runs_the_token_exchange_with_tokens_in_flight(mesh):
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"sizes": [8192], "mss_points": False, "pairs": [2],
+                                       "exchange_window": 8, "classes": ["gateway-1"],
+                                       "remote_copies": []})
+    tok = [st for st in s["steps"] if st["kind"] == "tokex"]
+    assert [st["id"] for st in tok] == ["tokex-gateway-1-2p"]
+    assert all("--proto tcp --window 8" in c for c in tok[0]["hosts"].values())
+    assert "(window 8)" in tok[0]["label"] and tok[0]["label"].startswith("1/")
+    assert not [st for st in s["steps"] if st["kind"] == "copy"]
+    with pytest.raises(bench.BenchError) as exc:
+        bench.validate(plan, {"exchange_window": 0})
+    assert "exchange_window: 0 is out of range (1..1024)" in str(exc.value)
