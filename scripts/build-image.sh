@@ -13,11 +13,6 @@ fi
 # shellcheck source=scripts/apt-mirror.sh
 . "$(dirname "$0")/apt-mirror.sh"
 mirror=$(apt_mirror)
-[ -n "$mirror" ] && break
-done
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-fi
 [ -n "$mirror" ] || { echo "beonet: no apt mirror found in /etc/apt/sources*"; exit 1; }
 root=$(mktemp -d /var/tmp/beonet-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT

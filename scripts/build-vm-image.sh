@@ -48,11 +48,6 @@ done
 # shellcheck source=scripts/apt-mirror.sh
 . "$(dirname "$0")/apt-mirror.sh"
 mirror=$(apt_mirror)
-[ -n "$mirror" ] && break
-done
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-fi
 [ -n "$mirror" ] || { echo "beonet vm-image: no apt mirror found in /etc/apt/sources*" >&2; exit 1; }
 
 mkdir -p "$CACHE"
