@@ -53,7 +53,7 @@ mirror=$(apt_mirror)
 mkdir -p "$CACHE"
 work=$(mktemp -d /var/tmp/beonet-vmroot.XXXXXX)
 cleanup() {
-  for m in proc sys dev; do umountpoint=$work/root/$m; mountpoint -q "$umountpoint" && umount -l "$umountpoint"; done
+  for m in proc sys dev; do umountpoint=$work/root/$m; mountpoint -q "$umountpoint" && umount -l "$umountpoint" || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT

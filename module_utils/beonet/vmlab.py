@@ -120,7 +120,8 @@ def layout(plan, name):
                          "mac": mac(name, i, k), "rate_mbit": lab._rate(plan, node, logical)})
         vms[node] = {"index": i, "mgmt_mac": mac(name, i, 0), "mgmt_address": mgmt_address(i),
                      "mgmt_tap": lab._short(name, node + "/mgmt", "vt"), "nics": nics}
-    return {"bridges": {b: hub for b, hub in bridges.values()}, "vms": vms}
+    used = {nic["bridge"] for vm in vms.values() for nic in vm["nics"]}
+    return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms}
 
 
 def check_mgmt_overlap(plan):
