@@ -175,14 +175,6 @@ def main():
             result["files"].append(path)
             if not module.check_mode:
                 os.chmod(path, want_mode)
-    if backend == "networkmanager" and any(f.endswith(".nmconnection") for f in result["files"]) \
-            and not module.check_mode:
-        # Let a running NetworkManager know the keyfiles (it reads them at boot).
-        nmcli = module.get_bin_path("nmcli")
-        if nmcli:
-            rc, _, err = module.run_command([nmcli, "connection", "reload"])
-            if rc:
-                module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
     want = "1" if n["forwarding"] else "0"
     now = (_read(FORWARD) or "").strip()
     if now != want:
@@ -212,6 +204,16 @@ def main():
                     msg = ("%s: this kernel has no bonding driver (%s); bonds need a VM "
                            "or bare metal" % (name, err.strip()))
                 module.fail_json(msg=msg, **result)
+    if backend == "networkmanager" and any(f.endswith(".nmconnection") for f in result["files"]) \
+            and not module.check_mode:
+        # Let a running NetworkManager know the keyfiles (it reads them at boot),
+        # after the live changes: a profile it activates at once then finds its
+        # bond and addresses in place instead of racing 'ip link add'.
+        nmcli = module.get_bin_path("nmcli")
+        if nmcli:
+            rc, _, err = module.run_command([nmcli, "connection", "reload"])
+            if rc:
+                module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
     state = beonet.installed_addresses(n)
     if _read(beonet.STATE_PATH) != state and not module.check_mode:
         _write(module, beonet.STATE_PATH, state, 0o644)
