@@ -67,6 +67,9 @@ say "debootstrap done in $(( $(date +%s) - start )) s"
 
 # Common configuration.
 echo "$SUITE" > "$root/etc/hostname"
+# No machine-id in the image: each VM gets its own (systemd.machine_id= on its
+# kernel command line), or bonds and other virtual NICs share one MAC address.
+: > "$root/etc/machine-id"
 printf '/dev/vda / ext4 defaults,noatime 0 1\n' > "$root/etc/fstab"
 printf 'deb %s %s main\n' "$mirror" "$SUITE" > "$root/etc/apt/sources.list"
 sed -i 's/^#\?PasswordAuthentication.*/PasswordAuthentication no/' "$root/etc/ssh/sshd_config"

@@ -94,11 +94,12 @@ def test_management_network_must_not_overlap():
 def test_kernel_cmdline_and_qemu_argv(bonded):
     vm = vmlab.layout(bonded, "b")["vms"]["node02"]
     key = "ssh-ed25519 AAAAKEY beonet-b"
-    line = vmlab.kernel_cmdline("node02", vm, key)
+    line = vmlab.kernel_cmdline("node02", vm, key, "b")
     assert "systemd.hostname=node02" in line.split()
+    assert "systemd.machine_id=%s" % vmlab.machine_id("b", "node02") in line.split()
     assert "beonet.key=AAAAKEY" in line.split()
     assert "beonet.mgmt=%s,198.18.0.11/16" % vm["mgmt_mac"] in line.split()
-    argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, memory_mb=512)
+    argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, "b", memory_mb=512)
     assert argv[0] == "qemu-system-x86_64"
     assert argv[argv.index("-accel") + 1] == "tcg"
     assert argv[argv.index("-m") + 1] == "512" and argv[argv.index("-smp") + 1] == "1"
@@ -113,6 +114,12 @@ def test_kernel_cmdline_and_qemu_argv(bonded):
     assert devices[1] == "virtio-net-pci,netdev=eth1,mac=%s,addr=0x11" % vm["nics"][0]["mac"]
     # Never QEMU socket/multicast networking: only taps inside the namespace.
     assert not any("socket" in a or "mcast" in a for a in argv)
+
+
+def test_machine_ids_differ_per_vm_and_lab():
+    ids = {vmlab.machine_id(lab_name, n) for lab_name in ("a", "b") for n in ("n1", "n2")}
+    assert len(ids) == 4
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
 
 
 def test_ssh_options_go_through_the_namespace():

@@ -138,22 +138,31 @@ def check_mgmt_overlap(plan):
                            % (seg, s["prefix"], _ip(MGMT_NET), MGMT_PREFIX))
 
 
-def kernel_cmdline(node, vm, pubkey):
+def machine_id(lab_name, node):
+    """A machine-id per VM, stable across reboots. All VMs share one base image;
+    with one machine-id, systemd gives every node's bond0 the same MAC address."""
+    return hashlib.sha256(("%s/%s" % (lab_name, node)).encode()).hexdigest()[:32]
+
+
+def kernel_cmdline(node, vm, pubkey, lab_name):
     """The guest's kernel command line: root disk, serial console, hostname,
-    root's SSH key and the management NIC (read by beonet-vm-boot in the image)."""
+    machine-id, root's SSH key and the management NIC (read by beonet-vm-boot
+    in the image)."""
     key = pubkey.split()[1]
-    return ("root=/dev/vda rw console=ttyS0 quiet systemd.hostname=%s beonet.key=%s "
-            "beonet.mgmt=%s,%s/%d" % (node, key, vm["mgmt_mac"], vm["mgmt_address"], MGMT_PREFIX))
+    return ("root=/dev/vda rw console=ttyS0 quiet systemd.hostname=%s systemd.machine_id=%s "
+            "beonet.key=%s beonet.mgmt=%s,%s/%d"
+            % (node, machine_id(lab_name, node), key, vm["mgmt_mac"], vm["mgmt_address"],
+               MGMT_PREFIX))
 
 
-def qemu_argv(node, vm, image_dir, state, pubkey, memory_mb=MEMORY_MB):
+def qemu_argv(node, vm, image_dir, state, pubkey, lab_name, memory_mb=MEMORY_MB):
     """The QEMU command that boots one VM (daemonized, inside the lab namespace)."""
     argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc", "-accel", "tcg",
             "-cpu", "max", "-smp", "1", "-m", str(memory_mb),
             "-nodefaults", "-no-user-config", "-display", "none",
             "-kernel", os.path.join(image_dir, "vmlinuz"),
             "-initrd", os.path.join(image_dir, "initrd.img"),
-            "-append", kernel_cmdline(node, vm, pubkey),
+            "-append", kernel_cmdline(node, vm, pubkey, lab_name),
             "-drive", "file=%s,if=virtio,format=qcow2,cache=unsafe" % os.path.join(state, node + ".qcow2"),
             "-serial", "file:%s" % os.path.join(state, node + ".console"),
             "-monitor", "unix:%s,server,nowait" % os.path.join(state, node + ".mon"),
@@ -290,7 +299,7 @@ def up(topology, root, name=None, image="networkd", nm_nodes=()):
         base = os.path.join(CACHE, images[node])
         _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
               os.path.join(base, "disk.img"), os.path.join(state, node + ".qcow2")])
-        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey)))
+        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey, name)))
     _wait_ssh(name, state, lay, key, t0)
     _say("matching NICs by MAC")
     mapping, mgmt_names = {}, {}
