@@ -84,3 +84,26 @@ bench-demo: setup
 # Ctrl-C during a benchmark, then the cleanup play: no tokex/iperf3 left on any node.
 bench-interrupt-test: setup
 	bash scripts/bench-interrupt-test.sh
+
+# --- VM lab (issue 5): QEMU VMs with their own Debian kernel -----------------
+VM_TOPOLOGY ?= topologies/bonded-dual-net.yml
+VM_NAME ?= vm-demo
+VM_INVENTORY = .lab/$(VM_NAME)/inventory.yml
+.PHONY: vm-image vm-test vm-demo vm-down
+
+vm-image: setup
+	bash scripts/build-vm-image.sh all
+
+# Molecule: bonded-dual-net on 4 VMs (bond, verify, idempotence, reboot, link failover).
+vm-test: setup
+	bash scripts/molecule.sh vm-bonded
+
+# Manual: the full 16-node Beowulf (or VM_TOPOLOGY) on VMs; stays up ('make vm-down').
+vm-demo: vm-image
+	$(BIN)/beonet lab up --provider vm $(VM_TOPOLOGY) --name $(VM_NAME)
+	$(BIN)/ansible-playbook -i $(VM_INVENTORY) playbooks/site.yml
+	$(BIN)/ansible-playbook -i $(VM_INVENTORY) playbooks/verify.yml
+	@echo "beonet: the VM lab stays up; 'make vm-down' removes it"
+
+vm-down: setup
+	$(BIN)/beonet lab down --provider vm $(VM_TOPOLOGY) --name $(VM_NAME)

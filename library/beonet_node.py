@@ -104,8 +104,10 @@ def _write(module, path, text, mode):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".beonet-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
-    os.chmod(tmp, mode)
     module.atomic_move(tmp, path)
+    # atomic_move gives a new file the default mode (0644 under umask 022);
+    # NetworkManager ignores keyfiles readable by anyone but root.
+    os.chmod(path, mode)
 
 
 def main():
@@ -166,6 +168,13 @@ def main():
                       "before": old or "", "after": text})
         if not module.check_mode:
             _write(module, path, text, 0o600 if path.endswith(".nmconnection") else 0o644)
+    for path in sorted(beonet.persistent_files(n, p["prefixes"], backend)):
+        want_mode = 0o600 if path.endswith(".nmconnection") else 0o644
+        if path not in result["files"] and os.path.exists(path) and \
+                os.stat(path).st_mode & 0o777 != want_mode:
+            result["files"].append(path)
+            if not module.check_mode:
+                os.chmod(path, want_mode)
     want = "1" if n["forwarding"] else "0"
     now = (_read(FORWARD) or "").strip()
     if now != want:
@@ -195,6 +204,16 @@ def main():
                     msg = ("%s: this kernel has no bonding driver (%s); bonds need a VM "
                            "or bare metal" % (name, err.strip()))
                 module.fail_json(msg=msg, **result)
+    if backend == "networkmanager" and any(f.endswith(".nmconnection") for f in result["files"]) \
+            and not module.check_mode:
+        # Let a running NetworkManager know the keyfiles (it reads them at boot),
+        # after the live changes: a profile it activates at once then finds its
+        # bond and addresses in place instead of racing 'ip link add'.
+        nmcli = module.get_bin_path("nmcli")
+        if nmcli:
+            rc, _, err = module.run_command([nmcli, "connection", "reload"])
+            if rc:
+                module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
     state = beonet.installed_addresses(n)
     if _read(beonet.STATE_PATH) != state and not module.check_mode:
         _write(module, beonet.STATE_PATH, state, 0o644)

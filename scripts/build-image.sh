@@ -10,15 +10,9 @@ if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
   exit 0
 fi
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources; do
-  [ -f "$f" ] || continue
-  mirror=$(awk '/^URIs:/ {print $2; exit}' "$f")
-  [ -n "$mirror" ] && break
-done
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-fi
+# shellcheck source=scripts/apt-mirror.sh
+. "$(dirname "$0")/apt-mirror.sh"
+mirror=$(apt_mirror)
 [ -n "$mirror" ] || { echo "beonet: no apt mirror found in /etc/apt/sources*"; exit 1; }
 root=$(mktemp -d /var/tmp/beonet-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT

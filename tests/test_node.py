@@ -85,3 +85,27 @@ def test_forwarding_node_gets_the_cluster_only_ruleset(mesh):
     assert "net.ipv4.ip_forward = 1" in files[node.SYSCTL_PATH]
     assert "ip saddr @cluster ip daddr @cluster accept" in files[node.NFT_PATH]
     assert "policy drop" in files[node.NFT_PATH]
+
+
+def test_planned_routes_restored_by_networkmanager_as_static_are_in_place(mesh):
+    """NetworkManager (1.42) cannot set protocol 250: the planned routes it
+    restores at boot are 'static'. Equal to the plan, they need no action; a
+    static route that is not planned is never touched."""
+    n = mesh["nodes"]["node-0-0"]
+    links, addrs, routes = _live(n)
+    for r in routes:
+        r["protocol"] = "static"
+    foreign = {"dst": "10.9.0.0/24", "gateway": "10.0.0.2", "dev": "eth1",
+               "prefsrc": "10.0.0.1", "protocol": "static"}
+    actions, problems = node.runtime_actions(n, "node-0-0", links, addrs, routes + [foreign])
+    assert (actions, problems) == ([], [])
+    routes[0]["gateway"] = "10.0.128.9"        # a static route that differs from the plan
+    actions, _ = node.runtime_actions(n, "node-0-0", links, addrs, routes)
+    assert [a[:4] for a in actions] == [["ip", "route", "replace", n["routes"][0]["to"]]]
+
+
+def test_networkmanager_bond_ports_use_master_and_slave_type():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net-4.yml")))
+    files = node.nm_files(plan["nodes"]["node01"])
+    port = files["%s/beonet-eth1.nmconnection" % node.NM]
+    assert "master=bond0\nslave-type=bond\n" in port and "controller=" not in port

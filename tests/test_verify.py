@@ -71,7 +71,7 @@ def test_build_writes_each_nodes_persistent_files(tmp_path):
     files = out / "nodes/node01/etc/NetworkManager/system-connections"
     bond = (files / "beonet-bond0.nmconnection").read_text()
     assert "type=bond" in bond and "mode=balance-rr" in bond
-    assert "controller=bond0" in (files / "beonet-eth1.nmconnection").read_text()
+    assert "master=bond0" in (files / "beonet-eth1.nmconnection").read_text()
     plan = json.loads((out / "plan.json").read_text())
     assert len(list((out / "nodes").iterdir())) == len(plan["nodes"])
 

@@ -146,7 +146,18 @@ def cmd_schema(args):
 
 
 def cmd_lab(args):
+    if args.provider == "vm":
+        from . import vmlab
+        code = vmlab.main([args.action, args.topology], args.name, image=args.image,
+                          nm_nodes=[n for n in (args.nm_nodes or "").split(",") if n],
+                          node=args.node, nic=args.nic, link_state=args.state)
+        if code:
+            sys.exit(code)
+        return
     from . import lab
+    if args.action == "link":
+        print("beonet lab: 'link' needs --provider vm", file=sys.stderr)
+        sys.exit(2)
     code = lab.main([args.action, args.topology], args.name)
     if code:
         sys.exit(code)
@@ -189,12 +200,23 @@ def parser():
     s.set_defaults(output="build")
     s.add_argument("--backend", choices=["networkd", "networkmanager"], default="networkd",
                    help="persistent configuration files to render (default networkd)")
-    s = add("lab", cmd_lab, "bring the embedded Docker lab of a topology up or down",
-            topology=False, inv=False)
-    s.add_argument("action", choices=["up", "down"])
+    s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
+            "QEMU VM lab) of a topology up or down", topology=False, inv=False)
+    s.add_argument("action", choices=["up", "down", "link"],
+                   help="link: take a VM NIC's link up or down (--provider vm)")
     s.add_argument("topology", help="topology YAML file")
     s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
                    "(default beonet-<topology>); lets labs of one topology coexist")
+    s.add_argument("--provider", choices=["docker", "vm"], default="docker",
+                   help="docker: containers (shared kernel, no bonding); vm: QEMU VMs "
+                   "with their own Debian kernel (scripts/build-vm-image.sh first)")
+    s.add_argument("--image", choices=["networkd", "nm"], default="networkd",
+                   help="vm: base image of every VM (default networkd)")
+    s.add_argument("--nm-nodes", help="vm: comma-separated nodes booted from the "
+                   "NetworkManager image (backend networkmanager in the inventory)")
+    s.add_argument("--node", help="link: the VM")
+    s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
+    s.add_argument("--state", choices=["up", "down"], help="link: new link state")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 

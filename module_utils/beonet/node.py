@@ -67,7 +67,9 @@ def nm_files(n):
         else:
             out.append("type=ethernet\n")
             if _is_bond_member(iface):
-                out.append("controller=%s\nport-type=bond\n" % iface["bond"])
+                # master/slave-type: what NetworkManager < 1.46 (Debian 12: 1.42)
+                # reads; newer versions read them as aliases of controller/port-type.
+                out.append("master=%s\nslave-type=bond\n" % iface["bond"])
             if iface.get("mtu"):
                 out.append("\n[ethernet]\nmtu=%d\n" % iface["mtu"])
         if not _is_bond_member(iface):
@@ -159,11 +161,15 @@ def runtime_actions(n, node, links, addrs, routes, installed=()):
     want = {route_key(r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"]}
     live_routes = {}
     for r in routes:
-        if str(r.get("protocol")) not in (str(PROTO), PROTO_NAME):
-            continue
         to = r["dst"] if "/" in r["dst"] else r["dst"] + "/32"
-        live_routes[route_key(to, r.get("gateway"), r.get("dev"), r.get("prefsrc"))] = to
-    for key in sorted(set(live_routes) - want):
+        key = route_key(to, r.get("gateway"), r.get("dev"), r.get("prefsrc"))
+        ours = str(r.get("protocol")) in (str(PROTO), PROTO_NAME)
+        # NetworkManager cannot set a route protocol (1.42 has no 'protocol'
+        # attribute): the planned routes it restores from our keyfiles at boot
+        # come back as 'static'. Such a route, equal to a planned one, is in place.
+        if ours or (key in want and str(r.get("protocol")) in ("static", "4")):
+            live_routes[key] = ours
+    for key in sorted(k for k, ours in live_routes.items() if ours and k not in want):
         actions.append(["ip", "route", "del", key[0], "via", key[1], "dev", key[2],
                         "proto", str(PROTO)])
     for key in sorted(want - set(live_routes)):

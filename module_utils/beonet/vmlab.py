@@ -1,0 +1,502 @@
+"""The VM lab provider: one QEMU virtual machine per node, each booting its own
+Debian kernel (so bonding, reboots and link failures are real).
+
+Everything of a lab lives in one network namespace named after the lab: a
+Linux bridge per segment, point-to-point link or bond channel (shared segments
+and channels with ageing time 0, i.e. hubs), a tap device per VM NIC, the
+management bridge, and the QEMU processes themselves (started inside the
+namespace so they can open its taps). Nothing is attached to the host's own
+network: Ansible reaches each VM's management NIC through an SSH ProxyCommand
+that runs a relay inside the namespace.
+
+Per VM: a qcow2 overlay on the cached base image (scripts/build-vm-image.sh),
+direct kernel boot, a management NIC plus one virtio NIC per plan NIC with MACs
+chosen here, a QEMU monitor socket (``beonet lab link`` uses ``set_link``) and
+the console log in the lab's state folder. Link rates are shaped with tbf on
+each tap's egress, i.e. on the frames a VM receives on that NIC (tap ingress
+cannot be shaped with tbf), so every direction of every link is limited once.
+
+Shared with the Docker lab (lab.py): lab and state-folder names, which
+segment each NIC sits on, bridge names and the tbf command.
+"""
+
+import hashlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from . import lab, pipeline, render
+from .lab import LabError
+
+CACHE = os.environ.get("BEONET_VM_CACHE", "/var/cache/beonet/vm")
+MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
+BOOT_TIMEOUT = int(os.environ.get("BEONET_VM_BOOT_TIMEOUT", "600"))
+MGMT_NET = (198 << 24) | (18 << 16)        # 198.18.0.0/16 inside the lab's namespace only
+MGMT_PREFIX = 16
+MGMT_HOST = MGMT_NET + 1                   # the namespace's end of the management bridge
+MGMT_BRIDGE = "mgmt0"
+IMAGES = ("networkd", "nm")
+NIC_SLOT = 0x10                            # PCI slot of the management NIC; plan NICs follow
+STATE = "vm.json"
+
+# A relay from SSH's stdin/stdout to host:port, run inside the lab namespace
+# as the ProxyCommand (stdlib only; the host has neither nc nor socat).
+PROXY = r"""import os, selectors, socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.settimeout(None)
+sel = selectors.DefaultSelector()
+sel.register(0, selectors.EVENT_READ)
+sel.register(s, selectors.EVENT_READ)
+while True:
+    for key, _ in sel.select():
+        if key.fileobj == 0:
+            data = os.read(0, 65536)
+            if not data:
+                s.shutdown(socket.SHUT_WR)
+                sel.unregister(0)
+                continue
+            s.sendall(data)
+        else:
+            data = s.recv(65536)
+            if not data:
+                sys.exit(0)
+            os.write(1, data)
+"""
+
+
+def _say(msg):
+    print("beonet lab (vm): %s" % msg, flush=True)
+
+
+def _ip(n):
+    return "%d.%d.%d.%d" % (n >> 24, (n >> 16) & 255, (n >> 8) & 255, n & 255)
+
+
+def mac(lab_name, node_index, nic_index):
+    """Locally administered unicast MAC, unique per (node, NIC) in a lab and
+    different between labs: 52:54 (QEMU's range), a lab byte, the node index
+    (16 bits), the NIC index (0 = management)."""
+    lab_byte = int(hashlib.sha1(lab_name.encode()).hexdigest()[:2], 16)
+    if node_index >= 1 << 16 or nic_index >= 1 << 8:
+        raise LabError("too many nodes or NICs for the VM lab's MAC scheme")
+    return "52:54:%02x:%02x:%02x:%02x" % (lab_byte, node_index >> 8, node_index & 255, nic_index)
+
+
+def mgmt_address(node_index):
+    """The management address of a VM (198.18.0.0/16, .1 is the namespace)."""
+    if node_index + 10 >= (1 << (32 - MGMT_PREFIX)) - 1:
+        raise LabError("too many nodes for the management network")
+    return _ip(MGMT_NET + 10 + node_index)
+
+
+def _bridges(plan, name):
+    """{docker-lab network name: (bridge, hub)} — the segments lab.py would
+    make Docker networks of, as bridges; LANs and bond channels are hubs."""
+    out = {}
+    for seg, (net, bridge) in lab._networks(plan, name).items():
+        kind = plan["segments"].get(seg, {}).get("kind", "lan")
+        out[net] = (bridge, kind != "p2p")
+    return out
+
+
+def layout(plan, name):
+    """Everything up() creates, as data: bridges, and per VM its management MAC
+    and address and its plan NICs (logical name, bridge, tap, MAC, rate)."""
+    if plan.get("switches"):
+        raise LabError("the VM provider does not build switch trees (uplink bridges); "
+                       "use the Docker lab (beonet lab up) for tree topologies")
+    bridges = _bridges(plan, name)
+    vms = {}
+    for i, (node, n) in enumerate(plan["nodes"].items()):
+        nics = []
+        for k, (logical, net) in enumerate(lab._node_networks(plan, node, lab._networks(plan, name)), 1):
+            nics.append({"logical": logical, "bridge": bridges[net][0],
+                         "tap": lab._short(name, "%s/%s" % (node, logical), "vt"),
+                         "mac": mac(name, i, k), "rate_mbit": lab._rate(plan, node, logical)})
+        vms[node] = {"index": i, "mgmt_mac": mac(name, i, 0), "mgmt_address": mgmt_address(i),
+                     "mgmt_tap": lab._short(name, node + "/mgmt", "vt"), "nics": nics}
+    used = {nic["bridge"] for vm in vms.values() for nic in vm["nics"]}
+    return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms}
+
+
+def check_mgmt_overlap(plan):
+    """The management network must not overlap the plan's prefixes."""
+    lo, hi = MGMT_NET, MGMT_NET + (1 << (32 - MGMT_PREFIX)) - 1
+    for seg, s in plan["segments"].items():
+        if "prefix" not in s:
+            continue
+        addr, length = s["prefix"].split("/")
+        a = sum(int(x) << (24 - 8 * k) for k, x in enumerate(addr.split(".")))
+        b = a + (1 << (32 - int(length))) - 1
+        if a <= hi and b >= lo:
+            raise LabError("segment %s (%s) overlaps the VM lab's management network %s/%d"
+                           % (seg, s["prefix"], _ip(MGMT_NET), MGMT_PREFIX))
+
+
+def machine_id(lab_name, node):
+    """A machine-id per VM, stable across reboots. All VMs share one base image;
+    with one machine-id, systemd gives every node's bond0 the same MAC address."""
+    return hashlib.sha256(("%s/%s" % (lab_name, node)).encode()).hexdigest()[:32]
+
+
+def kernel_cmdline(node, vm, pubkey, lab_name):
+    """The guest's kernel command line: root disk, serial console, hostname,
+    machine-id, root's SSH key and the management NIC (read by beonet-vm-boot
+    in the image)."""
+    key = pubkey.split()[1]
+    return ("root=/dev/vda rw console=ttyS0 quiet systemd.hostname=%s systemd.machine_id=%s "
+            "beonet.key=%s beonet.mgmt=%s,%s/%d"
+            % (node, machine_id(lab_name, node), key, vm["mgmt_mac"], vm["mgmt_address"],
+               MGMT_PREFIX))
+
+
+def qemu_argv(node, vm, image_dir, state, pubkey, lab_name, memory_mb=MEMORY_MB):
+    """The QEMU command that boots one VM (daemonized, inside the lab namespace)."""
+    argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc", "-accel", "tcg",
+            "-cpu", "max", "-smp", "1", "-m", str(memory_mb),
+            "-nodefaults", "-no-user-config", "-display", "none",
+            "-kernel", os.path.join(image_dir, "vmlinuz"),
+            "-initrd", os.path.join(image_dir, "initrd.img"),
+            "-append", kernel_cmdline(node, vm, pubkey, lab_name),
+            "-drive", "file=%s,if=virtio,format=qcow2,cache=unsafe" % os.path.join(state, node + ".qcow2"),
+            "-serial", "file:%s" % os.path.join(state, node + ".console"),
+            "-monitor", "unix:%s,server,nowait" % os.path.join(state, node + ".mon"),
+            "-pidfile", os.path.join(state, node + ".pid"), "-daemonize"]
+    nics = [("mgmt", vm["mgmt_tap"], vm["mgmt_mac"])] + [
+        (n["logical"], n["tap"], n["mac"]) for n in vm["nics"]]
+    for k, (nid, tap, address) in enumerate(nics):
+        argv += ["-netdev", "tap,id=%s,ifname=%s,script=no,downscript=no" % (nid, tap),
+                 "-device", "virtio-net-pci,netdev=%s,mac=%s,addr=0x%x" % (nid, address, NIC_SLOT + k)]
+    return argv
+
+
+def proxy_command(netns, state):
+    """The ProxyCommand: the relay script (written by up()) run in the namespace."""
+    return "ip netns exec %s python3 %s %%h %%p" % (netns, shlex.quote(os.path.join(state, "proxy.py")))
+
+
+def ssh_options(netns, key, control_dir=None):
+    """SSH options reaching a VM through a relay inside the lab namespace."""
+    proxy = proxy_command(netns, os.path.dirname(key))
+    opts = ["-o", "ProxyCommand=%s" % proxy, "-o", "StrictHostKeyChecking=no",
+            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", "IdentitiesOnly=yes", "-i", key]
+    if control_dir:
+        opts += ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s",
+                 "-o", "ControlPath=%s/%%C" % control_dir]
+    return opts
+
+
+def inventory(plan, topology, name, netns, key, layout_, mapping, mgmt_names, images):
+    """The Ansible inventory: SSH through the namespace, the real management NIC
+    (never touched by site.yml), logical -> real NIC names, the backend."""
+    proxy = proxy_command(netns, os.path.dirname(key))
+    common = ("-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
+              "-o IdentitiesOnly=yes -o ProxyCommand=%s" % shlex.quote(proxy))
+    hosts = {}
+    for node, vm in layout_["vms"].items():
+        h = {"ansible_host": vm["mgmt_address"], "beonet_interfaces": mapping[node],
+             "beonet_management_interface": mgmt_names[node],
+             "beonet_vm_monitor": os.path.join(os.path.dirname(key), node + ".mon")}
+        if images.get(node) == "nm":
+            h["beonet_node_backend"] = "networkmanager"
+        hosts[node] = h
+    return {"beonet_nodes": {
+        "vars": {"ansible_connection": "ssh", "ansible_user": "root",
+                 "ansible_ssh_private_key_file": key,
+                 "ansible_ssh_common_args": common,
+                 "ansible_control_path_dir": os.path.join(os.path.dirname(key), "cp"),
+                 "ansible_python_interpreter": "/usr/bin/python3",
+                 "beonet_topology_file": os.path.abspath(topology),
+                 "beonet_lab": name, "beonet_lab_provider": "vm", "beonet_lab_netns": netns},
+        "hosts": hosts}}
+
+
+def _run(cmd, check=True, stdin=None):
+    return lab._run(cmd, check=check, stdin=stdin)
+
+
+def _ns(netns, *cmd):
+    return ["ip", "netns", "exec", netns, *cmd]
+
+
+def _require(binary, package):
+    if subprocess.run(["sh", "-c", "command -v %s" % binary], capture_output=True).returncode:
+        raise LabError("%s not found: run scripts/build-vm-image.sh (installs %s)" % (binary, package))
+
+
+def _images(plan, image, nm_nodes):
+    out = {}
+    unknown = [n for n in nm_nodes if n not in plan["nodes"]]
+    if unknown:
+        raise LabError("--nm-nodes: no such node(s) in the topology: %s" % ", ".join(unknown))
+    if image not in IMAGES:
+        raise LabError("--image must be one of %s" % ", ".join(IMAGES))
+    for node in plan["nodes"]:
+        out[node] = "nm" if node in nm_nodes else image
+    return out
+
+
+def _netns_exists(netns):
+    return os.path.exists("/run/netns/%s" % netns)
+
+
+def up(topology, root, name=None, image="networkd", nm_nodes=()):
+    plan = render.plan(pipeline.compile_file(topology))
+    name = lab.lab_name(plan, name)
+    check_mgmt_overlap(plan)
+    lay = layout(plan, name)
+    images = _images(plan, image, nm_nodes)
+    for tool, pkg in (("qemu-system-x86_64", "qemu-system-x86"), ("qemu-img", "qemu-utils"),
+                      ("ssh-keygen", "openssh-client"), ("tc", "iproute2")):
+        _require(tool, pkg)
+    for v in set(images.values()):
+        for f in ("disk.img", "vmlinuz", "initrd.img"):
+            if not os.path.exists(os.path.join(CACHE, v, f)):
+                raise LabError("VM image %s missing (%s): run scripts/build-vm-image.sh %s"
+                               % (v, os.path.join(CACHE, v, f), v))
+    state = lab.state_dir(root, topology, name)
+    if _netns_exists(name) or os.path.exists(os.path.join(state, STATE)):
+        _say("%s exists; taking it down first" % name)
+        down(topology, root, name)
+    os.makedirs(os.path.join(state, "cp"), exist_ok=True)
+    t0 = time.time()
+    key = os.path.join(state, "id_ed25519")
+    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "beonet-%s" % name, "-f", key])
+    with open(key + ".pub", encoding="utf-8") as fh:
+        pubkey = fh.read().strip()
+    with open(os.path.join(state, "proxy.py"), "w", encoding="utf-8") as fh:
+        fh.write(PROXY)
+    record = {"lab": name, "netns": name, "topology": os.path.abspath(topology),
+              "nodes": {n: {"image": images[n]} for n in lay["vms"]}}
+    _save(state, record)
+    _say("namespace %s: %d bridges, %d taps" % (
+        name, len(lay["bridges"]) + 1, sum(1 + len(v["nics"]) for v in lay["vms"].values())))
+    _run(["ip", "netns", "add", name])
+    script = ["ip link set lo up",
+              "ip link add %s type bridge" % MGMT_BRIDGE,
+              "ip addr add %s/%d dev %s" % (_ip(MGMT_HOST), MGMT_PREFIX, MGMT_BRIDGE),
+              "ip link set %s up" % MGMT_BRIDGE]
+    for bridge, hub in sorted(lay["bridges"].items()):
+        script.append("ip link add %s type bridge%s" % (bridge, " ageing_time 0" if hub else ""))
+        script.append("ip link set %s up" % bridge)
+    for vm in lay["vms"].values():
+        script += ["ip tuntap add dev %s mode tap" % vm["mgmt_tap"],
+                   "ip link set %s master %s up" % (vm["mgmt_tap"], MGMT_BRIDGE)]
+        for nic in vm["nics"]:
+            script += ["ip tuntap add dev %s mode tap" % nic["tap"],
+                       "ip link set %s master %s up" % (nic["tap"], nic["bridge"])]
+            if nic["rate_mbit"]:
+                script.append(lab._tbf(nic["tap"], nic["rate_mbit"]))
+    _run(_ns(name, "sh", "-ec", "\n".join(script)))
+    _say("starting %d VMs (TCG, 1 vCPU, %d MB each)" % (len(lay["vms"]), MEMORY_MB))
+    for node, vm in lay["vms"].items():
+        base = os.path.join(CACHE, images[node])
+        _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+              os.path.join(base, "disk.img"), os.path.join(state, node + ".qcow2")])
+        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey, name)))
+    _wait_ssh(name, state, lay, key, t0)
+    _say("matching NICs by MAC")
+    mapping, mgmt_names = {}, {}
+    for node, vm in lay["vms"].items():
+        links = json.loads(ssh(name, state, vm["mgmt_address"], "ip -j link"))
+        by_mac = {l.get("address"): l["ifname"] for l in links}
+        missing = [n["mac"] for n in vm["nics"] if n["mac"] not in by_mac]
+        if missing or vm["mgmt_mac"] not in by_mac:
+            raise LabError("%s: no NIC with MAC %s in the VM" % (node, ", ".join(missing or [vm["mgmt_mac"]])))
+        mapping[node] = {n["logical"]: by_mac[n["mac"]] for n in vm["nics"]}
+        mgmt_names[node] = by_mac[vm["mgmt_mac"]]
+    inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
+    path = os.path.join(state, "inventory.yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(inv, fh, indent=2)
+    _say("up in %.0f s: %d VMs; inventory %s" % (time.time() - t0, len(lay["vms"]),
+                                                  os.path.relpath(path, root)))
+    return path
+
+
+def _save(state, record):
+    with open(os.path.join(state, STATE), "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=2)
+
+
+def ssh(netns, state, address, command, timeout=30):
+    key = os.path.join(state, "id_ed25519")
+    proc = subprocess.run(["ssh", *ssh_options(netns, key), "-o", "BatchMode=yes",
+                           "-o", "ConnectTimeout=5", "root@%s" % address, command],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode:
+        raise LabError("ssh %s %r failed: %s" % (address, command, proc.stderr.strip()[-300:]))
+    return proc.stdout
+
+
+def _port_open(netns, address):
+    probe = ("import socket,sys\ns=socket.socket()\ns.settimeout(1)\n"
+             "sys.exit(s.connect_ex((%r, 22)))" % address)
+    return subprocess.run(_ns(netns, "python3", "-c", probe), capture_output=True).returncode == 0
+
+
+def _wait_ssh(netns, state, lay, key, t0):
+    """Wait until every VM answers on SSH, printing progress."""
+    pending = dict(lay["vms"])
+    last = 0
+    while pending:
+        for node in list(pending):
+            pid = _pid(state, node)
+            if pid is None or not _alive(pid):
+                tail = _tail(os.path.join(state, node + ".console"))
+                raise LabError("%s: QEMU exited while booting; console:\n%s" % (node, tail))
+            if _port_open(netns, pending[node]["mgmt_address"]):
+                try:
+                    ssh(netns, state, pending[node]["mgmt_address"], "true", timeout=20)
+                except (LabError, subprocess.TimeoutExpired):
+                    continue
+                del pending[node]
+                _say("%s: ssh up after %.0f s" % (node, time.time() - t0))
+        elapsed = time.time() - t0
+        if pending and elapsed > BOOT_TIMEOUT:
+            node = sorted(pending)[0]
+            raise LabError("%s: no SSH after %d s (BEONET_VM_BOOT_TIMEOUT); console tail:\n%s"
+                           % (node, BOOT_TIMEOUT, _tail(os.path.join(state, node + ".console"))))
+        if pending and elapsed - last >= 10:
+            last = elapsed
+            _say("booting: %d of %d VMs answer SSH (%.0f s)"
+                 % (len(lay["vms"]) - len(pending), len(lay["vms"]), elapsed))
+        if pending:
+            time.sleep(2)
+
+
+def _tail(path, lines=15):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return "(no console log)"
+
+
+def _pid(state, node):
+    try:
+        with open(os.path.join(state, node + ".pid"), encoding="utf-8") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return b"qemu-system" in fh.read()
+    except OSError:
+        return False
+
+
+def monitor(state, node, command, timeout=5):
+    """Send one command to a VM's QEMU monitor; return its reply."""
+    path = os.path.join(state, node + ".mon")
+    if not os.path.exists(path):
+        raise LabError("%s: no monitor socket %s (is the VM lab up?)" % (node, path))
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(path)
+    out = b""
+    try:
+        while b"(qemu)" not in out:
+            out += s.recv(4096)
+        s.sendall(command.encode() + b"\n")
+        out = b""
+        while out.count(b"(qemu)") < 1:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    text = out.decode(errors="replace").replace("\r", "")
+    lines = [l for l in text.splitlines() if l.strip() and not l.startswith("(qemu)")
+             and command not in l]
+    return "\n".join(lines)
+
+
+def set_link(topology, root, name, node, nic, state_):
+    """Take a VM NIC's link up or down (QEMU monitor set_link: carrier loss)."""
+    plan = render.plan(pipeline.compile_file(topology))
+    name = lab.lab_name(plan, name)
+    state = lab.state_dir(root, topology, name)
+    if node not in plan["nodes"]:
+        raise LabError("no node %s in %s" % (node, topology))
+    nics = [i.get("logical", i["name"]) for i in plan["nodes"][node]["interfaces"]
+            if i["kind"] == "ethernet"] + ["mgmt"]
+    if nic not in nics:
+        raise LabError("%s has no NIC %s (plan NICs: %s)" % (node, nic, ", ".join(nics)))
+    reply = monitor(state, node, "set_link %s %s" % (nic, "on" if state_ == "up" else "off"))
+    if reply.strip():
+        raise LabError("%s: set_link %s: %s" % (node, nic, reply.strip()))
+    _say("%s %s link %s" % (node, nic, state_))
+
+
+def down(topology, root, name=None):
+    plan = render.plan(pipeline.compile_file(topology))
+    name = lab.lab_name(plan, name)
+    state = lab.state_dir(root, topology, name)
+    nodes = list(plan["nodes"])
+    pids = [p for p in (_pid(state, n) for n in nodes) if p and _alive(p)]
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 15
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 5
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    left = [p for p in pids if _alive(p)]
+    if left:
+        raise LabError("QEMU processes %s did not exit" % left)
+    # Deleting the namespace deletes every bridge and tap in it.
+    if _netns_exists(name):
+        _run(["ip", "netns", "del", name])
+    if os.path.isdir(state):
+        for entry in sorted(os.listdir(state)):
+            path = os.path.join(state, entry)
+            if entry == "cp":
+                for sock in os.listdir(path):
+                    os.unlink(os.path.join(path, sock))
+                os.rmdir(path)
+            elif os.path.isfile(path) or os.path.islink(path) or entry.endswith(".mon"):
+                os.unlink(path)
+        os.rmdir(state)
+    _say("down: %s removed (%d QEMU processes, namespace with its bridges and taps)"
+         % (name, len(pids)))
+
+
+def main(argv, name=None, image="networkd", nm_nodes=(), node=None, nic=None, link_state=None):
+    action, topology = argv[0], argv[1]
+    root = os.getcwd()
+    try:
+        if os.geteuid() != 0:
+            raise LabError("the VM lab needs root (network namespaces, taps, bridges)")
+        if action == "up":
+            up(topology, root, name, image, nm_nodes)
+        elif action == "down":
+            down(topology, root, name)
+        elif action == "link":
+            if not (node and nic and link_state):
+                raise LabError("lab link needs --node, --nic and --state up|down")
+            set_link(topology, root, name, node, nic, link_state)
+        else:
+            raise LabError("unknown action %s (up|down|link)" % action)
+    except LabError as exc:
+        print("beonet lab (vm): %s" % exc, file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Build the VM lab's base disk images locally, with no registry: debootstrap
+# Debian (bookworm) from the apt mirror this machine is configured with, add a
+# Debian kernel + initramfs, systemd, openssh and the node tools, then make an
+# ext4 disk image with `mkfs.ext4 -d`. Two variants:
+#   networkd  systemd-networkd enabled (the default backend)
+#   nm        NetworkManager installed and enabled (the NetworkManager backend)
+# Kernel and initrd are copied beside each image: VMs boot with -kernel/-initrd.
+# Cached under $BEONET_VM_CACHE (default /var/cache/beonet/vm): a variant whose
+# image exists is skipped. Each VM later gets a qcow2 overlay on top.
+#   scripts/build-vm-image.sh [networkd|nm|all]     (default: all)
+set -euo pipefail
+CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
+SUITE=${BEONET_SUITE:-bookworm}
+SIZE=${BEONET_VM_DISK:-2G}
+WANT=${1:-all}
+PACKAGES=linux-image-cloud-amd64,initramfs-tools,systemd,systemd-sysv,udev,kmod,dbus,\
+openssh-server,python3,iproute2,iputils-ping,traceroute,nftables,iperf3,gcc,libc6-dev,procps,less
+say() { echo "beonet vm-image: $*"; }
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v qemu-img >/dev/null || need+=(qemu-utils)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; }
+fi
+
+variants=()
+case "$WANT" in
+  all) variants=(networkd nm) ;;
+  networkd|nm) variants=("$WANT") ;;
+  *) echo "usage: $0 [networkd|nm|all]" >&2; exit 2 ;;
+esac
+todo=()
+for v in "${variants[@]}"; do
+  if [ -f "$CACHE/$v/disk.img" ] && [ -f "$CACHE/$v/vmlinuz" ] && [ -f "$CACHE/$v/initrd.img" ]; then
+    say "$v image is cached in $CACHE/$v"
+  else
+    todo+=("$v")
+  fi
+done
+[ ${#todo[@]} -gt 0 ] || exit 0
+
+# shellcheck source=scripts/apt-mirror.sh
+. "$(dirname "$0")/apt-mirror.sh"
+mirror=$(apt_mirror)
+[ -n "$mirror" ] || { echo "beonet vm-image: no apt mirror found in /etc/apt/sources*" >&2; exit 1; }
+
+mkdir -p "$CACHE"
+work=$(mktemp -d /var/tmp/beonet-vmroot.XXXXXX)
+cleanup() {
+  for m in proc sys dev; do umountpoint=$work/root/$m; mountpoint -q "$umountpoint" && umount -l "$umountpoint" || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+root=$work/root
+log=$CACHE/debootstrap.log
+start=$(date +%s)
+say "debootstrap $SUITE (minbase + kernel, systemd, openssh, tools) from the machine's apt mirror"
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >"$log" 2>&1 \
+  || { tail -20 "$log" >&2; echo "beonet vm-image: debootstrap failed (log $log)" >&2; exit 1; }
+say "debootstrap done in $(( $(date +%s) - start )) s"
+
+# Common configuration.
+echo "$SUITE" > "$root/etc/hostname"
+# No machine-id in the image: each VM gets its own (systemd.machine_id= on its
+# kernel command line), or bonds and other virtual NICs share one MAC address.
+: > "$root/etc/machine-id"
+printf '/dev/vda / ext4 defaults,noatime 0 1\n' > "$root/etc/fstab"
+printf 'deb %s %s main\n' "$mirror" "$SUITE" > "$root/etc/apt/sources.list"
+sed -i 's/^#\?PasswordAuthentication.*/PasswordAuthentication no/' "$root/etc/ssh/sshd_config"
+printf 'UseDNS no\n' > "$root/etc/ssh/sshd_config.d/beonet.conf"
+# The nftables service loads beonet's persistent forwarding ruleset at boot.
+cat > "$root/etc/nftables.conf" <<'NFT'
+#!/usr/sbin/nft -f
+# beonet VM image: load every ruleset in /etc/nftables.d (beonet writes beonet.nft there).
+flush ruleset
+include "/etc/nftables.d/*.nft"
+NFT
+mkdir -p "$root/etc/nftables.d"
+# Boot-time lab settings from the kernel command line (set by `beonet lab up
+# --provider vm`): beonet.key=<ed25519 public key base64> for root,
+# beonet.mgmt=<MAC>,<ADDR/LEN> for the management NIC (configured directly,
+# left unmanaged by networkd and NetworkManager). The hostname comes from
+# systemd.hostname=.
+cat > "$root/usr/local/sbin/beonet-vm-boot" <<'SH'
+#!/bin/sh
+set -e
+for arg in $(cat /proc/cmdline); do
+  case "$arg" in
+    beonet.key=*) key=${arg#beonet.key=} ;;
+    beonet.mgmt=*) mgmt=${arg#beonet.mgmt=} ;;
+  esac
+done
+if [ -n "$key" ]; then
+  mkdir -p -m 700 /root/.ssh
+  echo "ssh-ed25519 $key beonet-lab" > /root/.ssh/authorized_keys
+  chmod 600 /root/.ssh/authorized_keys
+fi
+[ -n "$mgmt" ] || exit 0
+mac=${mgmt%%,*}; addr=${mgmt#*,}
+udevadm settle -t 20 || true
+for d in /sys/class/net/*; do
+  if [ "$(cat "$d/address")" = "$mac" ]; then
+    dev=${d##*/}
+    ip link set dev "$dev" up
+    ip addr replace "$addr" dev "$dev"
+    exit 0
+  fi
+done
+echo "beonet-vm-boot: no NIC with MAC $mac" >&2
+exit 1
+SH
+chmod 755 "$root/usr/local/sbin/beonet-vm-boot"
+cat > "$root/etc/systemd/system/beonet-vm-boot.service" <<'UNIT'
+[Unit]
+Description=beonet VM lab: root key and management NIC from the kernel command line
+DefaultDependencies=no
+After=systemd-udevd.service systemd-udev-trigger.service local-fs.target
+Before=ssh.service network-pre.target
+Wants=network-pre.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/beonet-vm-boot
+RemainAfterExit=yes
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"; mount --bind /dev "$root/dev"
+in_root() { DEBIAN_FRONTEND=noninteractive chroot "$root" "$@"; }
+in_root systemctl enable beonet-vm-boot.service nftables.service >/dev/null 2>&1
+in_root systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer \
+  systemd-networkd-wait-online.service >/dev/null 2>&1 || true
+in_root passwd -l root >/dev/null
+
+for v in "${todo[@]}"; do
+  vroot=$root
+  if [ "$v" = nm ]; then
+    say "NetworkManager variant: installing network-manager"
+    in_root apt-get update -q >>"$log" 2>&1
+    in_root apt-get install -y -q --no-install-recommends network-manager >>"$log" 2>&1 \
+      || { tail -20 "$log" >&2; echo "beonet vm-image: network-manager install failed" >&2; exit 1; }
+    in_root systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
+    in_root systemctl enable NetworkManager.service >/dev/null 2>&1
+    in_root systemctl mask NetworkManager-wait-online.service >/dev/null 2>&1 || true
+    # No automatic DHCP profiles: only beonet's keyfiles configure NICs.
+    printf '[main]\nno-auto-default=*\n' > "$root/etc/NetworkManager/conf.d/90-beonet-lab.conf"
+  else
+    in_root systemctl enable systemd-networkd.service >/dev/null 2>&1
+  fi
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  mkdir -p "$CACHE/$v.new"
+  cp "$(ls -1 "$root"/boot/vmlinuz-* | tail -1)" "$CACHE/$v.new/vmlinuz"
+  cp "$(ls -1 "$root"/boot/initrd.img-* | tail -1)" "$CACHE/$v.new/initrd.img"
+  for m in proc sys dev; do umount -l "$root/$m"; done
+  say "$v: mkfs.ext4 -d ($SIZE sparse)"
+  truncate -s "$SIZE" "$CACHE/$v.new/disk.img"
+  mkfs.ext4 -q -F -L beonet-root -d "$root" "$CACHE/$v.new/disk.img"
+  rm -rf "${CACHE:?}/$v"; mv "$CACHE/$v.new" "$CACHE/$v"
+  say "$v: built $CACHE/$v (disk.img, vmlinuz, initrd.img) at $(( $(date +%s) - start )) s"
+  mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"; mount --bind /dev "$root/dev"
+done

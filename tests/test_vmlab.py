@@ -1,0 +1,237 @@
+"""The VM lab provider's pure logic: MACs, layout, QEMU and kernel arguments,
+SSH options, inventory, the monitor protocol, the CLI flags."""
+
+import os
+import shlex
+import socket
+import threading
+
+import pytest
+
+from beonet import cli, lab, pipeline, render, vmlab
+from beonet.lab import LabError
+from conftest import ROOT
+
+
+def _plan(name):
+    return render.plan(pipeline.compile_file(str(ROOT / "topologies" / name)))
+
+
+@pytest.fixture(scope="module")
+def bonded():
+    return _plan("bonded-dual-net-4.yml")
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return _plan("routed-mesh-2x3.yml")
+
+
+def test_macs_unique_locally_administered_and_lab_specific(mesh):
+    lay = vmlab.layout(mesh, "labA")
+    macs = [vm["mgmt_mac"] for vm in lay["vms"].values()] + [
+        n["mac"] for vm in lay["vms"].values() for n in vm["nics"]]
+    assert len(macs) == len(set(macs)) == 6 * 3
+    for m in macs:
+        first = int(m.split(":")[0], 16)
+        assert first & 2 and not first & 1        # locally administered, unicast
+    other = vmlab.layout(mesh, "labB")
+    assert not set(macs) & {vm["mgmt_mac"] for vm in other["vms"].values()}
+
+
+def test_mac_layout_and_limits():
+    assert vmlab.mac("x", 0x0102, 3).split(":")[3:] == ["01", "02", "03"]
+    with pytest.raises(LabError):
+        vmlab.mac("x", 1 << 16, 0)
+    with pytest.raises(LabError):
+        vmlab.mac("x", 0, 256)
+
+
+def test_management_addresses():
+    assert vmlab.mgmt_address(0) == "198.18.0.10"
+    assert vmlab.mgmt_address(300) == "198.18.1.54"
+    with pytest.raises(LabError):
+        vmlab.mgmt_address(70000)
+
+
+def test_bonded_layout_one_hub_per_channel(bonded):
+    lay = vmlab.layout(bonded, "b")
+    # Two channel bridges (hubs); the bond's own segment has no wire.
+    assert sorted(lay["bridges"].values()) == [True, True]
+    n1 = lay["vms"]["node01"]
+    assert [n["logical"] for n in n1["nics"]] == ["eth1", "eth2"]
+    assert [n["rate_mbit"] for n in n1["nics"]] == [100, 100]
+    # Every node's eth1 is on the same bridge, eth2 on the other.
+    for k in range(2):
+        assert len({vm["nics"][k]["bridge"] for vm in lay["vms"].values()}) == 1
+    assert n1["nics"][0]["bridge"] != n1["nics"][1]["bridge"]
+    taps = [n["tap"] for vm in lay["vms"].values() for n in vm["nics"]]
+    taps += [vm["mgmt_tap"] for vm in lay["vms"].values()]
+    assert len(set(taps)) == len(taps) and all(len(t) <= 15 for t in taps)
+
+
+def test_mesh_layout_matches_segments(mesh):
+    lay = vmlab.layout(mesh, "m")
+    assert len(lay["bridges"]) == len(mesh["segments"]) == 5
+    seg_bridge = {seg: br for seg, (_, br) in lab._networks(mesh, "m").items()}
+    for node, vm in lay["vms"].items():
+        for nic, iface in zip(vm["nics"], mesh["nodes"][node]["interfaces"]):
+            assert nic["bridge"] == seg_bridge[iface["segment"]]
+
+
+def test_tree_is_refused_with_a_reason():
+    with pytest.raises(LabError, match="tree"):
+        vmlab.layout(_plan("switch-tree.yml"), "t")
+
+
+def test_management_network_must_not_overlap():
+    plan = {"segments": {"s": {"prefix": "198.18.4.0/24"}, "t": {"prefix": "10.0.0.0/24"}}}
+    with pytest.raises(LabError, match="s \\(198.18.4.0/24\\) overlaps"):
+        vmlab.check_mgmt_overlap(plan)
+    vmlab.check_mgmt_overlap({"segments": {"t": {"prefix": "198.20.0.0/16"}}})
+
+
+def test_kernel_cmdline_and_qemu_argv(bonded):
+    vm = vmlab.layout(bonded, "b")["vms"]["node02"]
+    key = "ssh-ed25519 AAAAKEY beonet-b"
+    line = vmlab.kernel_cmdline("node02", vm, key, "b")
+    assert "systemd.hostname=node02" in line.split()
+    assert "systemd.machine_id=%s" % vmlab.machine_id("b", "node02") in line.split()
+    assert "beonet.key=AAAAKEY" in line.split()
+    assert "beonet.mgmt=%s,198.18.0.11/16" % vm["mgmt_mac"] in line.split()
+    argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, "b", memory_mb=512)
+    assert argv[0] == "qemu-system-x86_64"
+    assert argv[argv.index("-accel") + 1] == "tcg"
+    assert argv[argv.index("-m") + 1] == "512" and argv[argv.index("-smp") + 1] == "1"
+    assert argv[argv.index("-kernel") + 1] == "/img/vmlinuz"
+    assert argv[argv.index("-append") + 1] == line
+    assert "file=/st/node02.qcow2,if=virtio,format=qcow2,cache=unsafe" in argv
+    assert "unix:/st/node02.mon,server,nowait" in argv
+    netdevs = [argv[i + 1] for i, a in enumerate(argv) if a == "-netdev"]
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+    assert netdevs[0] == "tap,id=mgmt,ifname=%s,script=no,downscript=no" % vm["mgmt_tap"]
+    assert [d.split(",")[0] for d in netdevs] == ["tap"] * 3
+    assert devices[1] == "virtio-net-pci,netdev=eth1,mac=%s,addr=0x11" % vm["nics"][0]["mac"]
+    # Never QEMU socket/multicast networking: only taps inside the namespace.
+    assert not any("socket" in a or "mcast" in a for a in argv)
+
+
+def test_machine_ids_differ_per_vm_and_lab():
+    ids = {vmlab.machine_id(lab_name, n) for lab_name in ("a", "b") for n in ("n1", "n2")}
+    assert len(ids) == 4
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_ssh_options_go_through_the_namespace():
+    opts = vmlab.ssh_options("lab1", "/st/id_ed25519", control_dir="/st/cp")
+    proxy = [o for o in opts if o.startswith("ProxyCommand=")][0]
+    assert shlex.split(proxy.split("=", 1)[1]) == [
+        "ip", "netns", "exec", "lab1", "python3", "/st/proxy.py", "%h", "%p"]
+    assert opts[opts.index("-i") + 1] == "/st/id_ed25519"
+    assert "ControlPath=/st/cp/%C" in opts
+
+
+def test_inventory(bonded):
+    lay = vmlab.layout(bonded, "b")
+    mapping = {n: {"eth1": "ens17", "eth2": "ens18"} for n in lay["vms"]}
+    mgmt = {n: "ens16" for n in lay["vms"]}
+    images = {n: "networkd" for n in lay["vms"]}
+    images["node04"] = "nm"
+    inv = vmlab.inventory(bonded, "topologies/bonded-dual-net-4.yml", "b", "b",
+                          "/st/id_ed25519", lay, mapping, mgmt, images)
+    group = inv["beonet_nodes"]
+    v = group["vars"]
+    assert v["ansible_connection"] == "ssh" and v["ansible_user"] == "root"
+    assert v["ansible_ssh_private_key_file"] == "/st/id_ed25519"
+    assert "ProxyCommand=" in v["ansible_ssh_common_args"]
+    assert "ip netns exec b python3 /st/proxy.py %h %p" in v["ansible_ssh_common_args"]
+    assert v["ansible_control_path_dir"] == "/st/cp"
+    assert os.path.isabs(v["beonet_topology_file"])
+    assert sorted(group["hosts"]) == ["node01", "node02", "node03", "node04"]
+    h = group["hosts"]["node03"]
+    assert h["ansible_host"] == "198.18.0.12"
+    assert h["beonet_management_interface"] == "ens16"
+    assert h["beonet_interfaces"] == {"eth1": "ens17", "eth2": "ens18"}
+    assert "beonet_node_backend" not in h
+    assert group["hosts"]["node04"]["beonet_node_backend"] == "networkmanager"
+
+
+def test_images_per_node(bonded):
+    assert vmlab._images(bonded, "networkd", ["node02"])["node02"] == "nm"
+    assert vmlab._images(bonded, "nm", [])["node01"] == "nm"
+    with pytest.raises(LabError, match="node99"):
+        vmlab._images(bonded, "networkd", ["node99"])
+
+
+def test_proxy_relays_both_ways(tmp_path):
+    """The ProxyCommand relay: stdin to the socket, the socket to stdout."""
+    import subprocess
+    import sys
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def echo():
+        conn, _ = srv.accept()
+        data = b""
+        while not data.endswith(b"\n"):
+            data += conn.recv(100)
+        conn.sendall(data.upper())
+        conn.close()
+    t = threading.Thread(target=echo)
+    t.start()
+    script = tmp_path / "proxy.py"
+    script.write_text(vmlab.PROXY)
+    out = subprocess.run([sys.executable, str(script), "127.0.0.1", str(srv.getsockname()[1])],
+                         input=b"hello vm\n", capture_output=True, timeout=10)
+    t.join()
+    srv.close()
+    assert out.stdout == b"HELLO VM\n"
+
+
+def test_monitor_protocol(tmp_path):
+    """monitor(): wait for the prompt, send one command, return the reply."""
+    path = tmp_path / "n1.mon"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(1)
+    got = []
+
+    def fake_qemu():
+        conn, _ = srv.accept()
+        conn.sendall(b"QEMU 7.2.0 monitor - type 'help' for more information\r\n(qemu) ")
+        data = b""
+        while not data.endswith(b"\n"):
+            data += conn.recv(100)
+        got.append(data)
+        conn.sendall(data.replace(b"\n", b"\r\n") + b"Invalid parameter 'eth9'\r\n(qemu) ")
+        conn.close()
+    t = threading.Thread(target=fake_qemu)
+    t.start()
+    reply = vmlab.monitor(str(tmp_path), "n1", "set_link eth9 off")
+    t.join()
+    srv.close()
+    assert got == [b"set_link eth9 off\n"]
+    assert reply == "Invalid parameter 'eth9'"
+
+
+def test_monitor_missing_socket(tmp_path):
+    with pytest.raises(LabError, match="no monitor socket"):
+        vmlab.monitor(str(tmp_path), "n1", "info status")
+
+
+def test_cli_flags():
+    args = cli.parser().parse_args(["lab", "up", "--provider", "vm", "t.yml", "--name", "x",
+                                    "--nm-nodes", "a,b"])
+    assert (args.provider, args.name, args.nm_nodes, args.image) == ("vm", "x", "a,b", "networkd")
+    args = cli.parser().parse_args(["lab", "link", "t.yml", "--provider", "vm", "--node", "n",
+                                    "--nic", "eth1", "--state", "down"])
+    assert (args.action, args.node, args.nic, args.state) == ("link", "n", "eth1", "down")
+    assert cli.parser().parse_args(["lab", "up", "t.yml"]).provider == "docker"
+
+
+def test_link_needs_vm_provider(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lab", "link", "topologies/bonded-dual-net-4.yml"])
+    assert exc.value.code == 2
+    assert "needs --provider vm" in capsys.readouterr().err
