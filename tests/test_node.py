@@ -63,12 +63,27 @@ def test_bond_is_created_and_members_enslaved():
     n = plan["nodes"]["node01"]
     links = [{"ifname": "eth1", "flags": []}, {"ifname": "eth2", "flags": []}]
     actions, _ = node.runtime_actions(n, "node01", links, [], [])
-    assert actions[:5] == [["ip", "link", "add", "bond0", "type", "bond", "mode", "balance-rr",
-                            "miimon", "100"],
+    assert actions[:5] == [["ip", "link", "add", "bond0", "address", "02:be:0a:00:00:01", "type",
+                            "bond", "mode", "balance-rr", "miimon", "100"],
                            ["ip", "link", "set", "eth1", "down"],
                            ["ip", "link", "set", "eth1", "master", "bond0"],
                            ["ip", "link", "set", "eth2", "down"],
                            ["ip", "link", "set", "eth2", "master", "bond0"]]
+
+
+def test_a_bond_keeps_its_planned_mac():
+    """A bond created earlier with another MAC (by an older plan, or by the kernel)
+    gets the planned one, so the live bond and the one networkd makes at boot agree."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    n = plan["nodes"]["node02"]
+    links = [{"ifname": "bond0", "flags": ["UP"], "address": "52:54:00:12:34:56"},
+             {"ifname": "eth1", "flags": ["UP"], "master": "bond0"},
+             {"ifname": "eth2", "flags": ["UP"], "master": "bond0"}]
+    actions, _ = node.runtime_actions(n, "node02", links, [], [])
+    assert actions[0] == ["ip", "link", "set", "dev", "bond0", "address", "02:be:0a:00:00:02"]
+    links[0]["address"] = "02:BE:0A:00:00:02"
+    actions, _ = node.runtime_actions(n, "node02", links, [], [])
+    assert not any("address" in a for a in actions)
 
 
 @pytest.mark.parametrize("backend", ["networkd", "networkmanager"])

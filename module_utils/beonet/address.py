@@ -5,6 +5,8 @@ prefix the topology gives it); each member takes the host number the family
 chose. Pools are carved with netaddr; everything after this stage uses ints.
 """
 
+import hashlib
+
 from netaddr import IPNetwork
 
 from .model import mask, net_text, parse_net
@@ -124,3 +126,15 @@ def _check_overlap(graph, source, problems):
 def host_in(seg, addr):
     return (addr & mask(seg.plen)) == seg.net
 
+
+def bond_mac(node, iface):
+    """A bond's MAC address: locally administered, unique in the cluster and the
+    same on every run and after every reboot (02:be + the bond's IPv4 address,
+    or a hash of node and bond names when it has none). Without it a bond
+    created live and the one networkd creates at boot differ, and peers keep a
+    stale neighbour entry for a while after a reboot."""
+    if iface.addresses:
+        raw = iface.addresses[0].to_bytes(4, "big")
+    else:
+        raw = hashlib.sha256(("%s/%s" % (node.name, iface.name)).encode()).digest()[:4]
+    return "02:be:" + ":".join("%02x" % b for b in raw)

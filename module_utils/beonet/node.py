@@ -36,8 +36,9 @@ def networkd_files(n):
         stem = "%s/60-beonet-%s" % (NETWORKD, iface["name"])
         if iface["kind"] == "bond":
             files[stem + ".netdev"] = HEADER + (
-                "[NetDev]\nName=%s\nKind=bond\n%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
-                % (iface["name"], "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
+                "[NetDev]\nName=%s\nKind=bond\n%s%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
+                % (iface["name"], "MACAddress=%s\n" % iface["mac"] if iface.get("mac") else "",
+                   "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
                    iface["mode"], iface["miimon"]))
         lines = [HEADER, "[Match]\nName=%s\n\n" % iface["name"]]
         if iface.get("mtu") and iface["kind"] != "bond":
@@ -64,6 +65,8 @@ def nm_files(n):
         out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\n" % (iface["name"], iface["name"])]
         if iface["kind"] == "bond":
             out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
+            if iface.get("mac"):
+                out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
         else:
             out.append("type=ethernet\n")
             if _is_bond_member(iface):
@@ -133,9 +136,12 @@ def runtime_actions(n, node, links, addrs, routes, installed=()):
             continue
         name = iface["name"]
         live = by_name.get(name)
+        mac = iface.get("mac")
         if live is None:
-            actions.append(["ip", "link", "add", name, "type", "bond", "mode", iface["mode"],
-                            "miimon", str(iface["miimon"])])
+            actions.append(["ip", "link", "add", name] + (["address", mac] if mac else [])
+                           + ["type", "bond", "mode", iface["mode"], "miimon", str(iface["miimon"])])
+        elif mac and live.get("address", "").lower() != mac:
+            actions.append(["ip", "link", "set", "dev", name, "address", mac])
         for m in iface["members"]:
             if by_name[m].get("master") != name:
                 actions.append(["ip", "link", "set", m, "down"])

@@ -7,12 +7,13 @@ consumes; ``ip_route_text`` is the dry run. Exports for other tools live in
 
 import json
 
+from .address import bond_mac
 from .model import ip_text, net_text
 
 PLAN_FORMAT = 1
 
 
-def _iface(iface, physical, everyone):
+def _iface(node, iface, physical, everyone):
     seg = iface.segment
     out = {"name": physical.get(iface.name, iface.name), "kind": iface.kind,
            "segment": seg.name,
@@ -23,6 +24,7 @@ def _iface(iface, physical, everyone):
     out["mtu"] = iface.mtu
     if iface.kind == "bond":
         out["members"] = [physical.get(m, m) for m in iface.members]
+        out["mac"] = bond_mac(node, iface)
         out["mode"] = iface.mode
         out["miimon"] = iface.miimon
     if iface.bond:
@@ -39,7 +41,7 @@ def node_plan(node, everyone=None):
     physical = everyone.get(node.name, {})
     out = {"index": node.index, "address": ip_text(node.address),
            "forwarding": node.forwarding,
-           "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
+           "interfaces": [_iface(node, i, physical, everyone) for i in node.interfaces],
            "routes": [{"to": net_text(r.net, r.plen), "via": ip_text(r.via),
                        "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
                       for r in node.routes]}
@@ -108,8 +110,8 @@ def ip_route_text(node_plan_, name):
         name, node_plan_["address"], "on" if node_plan_["forwarding"] else "off")]
     for i in node_plan_["interfaces"]:
         if i["kind"] == "bond":
-            lines.append("ip link add %s type bond mode %s miimon %d" % (
-                i["name"], i["mode"], i["miimon"]))
+            lines.append("ip link add %s address %s type bond mode %s miimon %d" % (
+                i["name"], i["mac"], i["mode"], i["miimon"]))
             for m in i["members"]:
                 lines.append("ip link set %s master %s" % (m, i["name"]))
         for a in i["addresses"]:
