@@ -3,9 +3,10 @@
 # minbase from the apt mirror this machine is configured with, then
 # `docker import`. Cached: skipped when the image already exists.
 set -euo pipefail
-IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-1}
+IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2}
 SUITE=${BEONET_SUITE:-bookworm}
-PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev
+# ethtool: the benchmarks record each NIC's offloads. Change the tag when the list changes.
+PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev,ethtool
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
   exit 0

@@ -18,7 +18,7 @@ import time
 
 from . import pipeline, render
 
-IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-1")
+IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-2")
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
 LABEL = "beonet.lab"
 
