@@ -94,9 +94,10 @@ VM_INVENTORY = .lab/$(VM_NAME)/inventory.yml
 vm-image: setup
 	bash scripts/build-vm-image.sh all
 
-# Molecule: bonded-dual-net on 4 VMs (bond, verify, idempotence, reboot, link failover).
+# Molecule on the VM lab: bonded-dual-net on 4 VMs (bond, verify, idempotence,
+# reboot, link failover) and a 2x2 routed mesh (both gateways reboot).
 vm-test: setup
-	bash scripts/molecule.sh vm-bonded
+	bash scripts/molecule.sh vm-bonded vm-mesh
 
 # Manual: the full 16-node Beowulf (or VM_TOPOLOGY) on VMs; stays up ('make vm-down').
 vm-demo: vm-image
