@@ -108,3 +108,10 @@ vm-demo: vm-image
 
 vm-down: setup
 	$(BIN)/beonet lab down --provider vm $(VM_TOPOLOGY) --name $(VM_NAME)
+
+# --- VM lab benchmark (issue 5): bonded gain over the real bond --------------
+# Token exchange over a 2-channel balance-rr bond vs the same bond with one
+# member down, 10 Mbit/s per channel, on 4 QEMU VMs; the lab is taken down after.
+.PHONY: vm-bench
+vm-bench: setup
+	bash scripts/vm-bench.sh
