@@ -116,7 +116,8 @@ def up(topology, root, lab_label=None):
         links = _node_networks(plan, name, nets)
         _run(["docker", "run", "-d", "--name", "%s-%s" % (lab, name), "--hostname", name,
               "--label", "%s=%s" % (LABEL, lab), "--network", links[0][1],
-              "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
+              # PID 1 that reaps zombies (daemonized benchmark servers leave them)
+              "--init", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
               "--sysctl", "net.ipv4.ip_forward=0",
               "--sysctl", "net.ipv4.icmp_ratelimit=0",
               "--sysctl", "net.ipv4.conf.all.rp_filter=0",
