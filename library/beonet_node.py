@@ -16,6 +16,9 @@ description:
     those a newer plan drops are removed, and nothing else.
   - Refuses, before any change, a plan that would touch the management interface or
     address, or that names a NIC the node does not have.
+  - Turns TCP segmentation offload off on bonds whose plan says C(tso=false) (the
+    default for balance-rr), at runtime (SIOCETHTOOL ioctl) and persistently (a
+    systemd C(.link) file or the keyfile's C([ethtool]) section).
   - Supports check mode and diff mode (routing table and files).
 options:
   node:
@@ -204,6 +207,19 @@ def main():
                     msg = ("%s: this kernel has no bonding driver (%s); bonds need a VM "
                            "or bare metal" % (name, err.strip()))
                 module.fail_json(msg=msg, **result)
+    # Bond offloads, once the bonds exist (in check mode a bond still to be
+    # created counts as a change).
+    for cmd in beonet.offload_actions(n, beonet.live_tso(n)):
+        result["actions"].append(" ".join(cmd))
+        if not module.check_mode:
+            try:
+                beonet.set_tso(cmd[2], False)
+                off = not beonet.get_tso(cmd[2])
+            except OSError as exc:
+                module.fail_json(msg="%s: %s failed: %s" % (name, " ".join(cmd), exc), **result)
+            if not off:
+                module.fail_json(msg="%s: %s did not turn TSO off (the kernel keeps it on)"
+                                 % (name, " ".join(cmd)), **result)
     if backend == "networkmanager" and any(f.endswith(".nmconnection") for f in result["files"]) \
             and not module.check_mode:
         # Let a running NetworkManager know the keyfiles (it reads them at boot),

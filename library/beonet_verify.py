@@ -9,7 +9,8 @@ short_description: Check a node's live paths, forwarding and bonds against its b
 description:
   - Runs C(traceroute -n) from this node to each target and compares the hop
     addresses with the compiler's expected hop list. Reads the forwarding state and,
-    where the plan has bonds, C(/proc/net/bonding). Reads the live routing
+    where the plan has bonds, C(/proc/net/bonding) and their TCP segmentation
+    offload. Reads the live routing
     table and reports every planned route that is missing and every route
     through a gateway on a plan interface that the plan does not have.
     Changes nothing.
@@ -77,6 +78,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet import node as beonet_node
 from ansible.module_utils.beonet import verify
 
 
@@ -141,6 +143,9 @@ def main():
         for m in iface["members"]:
             if members.get(m) != "up":
                 problems.append("%s: %s member %s is %s" % (name, iface["name"], m, members.get(m, "absent")))
+    for bond, tso in sorted(beonet_node.live_tso(p["plan"]).items()):
+        if tso:
+            problems.append("%s: %s has TCP segmentation offload on, the plan says off" % (name, bond))
     rc, out, err = module.run_command(["ip", "-j", "-4", "route", "show", "table", "main"])
     if rc != 0:
         module.fail_json(msg="%s: ip route failed: %s" % (name, err.strip()))

@@ -7,7 +7,8 @@
 #   nm        NetworkManager installed and enabled (the NetworkManager backend)
 # Kernel and initrd are copied beside each image: VMs boot with -kernel/-initrd.
 # Cached under $BEONET_VM_CACHE (default /var/cache/beonet/vm): a variant whose
-# image exists is skipped. Each VM later gets a qcow2 overlay on top.
+# image exists and was built from the same recipe (stamp: suite, size, package
+# list, IMAGE_REV) is skipped; a changed recipe rebuilds it. Each VM later gets a qcow2 overlay on top.
 #   scripts/build-vm-image.sh [networkd|nm|all]     (default: all)
 set -euo pipefail
 CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
@@ -15,7 +16,10 @@ SUITE=${BEONET_SUITE:-bookworm}
 SIZE=${BEONET_VM_DISK:-2G}
 WANT=${1:-all}
 PACKAGES=linux-image-cloud-amd64,initramfs-tools,systemd,systemd-sysv,udev,kmod,dbus,\
-openssh-server,python3,iproute2,iputils-ping,traceroute,nftables,iperf3,gcc,libc6-dev,procps,less
+openssh-server,python3,iproute2,iputils-ping,traceroute,nftables,iperf3,gcc,libc6-dev,procps,less,ethtool
+# Bump when the image recipe below changes in a way the package list does not show.
+IMAGE_REV=2
+STAMP="$SUITE $SIZE $IMAGE_REV $PACKAGES"
 say() { echo "beonet vm-image: $*"; }
 
 need=()
@@ -37,7 +41,8 @@ case "$WANT" in
 esac
 todo=()
 for v in "${variants[@]}"; do
-  if [ -f "$CACHE/$v/disk.img" ] && [ -f "$CACHE/$v/vmlinuz" ] && [ -f "$CACHE/$v/initrd.img" ]; then
+  if [ -f "$CACHE/$v/disk.img" ] && [ -f "$CACHE/$v/vmlinuz" ] && [ -f "$CACHE/$v/initrd.img" ] \
+     && [ "$(cat "$CACHE/$v/stamp" 2>/dev/null)" = "$STAMP" ]; then
     say "$v image is cached in $CACHE/$v"
   else
     todo+=("$v")
@@ -162,6 +167,7 @@ for v in "${todo[@]}"; do
   say "$v: mkfs.ext4 -d ($SIZE sparse)"
   truncate -s "$SIZE" "$CACHE/$v.new/disk.img"
   mkfs.ext4 -q -F -L beonet-root -d "$root" "$CACHE/$v.new/disk.img"
+  printf '%s\n' "$STAMP" > "$CACHE/$v.new/stamp"
   rm -rf "${CACHE:?}/$v"; mv "$CACHE/$v.new" "$CACHE/$v"
   say "$v: built $CACHE/$v (disk.img, vmlinuz, initrd.img) at $(( $(date +%s) - start )) s"
   mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"; mount --bind /dev "$root/dev"

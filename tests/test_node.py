@@ -124,3 +124,54 @@ def test_networkmanager_bond_ports_use_master_and_slave_type():
     files = node.nm_files(plan["nodes"]["node01"])
     port = files["%s/beonet-eth1.nmconnection" % node.NM]
     assert "master=bond0\nslave-type=bond\n" in port and "controller=" not in port
+
+
+def _bond_plan(text, tmp_path):
+    src = tmp_path / "t.yml"
+    src.write_text(text)
+    return render.plan(pipeline.compile_file(str(src)))
+
+
+def test_balance_rr_bonds_turn_tso_off_and_other_modes_leave_it(tmp_path):
+    """balance-rr stripes what the bond is handed: frames with TSO off, TSO
+    super-packets of varying size with it on (reordering). Other modes leave it."""
+    rr = _bond_plan("name: t\nfamily: bonded\nbonded: {nodes: 2}\n", tmp_path)["nodes"]["node01"]
+    ab = _bond_plan("name: t\nfamily: bonded\nbonded: {nodes: 2, mode: active-backup}\n",
+                    tmp_path)["nodes"]["node01"]
+    kept = _bond_plan("name: t\nfamily: bonded\nbonded: {nodes: 2, tso: true}\n",
+                      tmp_path)["nodes"]["node01"]
+    assert [i.get("tso") for i in rr["interfaces"]] == [None, None, False]
+    assert ab["interfaces"][-1]["tso"] is True and kept["interfaces"][-1]["tso"] is True
+    assert "ethtool -K bond0 tso off\n" in render.ip_route_text(rr, "node01")
+    for n in (ab, kept):
+        assert "ethtool" not in render.ip_route_text(n, "node01")
+        for backend in ("networkd", "networkmanager"):
+            files = node.persistent_files(n, [], backend)
+            assert not any(p.endswith(".link") for p in files)
+            assert not any("[ethtool]" in t for t in files.values())
+        assert node.offload_actions(n, {"bond0": True}) == []
+
+
+def test_tso_off_is_applied_only_when_the_bond_has_it_on():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    n = plan["nodes"]["node01"]
+    off = [["ethtool", "-K", "bond0", "tso", "off"]]
+    assert node.offload_actions(n, {"bond0": None}) == off      # bond still to be made
+    assert node.offload_actions(n, {"bond0": True}) == off
+    assert node.offload_actions(n, {"bond0": False}) == []
+
+
+def test_tso_is_read_and_set_through_the_ethtool_ioctl():
+    """get_tso/set_tso on the loopback of a fresh network namespace (root, as in CI)."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from beonet import node\n"
+            "a = node.get_tso('lo'); node.set_tso('lo', False); b = node.get_tso('lo')\n"
+            "node.set_tso('lo', True); c = node.get_tso('lo')\n"
+            "try:\n    node.get_tso('nosuch0'); d = 'read'\n"
+            "except OSError as e:\n    d = e.errno\n"
+            "print(a, b, c, d)\n" % str(ROOT / "module_utils"))
+    out = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True", "19"]        # 19: ENODEV

@@ -207,9 +207,9 @@ def _semantic(data, problems):
         if len(set(members)) < 2:
             problems.add(base + ".members",
                          "a segment needs at least 2 members (has %d)" % len(set(members)))
-        if ("mode" in seg or "miimon" in seg) and seg.get("channels", 1) < 2:
-            problems.add(base + ".mode" if "mode" in seg else base + ".miimon",
-                         "bond settings need channels >= 2")
+        bond_keys = [k for k in ("mode", "miimon", "tso") if k in seg]
+        if bond_keys and seg.get("channels", 1) < 2:
+            problems.add("%s.%s" % (base, bond_keys[0]), "bond settings need channels >= 2")
     for i, link in enumerate(links):
         ends = link.get("ends", [])
         for j, m in enumerate(ends):

@@ -39,7 +39,7 @@ def parse_net(text):
 
 class Interface:
     __slots__ = ("name", "kind", "segment", "addresses", "rate_mbit", "mtu",
-                 "members", "bond", "mode", "miimon", "peer")
+                 "members", "bond", "mode", "miimon", "tso", "peer")
 
     def __init__(self, name, kind, segment):
         self.name = name
@@ -52,6 +52,7 @@ class Interface:
         self.bond = None            # ethernet under a bond: the bond's name
         self.mode = None
         self.miimon = None
+        self.tso = None             # bond: False = TCP segmentation offload off
         self.peer = None            # p2p: (node name, interface name) at the other end
 
 

@@ -11,7 +11,10 @@ without a node:
   routes beonet installs carry protocol ``beonet`` (250), addresses are
   recorded in a state file; those that a newer plan drops are removed, and
   nothing else is;
-* ``forward_ruleset``: forwarding limited to the topology's prefixes.
+* ``forward_ruleset``: forwarding limited to the topology's prefixes;
+* ``offload_actions``: the bonds whose TCP segmentation offload must be turned
+  off (read and set with the SIOCETHTOOL ioctl, so no ``ethtool`` binary is
+  needed on the node).
 """
 
 import hashlib
@@ -24,6 +27,8 @@ STATE_PATH = "/var/lib/beonet/addresses"       # "ADDR/LEN DEV" lines beonet ins
 NFT_PATH = "/etc/nftables.d/beonet.nft"
 NETWORKD = "/etc/systemd/network"
 NM = "/etc/NetworkManager/system-connections"
+SIOCETHTOOL = 0x8946
+ETHTOOL_GTSO, ETHTOOL_STSO = 0x1e, 0x1f       # legacy one-feature get/set (all TSO bits)
 
 
 def _is_bond_member(iface):
@@ -55,6 +60,12 @@ def networkd_files(n):
                     lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
                                  "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
         files[stem + ".network"] = "".join(lines)
+        if iface["kind"] == "bond" and iface.get("tso") is False:
+            # Offloads of a netdev networkd creates come from a .link file,
+            # applied by udev when the bond appears (before 99-default.link).
+            files["%s/10-beonet-%s.link" % (NETWORKD, iface["name"])] = HEADER + (
+                "[Match]\nOriginalName=%s\n\n[Link]\nTCPSegmentationOffload=false\n"
+                "TCP6SegmentationOffload=false\n" % iface["name"])
     return files
 
 
@@ -67,6 +78,8 @@ def nm_files(n):
             out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
             if iface.get("mac"):
                 out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
+            if iface.get("tso") is False:
+                out.append("\n[ethtool]\nfeature-tso=false\n")
         else:
             out.append("type=ethernet\n")
             if _is_bond_member(iface):
@@ -182,6 +195,49 @@ def runtime_actions(n, node, links, addrs, routes, installed=()):
         actions.append(["ip", "route", "replace", key[0], "via", key[1], "dev", key[2],
                         "src", key[3], "proto", str(PROTO)])
     return actions, problems
+
+
+def offload_actions(n, live_tso):
+    """Commands for the bonds whose plan turns TSO off and whose live TSO is not off.
+
+    live_tso: {bond: True, False, or None when the bond does not exist yet}. The
+    module applies them with ``set_tso``; the text is the equivalent ethtool command."""
+    return [["ethtool", "-K", i["name"], "tso", "off"] for i in n["interfaces"]
+            if i["kind"] == "bond" and i.get("tso") is False and live_tso.get(i["name"]) is not False]
+
+
+def _ethtool_value(dev, cmd, value=0):
+    """One legacy SIOCETHTOOL get/set of a struct ethtool_value {u32 cmd; u32 data}."""
+    import array
+    import fcntl
+    import socket
+    import struct
+    buf = array.array("B", struct.pack("=II", cmd, value))
+    ifreq = struct.pack("16sP", dev.encode()[:15], buf.buffer_info()[0]).ljust(40, b"\0")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+    return struct.unpack("=II", buf.tobytes())[1]
+
+
+def get_tso(dev):
+    """Whether TCP segmentation offload is on (OSError when there is no such device)."""
+    return bool(_ethtool_value(dev, ETHTOOL_GTSO))
+
+
+def set_tso(dev, on):
+    _ethtool_value(dev, ETHTOOL_STSO, 1 if on else 0)
+
+
+def live_tso(n):
+    """{bond: live TSO} for the bonds whose plan turns TSO off (None: no such device)."""
+    out = {}
+    for i in n["interfaces"]:
+        if i["kind"] == "bond" and i.get("tso") is False:
+            try:
+                out[i["name"]] = get_tso(i["name"])
+            except OSError:
+                out[i["name"]] = None
+    return out
 
 
 def installed_addresses(n):

@@ -76,13 +76,20 @@ class Builder:
         self.graph.segments.append(seg)
         return seg
 
-    def attach(self, seg, node, hostnum, channels=1, mode=None, miimon=None,
-               channel_segs=None):
-        """Put a node on an IP segment, through a bond of K channels when K > 1."""
+    def attach(self, seg, node, hostnum, channels=1, bond_opts=None, channel_segs=None):
+        """Put a node on an IP segment, through a bond of K channels when K > 1.
+
+        bond_opts: the topology's mode, miimon and tso for the bond (absent: defaults)."""
         if channels > 1:
+            opts = bond_opts or {}
             bond = Interface(self.names.bond(node), "bond", seg)
-            bond.mode = mode or DEFAULTS["mode"]
-            bond.miimon = DEFAULTS["miimon"] if miimon is None else miimon
+            bond.mode = opts.get("mode") or DEFAULTS["mode"]
+            bond.miimon = DEFAULTS["miimon"] if opts.get("miimon") is None else opts["miimon"]
+            # balance-rr stripes what the bond is handed: with TSO on, GSO
+            # super-packets of varying size, whose uneven per-member queues
+            # reorder the stream; with TSO off, single frames (kernel commit
+            # b0ce3508 made TSO on a bond optional for this reason).
+            bond.tso = opts.get("tso", bond.mode != "balance-rr")
             bond.rate_mbit = seg.rate_mbit * channels
             bond.mtu = seg.mtu
             for ch in channel_segs:
@@ -126,7 +133,7 @@ class Builder:
         net = self.segment("net0", "lan", rate, slot=0)
         chans = self.channels_for(net, k) if k > 1 else None
         for n in nodes:
-            self.attach(net, n, n.hostid, k, p.get("mode"), p.get("miimon"), chans)
+            self.attach(net, n, n.hostid, k, p, chans)
         self.graph.params = {"nodes": len(nodes), "channels": k, "rate_mbit": rate,
                              "mode": p.get("mode", DEFAULTS["mode"]) if k > 1 else None}
 
@@ -267,7 +274,7 @@ class Builder:
             chans = self.channels_for(seg, k) if k > 1 else None
             for m in s["members"]:
                 node = self.graph.by_name[m]
-                self.attach(seg, node, node.hostid, k, s.get("mode"), s.get("miimon"), chans)
+                self.attach(seg, node, node.hostid, k, s, chans)
         names = {s.name for s in self.graph.segments}
         for i, link in enumerate(p.get("links", [])):
             a, b = (self.graph.by_name[e] for e in link["ends"])

@@ -27,6 +27,7 @@ def _iface(node, iface, physical, everyone):
         out["mac"] = bond_mac(node, iface)
         out["mode"] = iface.mode
         out["miimon"] = iface.miimon
+        out["tso"] = iface.tso
     if iface.bond:
         out["bond"] = iface.bond
     if iface.peer:
@@ -114,6 +115,8 @@ def ip_route_text(node_plan_, name):
                 i["name"], i["mac"], i["mode"], i["miimon"]))
             for m in i["members"]:
                 lines.append("ip link set %s master %s" % (m, i["name"]))
+            if i.get("tso") is False:
+                lines.append("ethtool -K %s tso off" % i["name"])
         for a in i["addresses"]:
             lines.append("ip addr add %s dev %s" % (a, i["name"]))
     lines.append("sysctl -w net.ipv4.ip_forward=%d" % (1 if node_plan_["forwarding"] else 0))

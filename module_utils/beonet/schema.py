@@ -22,6 +22,11 @@ _bond = {
     "mode": {"enum": BOND_MODES, "description": "Linux bonding mode"},
     "miimon": {"type": "integer", "minimum": 0, "maximum": 60000,
                "description": "MII link monitoring interval in ms"},
+    "tso": {"type": "boolean",
+            "description": "TCP segmentation offload on the bond. Default: off for "
+                           "balance-rr (the bond then stripes single frames, not TSO "
+                           "super-packets, across its members: less reordering, more "
+                           "throughput), left to the kernel for other modes"},
 }
 
 
