@@ -14,9 +14,9 @@ NAME=${VM_BENCH_NAME:-vm-bench}
 INV=.lab/$NAME/inventory.yml
 TOPONAME=$(python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["name"])' "$TOPO")
 NODES=$(python3 -c 'import sys,yaml; print(" ".join("node%02d" % (i + 1) for i in range(yaml.safe_load(open(sys.argv[1]))["bonded"]["nodes"])))' "$TOPO")
-# Large tokens only: 8 KB exchanges with 8 tokens in flight (line rate), 8 KB
+# Large tokens only: 8 KB exchanges with 16 tokens in flight (line rate), 8 KB
 # ping-pong is latency-bound under TCG; iperf3 + tokex stream/window on one pair.
-PARAMS=${VM_BENCH_PARAMS:-'{"count": 400, "sizes": [8192], "mss_points": false, "exchange_window": 8,
+PARAMS=${VM_BENCH_PARAMS:-'{"count": 800, "sizes": [8192], "mss_points": false, "exchange_window": 16,
   "classes": ["bonded"], "pairs": [1], "copies": 2, "remote_copies": [], "ring_rounds": 5, "iperf_seconds": 1}'}
 # VM_BENCH_TCP_REORDERING=N: set net.ipv4.tcp_reordering on every node before both
 # runs (the bonding driver's documentation suggests raising it for balance-rr);
@@ -42,8 +42,9 @@ bench() {  # label -> prints the results folder
     grep -A8 -E '^fatal|FAILED' ".lab/$NAME/bench-$1.log" >&2 || true; exit 1; }
   echo "${after%/}"
 }
-members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the bond + each live member)
-  ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering" -o \
+members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the bond + each live
+  # member), tcp_reordering, the bond's TSO (site.yml turns it off on balance-rr bonds)
+  ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering; ethtool -k bond0 | grep '^tcp-segmentation-offload'" -o \
     | sed 's/ | .*(stdout)/:/' >&2
 }
 echo "== bonded: 2 channels" >&2
