@@ -44,8 +44,8 @@ bench() {  # label -> prints the results folder
 }
 members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the bond + each live
   # member), tcp_reordering, the bond's TSO (site.yml turns it off on balance-rr bonds)
-  ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering; ethtool -k bond0 | grep '^tcp-segmentation-offload'" -o \
-    | sed 's/ | .*(stdout)/:/' >&2
+  ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering; ethtool -k bond0 | grep '^tcp-segmentation-offload'" \
+    | grep -v '^$' >&2
 }
 echo "== bonded: 2 channels" >&2
 members
