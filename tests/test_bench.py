@@ -469,3 +469,9 @@ def test_exchange_window_runs_the_token_exchange_with_tokens_in_flight(mesh):
     with pytest.raises(bench.BenchError) as exc:
         bench.validate(plan, {"exchange_window": 0})
     assert "exchange_window: 0 is out of range (1..1024)" in str(exc.value)
+
+
+def test_a_bond_is_one_link_of_all_its_channels():
+    """% of link on a bonded net is against the bond (2 x 100 Mbit/s), not one member."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    assert bench._link_rate(plan, ["node01", "node02"]) == 200

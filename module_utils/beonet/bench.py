@@ -455,8 +455,10 @@ def summarize(values):
 
 
 def _link_rate(plan, nodes):
+    """The slowest planned link the nodes send on: a bond counts as one link of
+    channels x channel rate (its members carry no address of their own)."""
     rates = [i["rate_mbit"] for n in nodes for i in plan["nodes"][n]["interfaces"]
-             if i.get("rate_mbit")]
+             if i.get("rate_mbit") and not i.get("bond")]
     return min(rates) if rates else None
 
 
@@ -619,7 +621,8 @@ def summary_markdown(sched, res, env, plan):
         lines.append("- **%s**: %s" % (k, str(v).replace("\n", "; ")))
     lines += ["", "Throughput: MB = 10^6 bytes. *exchange* counts the token both ways "
               "(2 x size x count / time, the papers' token-exchange count), *one-way* counts it "
-              "once (what a stream, or iperf3, measures). Link rate %s MB/s." % _fmt(res["link_MBps"]),
+              "once (what a stream, or iperf3, measures). Planned link rate %s MB/s (a bond: "
+              "its channels together)." % _fmt(res["link_MBps"]),
               "", "## Token exchange (aggregate over concurrent pairs)", ""]
     rows = []
     for a in sorted(res["aggregate"], key=lambda a: (a["class"], a["proto"], a["pairs"], a["size"])):
