@@ -8,7 +8,8 @@
 # Kernel and initrd are copied beside each image: VMs boot with -kernel/-initrd.
 # Cached under $BEONET_VM_CACHE (default /var/cache/beonet/vm): a variant whose
 # image exists and was built from the same recipe (stamp: suite, size, package
-# list, IMAGE_REV) is skipped; a changed recipe rebuilds it. Each VM later gets a qcow2 overlay on top.
+# list, IMAGE_REV) is skipped; a changed recipe rebuilds it. Each VM later
+# gets a qcow2 overlay on top.
 #   scripts/build-vm-image.sh [networkd|nm|all]     (default: all)
 set -euo pipefail
 CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
