@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test bench-lab clean
+.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test lab-timing clean
 
 setup: $(VENV)/.done
 
@@ -38,8 +38,9 @@ molecule: setup
 schema: setup
 	$(BIN)/beonet schema > topologies/beonet.schema.json
 
+# Compile performance: whole-process `beonet build` timings against their targets.
 bench: setup
-	$(BIN)/python bench/compile_bench.py
+	$(BIN)/python scripts/compile_timing.py
 
 LAB_INVENTORY = .lab/beonet-$(basename $(notdir $(TOPOLOGY)))/inventory.yml
 
@@ -68,24 +69,24 @@ lab-test: setup
 	bash scripts/lab-test.sh
 
 # Timings of the 36-node testbed lab (up, site.yml twice, verify all pairs).
-bench-lab: setup
+lab-timing: setup
 	LAB_TOPOLOGIES=metanode-testbed bash scripts/lab-test.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache
 
-# --- benchmarks (issue 4) ---------------------------------------------------
-.PHONY: bench-demo bench-interrupt-test
-# A short benchmark on the Docker lab: its own labs (bench-demo-mesh, bench-demo-tree),
-# site.yml, benchmark.yml with small counts, labs down; results in results/.
-bench-demo: setup
-	bash scripts/bench-demo.sh
+# --- network benchmarks (playbooks/benchmark.yml) ----------------------------
+.PHONY: benchmark-demo benchmark-interrupt-test
+# A short network benchmark on the Docker lab: its own labs (bench-demo-mesh,
+# bench-demo-tree), site.yml, benchmark.yml with small counts, labs down; results in results/.
+benchmark-demo: setup
+	bash scripts/benchmark-demo.sh
 
 # Ctrl-C during a benchmark, then the cleanup play: no tokex/iperf3 left on any node.
-bench-interrupt-test: setup
-	bash scripts/bench-interrupt-test.sh
+benchmark-interrupt-test: setup
+	bash scripts/benchmark-interrupt-test.sh
 
-# --- VM lab (issue 5): QEMU VMs with their own Debian kernel -----------------
+# --- VM lab: QEMU VMs with their own Debian kernel ---------------------------
 VM_TOPOLOGY ?= topologies/bonded-dual-net.yml
 VM_NAME ?= vm-demo
 VM_INVENTORY = .lab/$(VM_NAME)/inventory.yml
@@ -109,9 +110,9 @@ vm-demo: vm-image
 vm-down: setup
 	$(BIN)/beonet lab down --provider vm $(VM_TOPOLOGY) --name $(VM_NAME)
 
-# --- VM lab benchmark (issue 5): bonded gain over the real bond --------------
+# --- VM lab network benchmark: bonded gain over the real bond ----------------
 # Token exchange over a 2-channel balance-rr bond vs the same bond with one
 # member down, 10 Mbit/s per channel, on 4 QEMU VMs; the lab is taken down after.
-.PHONY: vm-bench
-vm-bench: setup
-	bash scripts/vm-bench.sh
+.PHONY: vm-benchmark
+vm-benchmark: setup
+	bash scripts/vm-benchmark.sh

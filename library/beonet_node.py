@@ -80,7 +80,7 @@ import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet import node as beonet
+from ansible.module_utils.beonet.agent import apply as beonet
 
 FORWARD = "/proc/sys/net/ipv4/ip_forward"
 

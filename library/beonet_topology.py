@@ -102,8 +102,10 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils.beonet import inventory, pipeline, render
-    from ansible.module_utils.beonet.errors import CompileError, Problem
+    from ansible.module_utils.beonet.compiler import pipeline
+    from ansible.module_utils.beonet.compiler.errors import CompileError, Problem
+    from ansible.module_utils.beonet.outputs import dryrun, inventory
+    from ansible.module_utils.beonet.outputs import plan as render
     IMPORT_ERROR = None
 except ImportError as exc:  # netaddr, jsonschema or PyYAML missing on the controller
     IMPORT_ERROR = exc
@@ -143,7 +145,7 @@ def run(module):
     result = {"changed": False, "plan": plan, "nodes": plan["nodes"],
               "prefixes": render.prefixes(plan),
               "metrics": plan["metrics"],
-              "routes_text": {k: render.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
+              "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]
                                for b in plan["nodes"] if b != a} for a in plan["nodes"]}

@@ -78,8 +78,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet import node as beonet_node
-from ansible.module_utils.beonet import verify
+from ansible.module_utils.beonet.agent import apply as beonet_node
+from ansible.module_utils.beonet.agent import verify
 
 
 def main():

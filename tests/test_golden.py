@@ -5,7 +5,10 @@ import os
 
 import pytest
 
-from beonet import cli, pipeline, render
+from beonet import cli
+from beonet.compiler import pipeline
+from beonet.outputs import dryrun
+from beonet.outputs import plan as render
 from conftest import ROOT, golden
 
 TOPOLOGIES = sorted(p.stem for p in (ROOT / "topologies").glob("*.yml"))
@@ -23,7 +26,7 @@ def test_plan(name):
     compiled = pipeline.compile_file("topologies/%s.yml" % name)
     plan = render.plan(compiled)
     golden(ROOT / "tests/golden" / ("%s.json" % name), render.dumps(plan))
-    routes = "\n".join(render.ip_route_text(v, k) for k, v in plan["nodes"].items())
+    routes = "\n".join(dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items())
     golden(ROOT / "tests/golden" / ("%s.routes" % name), routes)
 
 

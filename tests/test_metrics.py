@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 import yaml
 
-from beonet import pipeline, render
-from beonet.errors import CompileError
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
+from beonet.compiler.errors import CompileError
 from conftest import ROOT
 from test_properties import walk_all
 

@@ -2,7 +2,10 @@
 
 import pytest
 
-from beonet import node, pipeline, render
+from beonet.agent import apply as node
+from beonet.compiler import pipeline
+from beonet.outputs import dryrun
+from beonet.outputs import plan as render
 from conftest import ROOT, golden
 
 
@@ -142,9 +145,9 @@ def test_balance_rr_bonds_turn_tso_off_and_other_modes_leave_it(tmp_path):
                       tmp_path)["nodes"]["node01"]
     assert [i.get("tso") for i in rr["interfaces"]] == [None, None, False]
     assert ab["interfaces"][-1]["tso"] is True and kept["interfaces"][-1]["tso"] is True
-    assert "ethtool -K bond0 tso off\n" in render.ip_route_text(rr, "node01")
+    assert "ethtool -K bond0 tso off\n" in dryrun.ip_route_text(rr, "node01")
     for n in (ab, kept):
-        assert "ethtool" not in render.ip_route_text(n, "node01")
+        assert "ethtool" not in dryrun.ip_route_text(n, "node01")
         for backend in ("networkd", "networkmanager"):
             files = node.persistent_files(n, [], backend)
             assert not any(p.endswith(".link") for p in files)
@@ -166,7 +169,7 @@ def test_tso_is_read_and_set_through_the_ethtool_ioctl():
     import subprocess
     import sys
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from beonet import node\n"
+            "from beonet.agent import apply as node\n"
             "a = node.get_tso('lo'); node.set_tso('lo', False); b = node.get_tso('lo')\n"
             "node.set_tso('lo', True); c = node.get_tso('lo')\n"
             "try:\n    node.get_tso('nosuch0'); d = 'read'\n"

@@ -19,7 +19,12 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from beonet import address, load, normalise, pipeline, render, route
+from beonet.compiler import address
+from beonet.compiler import load
+from beonet.compiler import normalise
+from beonet.compiler import pipeline
+from beonet.compiler import route
+from beonet.outputs import plan as render
 from conftest import ROOT
 
 SETTINGS = dict(max_examples=60, deadline=None, database=None,
@@ -369,7 +374,7 @@ def test_shipped_topologies_route_every_pair_shortest(name):
 @given(custom_topologies(max_nodes=10, extras=False))
 def test_plan_does_not_depend_on_hash_seed(topo):
     text = dump(topo)
-    code = ("import sys, json; from beonet import pipeline, render; "
+    code = ("import sys, json; from beonet.compiler import pipeline; from beonet.outputs import plan as render; "
             "c = pipeline.compile_text(sys.stdin.read(), 'prop.yml'); "
             "sys.stdout.write(json.dumps(render.plan(c), sort_keys=False))")
     outs = set()

@@ -1,6 +1,7 @@
 """Cases that once went wrong."""
 
-from beonet import pipeline, render
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
 
 
 def test_neighbour_over_a_link_gets_a_host_route():

@@ -5,7 +5,12 @@ import json
 
 import pytest
 
-from beonet import cli, inventory, lab, pipeline, render, verify
+from beonet import cli
+from beonet.agent import verify
+from beonet.compiler import pipeline
+from beonet.labs import docker as lab
+from beonet.outputs import inventory
+from beonet.outputs import plan as render
 from conftest import ROOT
 
 

@@ -8,8 +8,12 @@ import threading
 
 import pytest
 
-from beonet import cli, lab, pipeline, render, vmlab
-from beonet.lab import LabError
+from beonet import cli
+from beonet.compiler import pipeline
+from beonet.labs import docker as lab
+from beonet.labs import vm as vmlab
+from beonet.outputs import plan as render
+from beonet.labs.docker import LabError
 from conftest import ROOT
 
 

@@ -6,9 +6,12 @@ import os
 import sys
 import tempfile
 
-from . import export, inventory, node, pipeline, render
-from .errors import CompileError
-from .schema import SCHEMA
+from .agent import apply as node
+from .compiler import pipeline
+from .compiler.errors import CompileError, Problem
+from .compiler.schema import SCHEMA
+from .outputs import drawing, dryrun, export, inventory
+from .outputs import plan as render
 
 EXIT_INPUT = 2
 
@@ -67,7 +70,7 @@ def cmd_routes(args):
     if args.node:
         _known(plan, args.node, "--node")
         nodes = {args.node: nodes[args.node]}
-    text = "\n".join(render.ip_route_text(v, k) for k, v in nodes.items())
+    text = "\n".join(dryrun.ip_route_text(v, k) for k, v in nodes.items())
     _write(text, args.output)
 
 
@@ -77,7 +80,6 @@ def _known(plan, name, flag):
 
 
 def _usage(text):
-    from .errors import Problem
     return Problem(text, file="beonet")
 
 
@@ -107,7 +109,7 @@ def cmd_metrics(args):
 
 def cmd_graph(args):
     _, plan = _compile(args)
-    _write(export.GRAPHS[args.format](plan), args.output)
+    _write(drawing.GRAPHS[args.format](plan), args.output)
 
 
 def cmd_export(args):
@@ -123,7 +125,7 @@ def cmd_build(args):
     """Every artefact into one folder; nothing is written unless all compile."""
     _, plan = _compile(args)
     texts = {"plan.json": render.dumps(plan),
-             "routes.txt": "\n".join(render.ip_route_text(v, k) for k, v in plan["nodes"].items())}
+             "routes.txt": "\n".join(dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items())}
     for name, what in BUILD_FILES.items():
         if what:
             texts[name] = export.EXPORTS[what](plan)
@@ -147,14 +149,14 @@ def cmd_schema(args):
 
 def cmd_lab(args):
     if args.provider == "vm":
-        from . import vmlab
+        from .labs import vm as vmlab
         code = vmlab.main([args.action, args.topology], args.name, image=args.image,
                           nm_nodes=[n for n in (args.nm_nodes or "").split(",") if n],
                           node=args.node, nic=args.nic, link_state=args.state)
         if code:
             sys.exit(code)
         return
-    from . import lab
+    from .labs import docker as lab
     if args.action == "link":
         print("beonet lab: 'link' needs --provider vm", file=sys.stderr)
         sys.exit(2)
@@ -191,7 +193,7 @@ def parser():
     s = add("metrics", cmd_metrics, "size, hops, routes, gateway load, bisection", inv=False)
     s.add_argument("--format", choices=["json", "yaml"], default="json")
     s = add("graph", cmd_graph, "drawing of the topology")
-    s.add_argument("--format", choices=sorted(export.GRAPHS), default="dot")
+    s.add_argument("--format", choices=sorted(drawing.GRAPHS), default="dot")
     s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf or MPI hostfile")
     s.add_argument("what", choices=sorted(export.EXPORTS))
     s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf, "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bonded gain on the VM lab (make vm-bench): token exchange over the real
+# Bonded gain on the VM lab (make vm-benchmark): token exchange over the real
 # balance-rr bond (2 channels) against a single channel at the same per-channel
 # rate, on the same 4 VMs. The single channel is the same bond with its second
 # member (plan NIC eth2) set down on every node through the QEMU monitor, so both
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
-TOPO=${VM_BENCH_TOPOLOGY:-bench/topologies/vm-bonded-10.yml}
+TOPO=${VM_BENCH_TOPOLOGY:-topologies/benchmarks/vm-bonded-10.yml}
 NAME=${VM_BENCH_NAME:-vm-bench}
 INV=.lab/$NAME/inventory.yml
 TOPONAME=$(python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["name"])' "$TOPO")
@@ -20,7 +20,7 @@ PARAMS=${VM_BENCH_PARAMS:-'{"count": 800, "sizes": [8192], "mss_points": false, 
   "classes": ["bonded"], "pairs": [1], "copies": 2, "remote_copies": [], "ring_rounds": 5, "iperf_seconds": 1}'}
 # VM_BENCH_TCP_REORDERING=N: set net.ipv4.tcp_reordering on every node before both
 # runs (the bonding driver's documentation suggests raising it for balance-rr);
-# unset: the kernel's default (3), which is what `make vm-bench` reports.
+# unset: the kernel's default (3), which is what `make vm-benchmark` reports.
 REORDER=${VM_BENCH_TCP_REORDERING:-}
 down() { beonet lab down --provider vm "$TOPO" --name "$NAME" >/dev/null 2>&1 || true; }
 trap down EXIT
@@ -35,10 +35,10 @@ fi
 bench() {  # label -> prints the results folder
   local before after
   before=$(ls -d results/"$TOPONAME"/*/ 2>/dev/null | sort | tail -1 || true)
-  ansible-playbook -i "$INV" playbooks/benchmark.yml -e "{\"beonet_bench_params\": $PARAMS}" \
-    | tee ".lab/$NAME/bench-$1.log" | grep --line-buffered -E '^TASK \[beonet_bench : (Benchmark|Prepare)|^fatal|FAILED' >&2 || true
+  ansible-playbook -i "$INV" playbooks/benchmark.yml -e "{\"beonet_benchmark_params\": $PARAMS}" \
+    | tee ".lab/$NAME/bench-$1.log" | grep --line-buffered -E '^TASK \[beonet_benchmark : (Benchmark|Prepare)|^fatal|FAILED' >&2 || true
   after=$(ls -d results/"$TOPONAME"/*/ 2>/dev/null | sort | tail -1 || true)
-  [ -n "$after" ] && [ "$after" != "$before" ] || { echo "beonet vm-bench: no results for $1" >&2
+  [ -n "$after" ] && [ "$after" != "$before" ] || { echo "beonet vm-benchmark: no results for $1" >&2
     grep -A8 -E '^fatal|FAILED' ".lab/$NAME/bench-$1.log" >&2 || true; exit 1; }
   echo "${after%/}"
 }
@@ -85,4 +85,4 @@ def retr(r):
     return [i.get("iperf3_retransmits") for i in r["iperf3"] if i["class"] == "bonded"]
 print("iperf3 TCP retransmits: single %s, bonded %s" % (retr(s), retr(b)))
 PY
-echo "beonet vm-bench: $(( $(date +%s) - start )) s"
+echo "beonet vm-benchmark: $(( $(date +%s) - start )) s"

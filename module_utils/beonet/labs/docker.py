@@ -16,7 +16,8 @@ import subprocess
 import sys
 import time
 
-from . import pipeline, render
+from ..compiler import pipeline
+from ..outputs import plan as render
 
 IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-2")
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network

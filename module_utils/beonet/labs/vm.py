@@ -30,8 +30,10 @@ import subprocess
 import sys
 import time
 
-from . import lab, pipeline, render
-from .lab import LabError
+from ..compiler import pipeline
+from ..outputs import plan as render
+from . import docker as lab
+from .docker import LabError
 
 CACHE = os.environ.get("BEONET_VM_CACHE", "/var/cache/beonet/vm")
 MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A short benchmark on the Docker lab (make bench-demo): the 4x4 routed mesh
+# A short benchmark on the Docker lab (make benchmark-demo): the 4x4 routed mesh
 # (local-wire pairs vs pairs through a gateway) and a small tree whose 200 Mbit/s
 # uplink caps the pairs that cross it. Each lab is brought up under its own
 # name and taken down at the end, also on failure or interrupt.
@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 MESH=topologies/routed-mesh.yml
-TREE=bench/topologies/demo-tree.yml
+TREE=topologies/benchmarks/demo-tree.yml
 down() {
   beonet lab down "$MESH" --name bench-demo-mesh >/dev/null 2>&1 || true
   beonet lab down "$TREE" --name bench-demo-tree >/dev/null 2>&1 || true
@@ -21,7 +21,7 @@ run() {  # topology, lab name, params (JSON)
   beonet lab up "$1" --name "$2"
   ansible-playbook -i ".lab/$2/inventory.yml" playbooks/site.yml >/dev/null
   ansible-playbook -i ".lab/$2/inventory.yml" playbooks/benchmark.yml \
-    -e "{\"beonet_bench_params\": $3}" | grep --line-buffered -E '^TASK \[beonet_bench : (Benchmark|Prepare)|^fatal|FAILED' || true
+    -e "{\"beonet_benchmark_params\": $3}" | grep --line-buffered -E '^TASK \[beonet_benchmark : (Benchmark|Prepare)|^fatal|FAILED' || true
   beonet lab down "$1" --name "$2"
 }
 
@@ -36,7 +36,7 @@ import glob, json, os
 def latest(topo):
     runs = sorted(glob.glob("results/%s/*/results.json" % topo))
     if not runs:
-        raise SystemExit("beonet bench-demo: no results for %s" % topo)
+        raise SystemExit("beonet benchmark-demo: no results for %s" % topo)
     with open(runs[-1]) as fh:
         return os.path.dirname(runs[-1]), json.load(fh)
 for topo in ("routed-mesh", "demo-tree"):
@@ -55,4 +55,4 @@ for topo in ("routed-mesh", "demo-tree"):
               % (i["class"], i["iperf3_MBps"] or 0, i.get("tokex_stream_8192_MBps") or 0,
                  i.get("ratio_stream_8192"), i.get("ratio_stream_65536"), i.get("ratio_window_8192")))
 PY
-echo "beonet bench-demo: $(( $(date +%s) - start )) s"
+echo "beonet benchmark-demo: $(( $(date +%s) - start )) s"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
-TOPO=bench/topologies/demo-tree.yml
+TOPO=topologies/benchmarks/demo-tree.yml
 LAB=bench-interrupt
 INV=".lab/$LAB/inventory.yml"
 trap 'beonet lab down "$TOPO" --name "$LAB" >/dev/null 2>&1 || true' EXIT
@@ -18,7 +18,7 @@ left() {
   done
 }
 ansible-playbook -i "$INV" playbooks/benchmark.yml \
-  -e '{"beonet_bench_params": {"count": 100000, "sizes": [8192], "mss_points": false, "pairs": [4]}}' \
+  -e '{"beonet_benchmark_params": {"count": 100000, "sizes": [8192], "mss_points": false, "pairs": [4]}}' \
   > /tmp/beonet-bench-interrupt.log 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do
@@ -31,7 +31,7 @@ wait "$pid" || true
 echo "after the interrupt, on the nodes:"
 before=$(left)
 echo "${before:-  (nothing)}"
-ansible-playbook -i "$INV" playbooks/benchmark.yml -e beonet_bench_cleanup_only=true >/dev/null
+ansible-playbook -i "$INV" playbooks/benchmark.yml -e beonet_benchmark_cleanup_only=true >/dev/null
 after=$(left)
 if [ -n "$after" ]; then
   echo "FAIL: still running after the cleanup play:"; echo "$after"; exit 1

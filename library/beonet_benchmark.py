@@ -4,7 +4,7 @@
 
 DOCUMENTATION = r"""
 ---
-module: beonet_bench
+module: beonet_benchmark
 short_description: Plan, check and report the beonet benchmarks (controller side)
 description:
   - Runs on the controller (C(delegate_to: localhost), C(run_once)).
@@ -50,13 +50,13 @@ author:
 
 EXAMPLES = r"""
 - name: Plan the benchmark
-  beonet_bench:
+  beonet_benchmark:
     action: plan
     topology: topologies/routed-mesh.yml
     params: {count: 200, sizes: [64, 1024, 8192]}
   delegate_to: localhost
   run_once: true
-  register: beonet_bench_plan
+  register: beonet_benchmark_plan
 """
 
 RETURN = r"""
@@ -80,8 +80,10 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils.beonet import bench, pipeline, render
-    from ansible.module_utils.beonet.errors import CompileError
+    from ansible.module_utils.beonet.benchmarks import planner as bench
+    from ansible.module_utils.beonet.compiler import pipeline
+    from ansible.module_utils.beonet.compiler.errors import CompileError
+    from ansible.module_utils.beonet.outputs import plan as render
     IMPORT_ERROR = None
 except ImportError:  # netaddr, jsonschema or PyYAML missing on the controller
     IMPORT_ERROR = traceback.format_exc()
@@ -137,7 +139,7 @@ def main():
             bench.write_results(p["dest"], p["schedule"], res, p["environment"], plan, p["outputs"])
             written = ["raw.json", "results.json", "summary.md"]
             try:
-                from ansible.module_utils.beonet import plots
+                from ansible.module_utils.beonet.benchmarks import plots
                 written += plots.plot_all(p["dest"], res, plan["topology"]["name"])
             except ImportError as exc:
                 written.append("no plots: %s (pip install -r requirements.txt)" % exc)

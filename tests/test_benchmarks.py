@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from beonet import bench, pipeline, render
+from beonet.benchmarks import planner as bench
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
 from conftest import ROOT
 
 TOPO = ROOT / "topologies"
@@ -298,7 +300,7 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
 
 
 def test_plots_are_written(mesh, tmp_path):
-    from beonet import plots          # matplotlib is pinned in requirements.txt
+    from beonet.benchmarks import plots  # matplotlib is pinned in requirements.txt
     plan, path_of = mesh
     s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
                                        "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
@@ -318,7 +320,7 @@ def tokex(tmp_path_factory):
         pytest.fail("no C compiler on this machine: tokex.c cannot be tested")
     exe = tmp_path_factory.mktemp("tokex") / "tokex"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
-                    str(ROOT / "bench" / "tokex.c")], check=True)
+                    str(ROOT / "roles" / "beonet_benchmark" / "files" / "tokex.c")], check=True)
     return str(exe)
 
 
@@ -447,7 +449,7 @@ def _play(*args):
 def test_playbook_refuses_a_bad_request_before_touching_a_node():
     # The example inventory's hosts are documentation addresses: any connection
     # would fail as unreachable, so a clean refusal proves none was attempted.
-    res = _play("-e", json.dumps({"beonet_bench_params": {"nodes": ["node-0-0", "ghost"],
+    res = _play("-e", json.dumps({"beonet_benchmark_params": {"nodes": ["node-0-0", "ghost"],
                                                           "sizes": [4, 100000]}}))
     assert res.returncode != 0
     assert "nodes: ghost not in the plan of routed-mesh" in res.stdout

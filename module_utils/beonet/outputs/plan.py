@@ -1,14 +1,13 @@
-"""Stage 7: renderers of the compiled graph.
+"""The plan: the compiled graph as a dict, the contract every later part consumes.
 
-The plan (a dict, dumped as JSON or YAML) is the contract every later part
-consumes; ``ip_route_text`` is the dry run. Exports for other tools live in
-``export.py``.
+Dumped as JSON or YAML; the dry run lives in ``dryrun.py``, exports for other
+tools in ``export.py`` and drawings in ``drawing.py``.
 """
 
 import json
 
-from .address import bond_mac
-from .model import ip_text, net_text
+from ..compiler.address import bond_mac
+from ..compiler.model import ip_text, net_text
 
 PLAN_FORMAT = 1
 
@@ -103,23 +102,3 @@ def dumps(data, fmt="json"):
     if isinstance(data.get("nodes"), dict) and len(data["nodes"]) > 500:
         return json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
     return json.dumps(data, indent=2) + "\n"
-
-
-def ip_route_text(node_plan_, name):
-    """One node's dry run: addresses, bonds, forwarding and `ip route` lines."""
-    lines = ["# %s  address %s  forwarding %s" % (
-        name, node_plan_["address"], "on" if node_plan_["forwarding"] else "off")]
-    for i in node_plan_["interfaces"]:
-        if i["kind"] == "bond":
-            lines.append("ip link add %s address %s type bond mode %s miimon %d" % (
-                i["name"], i["mac"], i["mode"], i["miimon"]))
-            for m in i["members"]:
-                lines.append("ip link set %s master %s" % (m, i["name"]))
-            if i.get("tso") is False:
-                lines.append("ethtool -K %s tso off" % i["name"])
-        for a in i["addresses"]:
-            lines.append("ip addr add %s dev %s" % (a, i["name"]))
-    lines.append("sysctl -w net.ipv4.ip_forward=%d" % (1 if node_plan_["forwarding"] else 0))
-    for r in node_plan_["routes"]:
-        lines.append("ip route add %s via %s dev %s src %s" % (r["to"], r["via"], r["dev"], r["src"]))
-    return "\n".join(lines) + "\n"

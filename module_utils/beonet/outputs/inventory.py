@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import sys
 
-from .errors import Problems
-from .load import parse_yaml
+from ..compiler.errors import Problems
+from ..compiler.load import parse_yaml
 
 VAR = "beonet_interfaces"
 
