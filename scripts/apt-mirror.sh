@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the image builders: print the Debian mirror this machine's apt
 # is configured with (never a host name written into the repo).
 apt_mirror() {

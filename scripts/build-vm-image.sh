@@ -59,7 +59,7 @@ mirror=$(apt_mirror)
 mkdir -p "$CACHE"
 work=$(mktemp -d /var/tmp/beonet-vmroot.XXXXXX)
 cleanup() {
-  for m in proc sys dev; do umountpoint=$work/root/$m; mountpoint -q "$umountpoint" && umount -l "$umountpoint" || true; done
+  for m in proc sys dev; do umountpoint=$work/root/$m; if mountpoint -q "$umountpoint"; then umount -l "$umountpoint" || true; fi; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -146,7 +146,6 @@ in_root systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer
 in_root passwd -l root >/dev/null
 
 for v in "${todo[@]}"; do
-  vroot=$root
   if [ "$v" = nm ]; then
     say "NetworkManager variant: installing network-manager"
     in_root apt-get update -q >>"$log" 2>&1
@@ -162,8 +161,9 @@ for v in "${todo[@]}"; do
   fi
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   mkdir -p "$CACHE/$v.new"
-  cp "$(ls -1 "$root"/boot/vmlinuz-* | tail -1)" "$CACHE/$v.new/vmlinuz"
-  cp "$(ls -1 "$root"/boot/initrd.img-* | tail -1)" "$CACHE/$v.new/initrd.img"
+  kernels=("$root"/boot/vmlinuz-*) initrds=("$root"/boot/initrd.img-*)
+  cp "${kernels[-1]}" "$CACHE/$v.new/vmlinuz"
+  cp "${initrds[-1]}" "$CACHE/$v.new/initrd.img"
   for m in proc sys dev; do umount -l "$root/$m"; done
   say "$v: mkfs.ext4 -d ($SIZE sparse)"
   truncate -s "$SIZE" "$CACHE/$v.new/disk.img"

@@ -2,6 +2,7 @@
 `ip route` text of every node, plus hosts/Slurm/hostfile) on three sizes of
 meta-graph, median of several runs. Prints the environment with the numbers."""
 
+import json
 import os
 import platform
 import statistics
@@ -9,8 +10,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-import json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -2,7 +2,7 @@
 # Run Molecule scenarios one after another; print each one's time and result,
 # the tail of a failing one's log, and fail if any failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0
 log=$(mktemp -d /tmp/beonet-molecule.XXXXXX)
 failed=()

@@ -10,11 +10,11 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT
 
 from beonet.benchmarks import planner as bench
 from beonet.compiler import pipeline
 from beonet.outputs import plan as render
-from conftest import ROOT
 
 TOPO = ROOT / "topologies"
 

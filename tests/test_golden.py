@@ -4,12 +4,12 @@ import json
 import os
 
 import pytest
+from conftest import ROOT, golden
 
 from beonet import cli
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
 from beonet.outputs import plan as render
-from conftest import ROOT, golden
 
 TOPOLOGIES = sorted(p.stem for p in (ROOT / "topologies").glob("*.yml"))
 ERRORS = sorted(p.stem for p in (ROOT / "tests/errors").glob("*.yml")

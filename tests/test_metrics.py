@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 import yaml
-
-from beonet.compiler import pipeline
-from beonet.outputs import plan as render
-from beonet.compiler.errors import CompileError
 from conftest import ROOT
 from test_properties import walk_all
+
+from beonet.compiler import pipeline
+from beonet.compiler.errors import CompileError
+from beonet.outputs import plan as render
 
 
 def compile_family(family, params, link=None, name="m"):

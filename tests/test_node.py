@@ -1,12 +1,12 @@
 """What beonet_node does on a node, as pure functions of plan and live state."""
 
 import pytest
+from conftest import ROOT, golden
 
 from beonet.agent import apply as node
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
 from beonet.outputs import plan as render
-from conftest import ROOT, golden
 
 
 @pytest.fixture(scope="module")

@@ -16,16 +16,12 @@ from collections import deque
 
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from beonet.compiler import address
-from beonet.compiler import load
-from beonet.compiler import normalise
-from beonet.compiler import pipeline
-from beonet.compiler import route
+from beonet.compiler import address, load, normalise, pipeline, route
 from beonet.outputs import plan as render
-from conftest import ROOT
 
 SETTINGS = dict(max_examples=60, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -4,6 +4,7 @@ underlay choice: pure functions, no node needed."""
 import json
 
 import pytest
+from conftest import ROOT
 
 from beonet import cli
 from beonet.agent import verify
@@ -11,7 +12,6 @@ from beonet.compiler import pipeline
 from beonet.labs import docker as lab
 from beonet.outputs import inventory
 from beonet.outputs import plan as render
-from conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,14 @@ import socket
 import threading
 
 import pytest
+from conftest import ROOT
 
 from beonet import cli
 from beonet.compiler import pipeline
 from beonet.labs import docker as lab
 from beonet.labs import vm as vmlab
-from beonet.outputs import plan as render
 from beonet.labs.docker import LabError
-from conftest import ROOT
+from beonet.outputs import plan as render
 
 
 def _plan(name):

@@ -8,13 +8,13 @@ the compiler (the hot loops of large graphs) and rendered as text at the end.
 import socket
 import struct
 from collections import deque
-from functools import lru_cache
+from functools import cache
 
 _pack = struct.Struct("!I").pack
 _unpack = struct.Struct("!I").unpack
 
 
-@lru_cache(maxsize=None)
+@cache
 def ip_text(value):
     return socket.inet_ntoa(_pack(value))
 
@@ -27,7 +27,7 @@ def mask(plen):
     return (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
 
 
-@lru_cache(maxsize=None)
+@cache
 def net_text(net, plen):
     return "%s/%d" % (ip_text(net), plen)
 

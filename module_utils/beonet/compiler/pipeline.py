@@ -4,7 +4,8 @@ Each stage reports all of its problems; the pipeline stops after the first
 stage that has any and raises CompileError with them.
 """
 
-from . import address, load, metrics as metrics_stage, normalise, prove, route
+from . import address, load, normalise, prove, route
+from . import metrics as metrics_stage
 from .errors import CompileError, Problems
 
 
