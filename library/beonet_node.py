@@ -58,7 +58,7 @@ EXAMPLES = r"""
 - name: Apply the plan of this node
   beonet_node:
     node: "{{ inventory_hostname }}"
-    plan: "{{ beonet_plan_result.nodes[inventory_hostname] }}"
+    plan: "{{ beonet_plan_result.plan.nodes[inventory_hostname] }}"
     prefixes: "{{ beonet_plan_result.prefixes }}"
 """
 

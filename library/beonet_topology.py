@@ -67,10 +67,6 @@ plan:
   description: The whole plan (topology, nodes, segments, metrics; see docs/plan.md).
   returned: success
   type: dict
-nodes:
-  description: Per-host plan, keyed by node name.
-  returned: success
-  type: dict
 routes_text:
   description: Per-host dry run as C(ip) commands, keyed by node name.
   returned: success
@@ -80,10 +76,6 @@ prefixes:
   returned: success
   type: list
   elements: str
-metrics:
-  description: Metrics of the compiled network.
-  returned: success
-  type: dict
 paths:
   description: Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true).
   returned: when paths is true
@@ -141,9 +133,7 @@ def run(module):
     if problems:
         _fail(module, problems)
     plan = render.plan(compiled, physical)
-    result = {"changed": False, "plan": plan, "nodes": plan["nodes"],
-              "prefixes": render.prefixes(plan),
-              "metrics": plan["metrics"],
+    result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]

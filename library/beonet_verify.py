@@ -46,7 +46,7 @@ EXAMPLES = r"""
 - name: Verify the paths from this node
   beonet_verify:
     node: "{{ inventory_hostname }}"
-    plan: "{{ beonet_plan_result.nodes[inventory_hostname] }}"
+    plan: "{{ beonet_plan_result.plan.nodes[inventory_hostname] }}"
     targets: "{{ beonet_verify_targets }}"
     expected: "{{ beonet_plan_result.paths[inventory_hostname] }}"
 """
