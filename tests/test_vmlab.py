@@ -11,9 +11,9 @@ from conftest import ROOT
 
 from beonet import cli
 from beonet.compiler import pipeline
-from beonet.labs import docker as lab
+from beonet.labs import base as lab
 from beonet.labs import vm as vmlab
-from beonet.labs.docker import LabError
+from beonet.labs.base import LabError
 from beonet.outputs import plan as render
 
 
@@ -77,7 +77,7 @@ def test_bonded_layout_one_hub_per_channel(bonded):
 def test_mesh_layout_matches_segments(mesh):
     lay = vmlab.layout(mesh, "m")
     assert len(lay["bridges"]) == len(mesh["segments"]) == 5
-    seg_bridge = {seg: br for seg, (_, br) in lab._networks(mesh, "m").items()}
+    seg_bridge = {seg: br for seg, (_, br) in lab.networks(mesh, "m").items()}
     for node, vm in lay["vms"].items():
         for nic, iface in zip(vm["nics"], mesh["nodes"][node]["interfaces"]):
             assert nic["bridge"] == seg_bridge[iface["segment"]]

@@ -7,7 +7,14 @@ Docker networks are only the wire: their addresses come from an underlay pool
 and are flushed in the containers; the role adds the plan's addresses. Each
 container NIC is matched to the plan by MAC address (never by order) and the
 generated inventory maps the plan's logical names to the container's names.
+
+`lab up` records in .lab/NAME/state.json what it creates on the host (lab
+name, containers, networks, bridges, veths, DOCKER-USER rules); `lab down`
+works from that record alone, so it needs neither the topology file nor the
+plan it was built from.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
@@ -15,89 +22,122 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 from ..compiler import pipeline
 from ..outputs import plan as render
+from .base import (
+    DOCKER_STATE,
+    LabError,
+    Plan,
+    Record,
+    lab_name,
+    load_state,
+    networks,
+    node_networks,
+    rate,
+    remove_state,
+    save_state,
+    short,
+    state_dir,
+    tbf,
+)
+from .base import run as _host_run
+
+__all__ = ["LabError", "down", "main", "up"]
 
 IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-2")
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
 LABEL = "beonet.lab"
+STATE = DOCKER_STATE
+Nets = dict[str, tuple[str, str]]
 
 
-def _run(cmd, check=True, capture=True, stdin=None):
-    proc = subprocess.run(cmd, capture_output=capture, text=True, check=False, input=stdin)
-    if check and proc.returncode != 0:
-        raise LabError("%s failed: %s" % (" ".join(cmd[:4]), (proc.stderr or "").strip()[-400:]))
-    return proc.stdout if capture else ""
+def _run(cmd: list[str], check: bool = True) -> str:
+    return _host_run(cmd, check=check)
 
 
-class LabError(Exception):
-    pass
+def _ok(cmd: list[str]) -> bool:
+    """Whether cmd succeeds (its output is discarded)."""
+    return subprocess.run(cmd, capture_output=True).returncode == 0
 
 
-def _short(lab, name, prefix):
-    """A Linux interface name (<= 15 characters) that is stable for lab + name."""
-    digest = hashlib.sha1(("%s/%s" % (lab, name)).encode()).hexdigest()[:10]
-    return "%s%s" % (prefix, digest)
-
-
-def _clean(text):
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)
-
-
-def lab_name(plan, name=None):
-    """Container and network prefix: the given lab name, or beonet-<topology name>."""
-    return _clean(name) if name else "beonet-" + _clean(plan["topology"]["name"])
-
-
-def state_dir(root, topology, name=None):
-    """Where a lab's inventory lives: .lab/<name>/ or .lab/beonet-<topology file stem>/."""
-    stem = os.path.splitext(os.path.basename(topology))[0]
-    return os.path.join(root, ".lab", _clean(name) if name else "beonet-" + stem)
-
-
-def _say(msg):
+def _say(msg: str) -> None:
     print("beonet lab: %s" % msg, flush=True)
 
 
-def _networks(plan, lab):
-    """Docker networks to create: {segment name: (docker network, bridge name)}.
-    A tree's LAN becomes one network per leaf switch."""
-    out = {}
-    switches = plan.get("switches") or {}
-    for seg, s in plan["segments"].items():
-        if switches and s["kind"] == "lan":
-            continue
-        out[seg] = ("%s-%s" % (lab, seg), _short(lab, seg, "bn"))
-    for sw, s in switches.items():
-        if s["nodes"]:
-            out["switch:" + sw] = ("%s-%s" % (lab, sw), _short(lab, sw, "bn"))
-    return out
+# ---------------------------------------------------------------- up
 
-
-def _node_networks(plan, node, nets):
-    """[(logical NIC, docker network)] for one node."""
-    out = []
-    n = plan["nodes"][node]
-    for iface in n["interfaces"]:
-        if iface["kind"] != "ethernet":
-            continue
-        seg = iface["segment"]
-        key = seg if seg in nets else "switch:" + n.get("switch", "")
-        out.append((iface.get("logical", iface["name"]), nets[key][0]))
-    return out
-
-
-def up(topology, root, lab_label=None):
-    compiled = pipeline.compile_file(topology)
-    plan = render.plan(compiled)
-    lab = lab_name(plan, lab_label)
-    if _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).strip():
-        _say("%s exists; taking it down first" % lab)
-        down(topology, root, lab_label)
-    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
+def up(topology: str, root: str, label: str | None = None) -> str:
+    """Build the lab of a topology; returns the path of its inventory."""
+    plan = render.plan(pipeline.compile_file(topology))
+    lab = lab_name(plan, label)
+    folder = state_dir(root, topology, label)
+    _take_down_existing(lab, folder)
+    if not _ok(["docker", "image", "inspect", IMAGE]):
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
-    nets = _networks(plan, lab)
+    nets = networks(plan, lab)
+    save_state(folder, STATE, _record(plan, lab, nets, topology))
+    _create_networks(lab, nets)
+    _start_containers(plan, lab, nets)
+    if plan.get("switches"):
+        _tree_uplinks(plan, nets, lab)
+    _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
+    host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
+    hosts = {name: {"ansible_host": "%s-%s" % (lab, name),
+                    "beonet_interfaces": _prepare_node(plan, name, lab, nets, host_links)}
+             for name in plan["nodes"]}
+    path = os.path.join(folder, "inventory.yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(inventory(topology, lab, hosts), fh, indent=2)
+    _say("up: %d containers; inventory %s" % (len(hosts), os.path.relpath(path, root)))
+    return path
+
+
+def _take_down_existing(lab: str, folder: str) -> None:
+    """A lab saved in folder, or containers of the same lab name, go first."""
+    record = load_state(folder, STATE) if os.path.exists(os.path.join(folder, STATE)) else None
+    if record is None and _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).strip():
+        record = {"lab": lab}
+    if record is not None:
+        _say("%s exists; taking it down first" % record["lab"])
+        _teardown(record)
+        remove_state(folder)
+
+
+def _host_bridges(plan: Plan, nets: Nets, lab: str) -> dict[str, tuple[str, bool]]:
+    """{switch: (its bridge, True when the lab creates it on the host)}: leaf
+    switches are Docker networks' bridges, root and aggregation switches not."""
+    out = {}
+    for sw in plan.get("switches") or {}:
+        key = "switch:" + sw
+        out[sw] = (nets[key][1], False) if key in nets else (short(lab, sw, "bn"), True)
+    return out
+
+
+def _uplinks(plan: Plan, lab: str) -> list[tuple[str, str, str, int]]:
+    """[(switch, veth on its side, veth on its parent's side, uplink rate)]."""
+    return [(sw, short(lab, sw, "ua"), short(lab, sw, "ub"), s["uplink_mbit"])
+            for sw, s in (plan.get("switches") or {}).items() if s["parent"]]
+
+
+def _bridge_rule(bridge: str) -> list[str]:
+    """The DOCKER-USER rule that lets frames through one of the lab's own bridges."""
+    return ["DOCKER-USER", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
+
+
+def _record(plan: Plan, lab: str, nets: Nets, topology: str) -> Record:
+    """What up() creates, saved before it creates anything: what down() removes."""
+    bridges = [b for b, created in _host_bridges(plan, nets, lab).values() if created]
+    return {"provider": "docker", "lab": lab, "topology": os.path.abspath(topology),
+            "containers": ["%s-%s" % (lab, n) for n in plan["nodes"]],
+            "networks": sorted(net for net, _ in nets.values()),
+            # Deleting a veth deletes its peer; bridges go once nothing is enslaved.
+            "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges,
+            "iptables": [_bridge_rule(b) for b in bridges]}
+
+
+def _create_networks(lab: str, nets: Nets) -> None:
     _say("creating %d networks for %s" % (len(nets), lab))
     existing = _lab_subnets()
     first = _underlay(lab, existing)
@@ -111,10 +151,12 @@ def up(topology, root, lab_label=None):
               "--label", "%s=%s" % (LABEL, lab),
               "-o", "com.docker.network.bridge.name=%s" % bridge,
               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", net])
-    nodes = list(plan["nodes"])
-    _say("starting %d containers" % len(nodes))
-    for name in nodes:
-        links = _node_networks(plan, name, nets)
+
+
+def _start_containers(plan: Plan, lab: str, nets: Nets) -> None:
+    _say("starting %d containers" % len(plan["nodes"]))
+    for name in plan["nodes"]:
+        links = node_networks(plan, name, nets)
         _run(["docker", "run", "-d", "--name", "%s-%s" % (lab, name), "--hostname", name,
               "--label", "%s=%s" % (LABEL, lab), "--network", links[0][1],
               # PID 1 that reaps zombies (daemonized benchmark servers leave them)
@@ -126,49 +168,45 @@ def up(topology, root, lab_label=None):
               IMAGE, "sleep", "infinity"])
         for _, net in links[1:]:
             _run(["docker", "network", "connect", net, "%s-%s" % (lab, name)])
-    if plan.get("switches"):
-        _tree_uplinks(plan, nets, lab)
-    _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
-    host_links = {l["ifindex"]: l["ifname"] for l in json.loads(_run(["ip", "-j", "link"]))}
-    inventory = {}
-    for name in nodes:
-        cont = "%s-%s" % (lab, name)
-        info = json.loads(_run(["docker", "inspect", cont]))[0]
-        macs = {net: v["MacAddress"] for net, v in info["NetworkSettings"]["Networks"].items()}
-        live = json.loads(_run(["docker", "exec", cont, "ip", "-j", "link"]))
-        by_mac = {l.get("address"): l for l in live}
-        mapping = {}
-        script = ["set -e", "mount -o remount,rw /proc/sys",
-                  "ip route del default 2>/dev/null || true"]
-        for logical, net in _node_networks(plan, name, nets):
-            link = by_mac[macs[net]]
-            mapping[logical] = link["ifname"]
-            script.append("ip -4 addr flush dev %s" % link["ifname"])
-            rate = _rate(plan, name, logical)
-            if rate:
-                script.append(_tbf(link["ifname"], rate))
-                peer = host_links.get(link.get("link_index"))
-                if peer:
-                    _run(["sh", "-c", _tbf(peer, rate)])
-        _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
-        inventory[name] = {"ansible_host": cont, "beonet_interfaces": mapping}
-    folder = state_dir(root, topology, lab_label)
-    os.makedirs(folder, exist_ok=True)
-    inv = {"beonet_nodes": {
+
+
+def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[int, str]) -> dict[str, str]:
+    """Match a container's NICs to the plan by MAC, flush Docker's addresses and
+    default route, shape both ends of each link; returns {logical: real NIC}."""
+    cont = "%s-%s" % (lab, name)
+    info = json.loads(_run(["docker", "inspect", cont]))[0]
+    macs = {net: v["MacAddress"] for net, v in info["NetworkSettings"]["Networks"].items()}
+    live = json.loads(_run(["docker", "exec", cont, "ip", "-j", "link"]))
+    by_mac = {link.get("address"): link for link in live}
+    mapping = {}
+    script = ["set -e", "mount -o remount,rw /proc/sys", "ip route del default 2>/dev/null || true"]
+    for logical, net in node_networks(plan, name, nets):
+        link = by_mac[macs[net]]
+        mapping[logical] = link["ifname"]
+        script.append("ip -4 addr flush dev %s" % link["ifname"])
+        mbit = rate(plan, name, logical)
+        if mbit:
+            script.append(tbf(link["ifname"], mbit))
+            peer = host_links.get(link.get("link_index"))
+            if peer:
+                _run(["sh", "-c", tbf(peer, mbit)])
+    _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
+    return mapping
+
+
+def inventory(topology: str, lab: str, hosts: dict[str, Any]) -> dict[str, Any]:
+    """The Ansible inventory of the lab: the docker connection (no SSH, so no
+    host keys to check), logical -> container NIC names."""
+    return {"beonet_nodes": {
         "vars": {"ansible_connection": "community.docker.docker",
                  "ansible_python_interpreter": "/usr/bin/python3",
                  "beonet_topology_file": os.path.abspath(topology),
                  "beonet_management_interface": "none",
                  "beonet_lab": lab},
-        "hosts": inventory}}
-    path = os.path.join(folder, "inventory.yml")
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(inv, fh, indent=2)
-    _say("up: %d containers; inventory %s" % (len(nodes), os.path.relpath(path, root)))
-    return path
+        "hosts": hosts}}
 
 
-def _lab_subnets():
+def _lab_subnets() -> dict[str, tuple[str | None, str]]:
     """{docker network name: (lab, subnet)} of every beonet lab network."""
     ids = _run(["docker", "network", "ls", "-q", "--filter", "label=" + LABEL]).split()
     out = {}
@@ -178,14 +216,14 @@ def _lab_subnets():
     return out
 
 
-def _underlay(lab, existing):
+def _underlay(lab: str, existing: dict[str, tuple[str | None, str]]) -> int:
     """First address of this lab's /16 of 100.64.0.0/10: the one its surviving
     networks use, else a free one (starting from a hash of the name), so labs
     running side by side never overlap."""
-    def slot(subnet):
+    def slot(subnet: str) -> int:
         a, b = subnet.split(".")[:2]
         return (int(a) << 24 | int(b) << 16) - UNDERLAY >> 16
-    taken = {}
+    taken: dict[int, str | None] = {}
     for owner, subnet in existing.values():
         if subnet:
             taken.setdefault(slot(subnet), owner)
@@ -200,91 +238,78 @@ def _underlay(lab, existing):
     raise LabError("all 64 underlay /16s of 100.64.0.0/10 are in use by other labs")
 
 
-def _rate(plan, node, logical):
-    for iface in plan["nodes"][node]["interfaces"]:
-        if iface.get("logical", iface["name"]) == logical:
-            return iface.get("rate_mbit")
-    return None
-
-
-def _tbf(dev, rate):
-    burst = max(32, rate * 1000 // 8 // 100)      # ~10 ms of traffic, in kbit
-    return ("tc qdisc replace dev %s root tbf rate %dmbit burst %dkbit latency 50ms"
-            % (dev, rate, burst))
-
-
-def _tree_uplinks(plan, nets, lab):
+def _tree_uplinks(plan: Plan, nets: Nets, lab: str) -> None:
     """Root (and aggregation) switches as Linux bridges; veth uplinks shaped to
     the uplink rate on both ends."""
-    switches = plan["switches"]
-    bridge = {}
-    for sw, s in switches.items():
-        key = "switch:" + sw
-        bridge[sw] = nets[key][1] if key in nets else _short(lab, sw, "bn")
-        if key not in nets:
-            _run(["ip", "link", "add", bridge[sw], "type", "bridge"])
-            _run(["ip", "link", "set", bridge[sw], "up"])
-            _allow_bridge(bridge[sw], True)
-    for sw, s in switches.items():
-        if not s["parent"]:
-            continue
-        a, b = _short(lab, sw, "ua"), _short(lab, sw, "ub")
+    bridge = _host_bridges(plan, nets, lab)
+    for dev, created in bridge.values():
+        if created:
+            _run(["ip", "link", "add", dev, "type", "bridge"])
+            _run(["ip", "link", "set", dev, "up"])
+            rule = _bridge_rule(dev)
+            # Docker's FORWARD policy drops bridged frames (br_netfilter) on
+            # bridges it does not own: accept them on ours.
+            if not _ok(["iptables", "-C", *rule]):
+                _run(["iptables", "-I", *rule])
+    for sw, a, b, mbit in _uplinks(plan, lab):
         _run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
-        _run(["ip", "link", "set", a, "master", bridge[sw], "up"])
-        _run(["ip", "link", "set", b, "master", bridge[s["parent"]], "up"])
+        _run(["ip", "link", "set", a, "master", bridge[sw][0], "up"])
+        _run(["ip", "link", "set", b, "master", bridge[plan["switches"][sw]["parent"]][0], "up"])
         for dev in (a, b):
-            _run(["sh", "-c", _tbf(dev, s["uplink_mbit"])])
+            _run(["sh", "-c", tbf(dev, mbit)])
 
 
-def _allow_bridge(bridge, add):
-    """Docker's FORWARD policy drops bridged frames (br_netfilter) on bridges it
-    does not own; accept them on ours, and remove the rule on teardown."""
-    rule = ["DOCKER-USER", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
-    present = subprocess.run(["iptables", "-C", *rule], capture_output=True).returncode == 0
-    if add and not present:
-        _run(["iptables", "-I", *rule])
-    elif not add and present:
-        _run(["iptables", "-D", *rule])
+# ---------------------------------------------------------------- down
 
-
-def down(topology, root, name=None):
-    compiled = pipeline.compile_file(topology)
-    plan = render.plan(compiled)
-    lab = lab_name(plan, name)
+def _teardown(record: Record) -> tuple[int, int]:
+    """Remove the lab a state record describes; (containers, networks) removed.
+    Containers and networks are found by the lab's label, host links and
+    DOCKER-USER rules are the record's, each removed only if still there."""
+    lab = record["lab"]
     conts = _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
     for cont in conts:
         # One at a time: Docker 20.10 can lose count of a network's endpoints
         # when containers on it are removed concurrently.
         _run(["docker", "rm", "-f", cont])
     nets = _run(["docker", "network", "ls", "-q", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
+    _remove_networks(lab)
+    for dev in record.get("links", []):
+        if _ok(["ip", "link", "show", dev]):
+            _run(["ip", "link", "del", dev])
+    for rule in record.get("iptables", []):
+        if _ok(["iptables", "-C", *rule]):
+            _run(["iptables", "-D", *rule])
+    return len(conts), len(nets)
+
+
+def _remove_networks(lab: str) -> None:
+    left: list[str] = []
     for attempt in range(5):
         # The engine can report endpoints of just-removed containers for a moment.
         left = _run(["docker", "network", "ls", "-q", "--filter", "label=%s=%s" % (LABEL, lab)]).split()
-        if not left:
-            break
-        if subprocess.run(["docker", "network", "rm", *left], capture_output=True).returncode == 0:
-            break
+        if not left or _ok(["docker", "network", "rm", *left]):
+            return
         time.sleep(0.5 * (attempt + 1))
-    else:
-        _say("warning: the engine still counts endpoints on %s although no container is "
-             "attached (a Docker 20.10 bookkeeping bug); the next `lab up` of %s reuses it, "
-             "restarting dockerd removes it" % (" ".join(left), lab))
-    for sw, s in (plan.get("switches") or {}).items():
-        for prefix in ("ua", "bn"):
-            dev = _short(lab, sw, prefix)
-            if subprocess.run(["ip", "link", "show", dev], capture_output=True).returncode == 0:
-                _run(["ip", "link", "del", dev])
-            if prefix == "bn":
-                _allow_bridge(dev, False)
+    _say("warning: the engine still counts endpoints on %s although no container is "
+         "attached (a Docker 20.10 bookkeeping bug); the next `lab up` of %s reuses it, "
+         "restarting dockerd removes it" % (" ".join(left), lab))
+
+
+def down(topology: str, root: str, name: str | None = None) -> None:
+    """Take down the lab saved in .lab/NAME/ (the topology file is not read:
+    only its name, for NAME when no name is given)."""
     folder = state_dir(root, topology, name)
-    path = os.path.join(folder, "inventory.yml")
-    if os.path.exists(path):
-        os.unlink(path)
-        os.rmdir(folder)
-    _say("down: %s removed (%d containers, %d networks)" % (lab, len(conts), len(nets)))
+    record = load_state(folder, STATE)
+    if record is None:
+        _say("down: nothing to do, no lab state in %s (0 containers, 0 networks)"
+             % os.path.relpath(folder, root))
+        return
+    conts, nets = _teardown(record)
+    remove_state(folder)
+    _say("down: %s removed (%d containers, %d networks)" % (record["lab"], conts, nets))
 
 
-def main(argv, name=None):
+def main(argv: list[str], name: str | None = None) -> int:
     action, topology = argv[0], argv[1]
     root = os.getcwd()
     try:

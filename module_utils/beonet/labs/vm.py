@@ -16,9 +16,13 @@ the console log in the lab's state folder. Link rates are shaped with tbf on
 each tap's egress, i.e. on the frames a VM receives on that NIC (tap ingress
 cannot be shaped with tbf), so every direction of every link is limited once.
 
-Shared with the Docker lab (lab.py): lab and state-folder names, which
-segment each NIC sits on, bridge names and the tbf command.
+Shared with the Docker lab (base.py): lab and state-folder names, the saved
+state record (vm.json, from which `lab down` and `lab link` work without the
+topology file), which segment each NIC sits on, bridge names and the tbf
+command.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
@@ -29,11 +33,28 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from ..compiler import pipeline
 from ..outputs import plan as render
-from . import docker as lab
-from .docker import LabError
+from .base import (
+    VM_STATE,
+    LabError,
+    Plan,
+    Record,
+    lab_name,
+    load_state,
+    networks,
+    node_networks,
+    rate,
+    remove_state,
+    save_state,
+    short,
+    state_dir,
+    tbf,
+)
+from .base import run as _host_run
 
 CACHE = os.environ.get("BEONET_VM_CACHE", "/var/cache/beonet/vm")
 MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
@@ -44,7 +65,7 @@ MGMT_HOST = MGMT_NET + 1                   # the namespace's end of the manageme
 MGMT_BRIDGE = "mgmt0"
 IMAGES = ("networkd", "nm")
 NIC_SLOT = 0x10                            # PCI slot of the management NIC; plan NICs follow
-STATE = "vm.json"
+STATE = VM_STATE
 
 # A relay from SSH's stdin/stdout to host:port, run inside the lab namespace
 # as the ProxyCommand (stdlib only; the host has neither nc nor socat).
@@ -97,10 +118,10 @@ def mgmt_address(node_index):
 
 
 def _bridges(plan, name):
-    """{docker-lab network name: (bridge, hub)} — the segments lab.py would
-    make Docker networks of, as bridges; LANs and bond channels are hubs."""
+    """{network name: (bridge, hub)}: the lab's wires (base.networks) as
+    bridges; LANs and bond channels are hubs."""
     out = {}
-    for seg, (net, bridge) in lab._networks(plan, name).items():
+    for seg, (net, bridge) in networks(plan, name).items():
         kind = plan["segments"].get(seg, {}).get("kind", "lan")
         out[net] = (bridge, kind != "p2p")
     return out
@@ -114,14 +135,15 @@ def layout(plan, name):
                        "use the Docker lab (beonet lab up) for tree topologies")
     bridges = _bridges(plan, name)
     vms = {}
-    for i, (node, n) in enumerate(plan["nodes"].items()):
+    wires = networks(plan, name)
+    for i, node in enumerate(plan["nodes"]):
         nics = []
-        for k, (logical, net) in enumerate(lab._node_networks(plan, node, lab._networks(plan, name)), 1):
+        for k, (logical, net) in enumerate(node_networks(plan, node, wires), 1):
             nics.append({"logical": logical, "bridge": bridges[net][0],
-                         "tap": lab._short(name, "%s/%s" % (node, logical), "vt"),
-                         "mac": mac(name, i, k), "rate_mbit": lab._rate(plan, node, logical)})
+                         "tap": short(name, "%s/%s" % (node, logical), "vt"),
+                         "mac": mac(name, i, k), "rate_mbit": rate(plan, node, logical)})
         vms[node] = {"index": i, "mgmt_mac": mac(name, i, 0), "mgmt_address": mgmt_address(i),
-                     "mgmt_tap": lab._short(name, node + "/mgmt", "vt"), "nics": nics}
+                     "mgmt_tap": short(name, node + "/mgmt", "vt"), "nics": nics}
     used = {nic["bridge"] for vm in vms.values() for nic in vm["nics"]}
     return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms}
 
@@ -219,20 +241,20 @@ def inventory(plan, topology, name, netns, key, layout_, mapping, mgmt_names, im
         "hosts": hosts}}
 
 
-def _run(cmd, check=True, stdin=None):
-    return lab._run(cmd, check=check, stdin=stdin)
+def _run(cmd: list[str], check: bool = True, stdin: str | None = None) -> str:
+    return _host_run(cmd, check=check, stdin=stdin)
 
 
-def _ns(netns, *cmd):
+def _ns(netns: str, *cmd: str) -> list[str]:
     return ["ip", "netns", "exec", netns, *cmd]
 
 
-def _require(binary, package):
+def _require(binary: str, package: str) -> None:
     if subprocess.run(["sh", "-c", "command -v %s" % binary], capture_output=True).returncode:
         raise LabError("%s not found: run scripts/build-vm-image.sh (installs %s)" % (binary, package))
 
 
-def _images(plan, image, nm_nodes):
+def _images(plan: Plan, image: str, nm_nodes: Sequence[str]) -> dict[str, str]:
     out = {}
     unknown = [n for n in nm_nodes if n not in plan["nodes"]]
     if unknown:
@@ -244,28 +266,43 @@ def _images(plan, image, nm_nodes):
     return out
 
 
-def _netns_exists(netns):
+def _netns_exists(netns: str) -> bool:
     return os.path.exists("/run/netns/%s" % netns)
 
 
-def up(topology, root, name=None, image="networkd", nm_nodes=()):
-    plan = render.plan(pipeline.compile_file(topology))
-    name = lab.lab_name(plan, name)
-    check_mgmt_overlap(plan)
-    lay = layout(plan, name)
-    images = _images(plan, image, nm_nodes)
+def _check_host(images: dict[str, str]) -> None:
+    """The host tools and the cached base images the lab needs."""
     for tool, pkg in (("qemu-system-x86_64", "qemu-system-x86"), ("qemu-img", "qemu-utils"),
                       ("ssh-keygen", "openssh-client"), ("tc", "iproute2")):
         _require(tool, pkg)
-    for v in set(images.values()):
+    for v in sorted(set(images.values())):
         for f in ("disk.img", "vmlinuz", "initrd.img"):
             if not os.path.exists(os.path.join(CACHE, v, f)):
                 raise LabError("VM image %s missing (%s): run scripts/build-vm-image.sh %s"
                                % (v, os.path.join(CACHE, v, f), v))
-    state = lab.state_dir(root, topology, name)
+
+
+def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]) -> Record:
+    """The lab's state record (vm.json): what `lab down` and `lab link` need."""
+    return {"provider": "vm", "lab": name, "netns": name, "topology": os.path.abspath(topology),
+            "nodes": {n: {"image": images[n], "nics": [nic["logical"] for nic in vm["nics"]]}
+                      for n, vm in lay["vms"].items()}}
+
+
+def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
+       nm_nodes: Sequence[str] = ()) -> str:
+    """Boot the VM lab of a topology; returns the path of its inventory."""
+    plan = render.plan(pipeline.compile_file(topology))
+    name = lab_name(plan, label)
+    check_mgmt_overlap(plan)
+    lay = layout(plan, name)
+    images = _images(plan, image, nm_nodes)
+    _check_host(images)
+    state = state_dir(root, topology, label)
     if _netns_exists(name) or os.path.exists(os.path.join(state, STATE)):
-        _say("%s exists; taking it down first" % name)
-        down(topology, root, name)
+        old = load_state(state, STATE) or record(name, topology, lay, images)
+        _say("%s exists; taking it down first" % old["lab"])
+        _teardown(state, old)
     os.makedirs(os.path.join(state, "cp"), exist_ok=True)
     t0 = time.time()
     key = os.path.join(state, "id_ed25519")
@@ -274,12 +311,28 @@ def up(topology, root, name=None, image="networkd", nm_nodes=()):
         pubkey = fh.read().strip()
     with open(os.path.join(state, "proxy.py"), "w", encoding="utf-8") as fh:
         fh.write(PROXY)
-    record = {"lab": name, "netns": name, "topology": os.path.abspath(topology),
-              "nodes": {n: {"image": images[n]} for n in lay["vms"]}}
-    _save(state, record)
-    _say("namespace %s: %d bridges, %d taps" % (
-        name, len(lay["bridges"]) + 1, sum(1 + len(v["nics"]) for v in lay["vms"].values())))
-    _run(["ip", "netns", "add", name])
+    save_state(state, STATE, record(name, topology, lay, images))
+    _build_namespace(name, lay)
+    _say("starting %d VMs (TCG, 1 vCPU, %d MB each)" % (len(lay["vms"]), MEMORY_MB))
+    for node, vm in lay["vms"].items():
+        base = os.path.join(CACHE, images[node])
+        _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+              os.path.join(base, "disk.img"), os.path.join(state, node + ".qcow2")])
+        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey, name)))
+    _wait_ssh(name, state, lay, key, t0)
+    mapping, mgmt_names = _match_nics(name, state, lay)
+    inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
+    path = os.path.join(state, "inventory.yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(inv, fh, indent=2)
+    _say("up in %.0f s: %d VMs; inventory %s" % (time.time() - t0, len(lay["vms"]),
+                                                  os.path.relpath(path, root)))
+    return path
+
+
+def namespace_script(lay: dict[str, Any]) -> list[str]:
+    """The commands (run inside the new namespace) creating the management
+    bridge, a bridge per wire and a tap per VM NIC, shaped to its link rate."""
     script = ["ip link set lo up",
               "ip link add %s type bridge" % MGMT_BRIDGE,
               "ip addr add %s/%d dev %s" % (_ip(MGMT_HOST), MGMT_PREFIX, MGMT_BRIDGE),
@@ -294,37 +347,32 @@ def up(topology, root, name=None, image="networkd", nm_nodes=()):
             script += ["ip tuntap add dev %s mode tap" % nic["tap"],
                        "ip link set %s master %s up" % (nic["tap"], nic["bridge"])]
             if nic["rate_mbit"]:
-                script.append(lab._tbf(nic["tap"], nic["rate_mbit"]))
-    _run(_ns(name, "sh", "-ec", "\n".join(script)))
-    _say("starting %d VMs (TCG, 1 vCPU, %d MB each)" % (len(lay["vms"]), MEMORY_MB))
-    for node, vm in lay["vms"].items():
-        base = os.path.join(CACHE, images[node])
-        _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-              os.path.join(base, "disk.img"), os.path.join(state, node + ".qcow2")])
-        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey, name)))
-    _wait_ssh(name, state, lay, key, t0)
+                script.append(tbf(nic["tap"], nic["rate_mbit"]))
+    return script
+
+
+def _build_namespace(name: str, lay: dict[str, Any]) -> None:
+    _say("namespace %s: %d bridges, %d taps" % (
+        name, len(lay["bridges"]) + 1, sum(1 + len(v["nics"]) for v in lay["vms"].values())))
+    _run(["ip", "netns", "add", name])
+    _run(_ns(name, "sh", "-ec", "\n".join(namespace_script(lay))))
+
+
+def _match_nics(name: str, state: str,
+                lay: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """({node: {logical: real NIC}}, {node: management NIC}), matched by MAC."""
     _say("matching NICs by MAC")
     mapping, mgmt_names = {}, {}
     for node, vm in lay["vms"].items():
         links = json.loads(ssh(name, state, vm["mgmt_address"], "ip -j link"))
-        by_mac = {l.get("address"): l["ifname"] for l in links}
+        by_mac = {link.get("address"): link["ifname"] for link in links}
         missing = [n["mac"] for n in vm["nics"] if n["mac"] not in by_mac]
         if missing or vm["mgmt_mac"] not in by_mac:
-            raise LabError("%s: no NIC with MAC %s in the VM" % (node, ", ".join(missing or [vm["mgmt_mac"]])))
+            raise LabError("%s: no NIC with MAC %s in the VM"
+                           % (node, ", ".join(missing or [vm["mgmt_mac"]])))
         mapping[node] = {n["logical"]: by_mac[n["mac"]] for n in vm["nics"]}
         mgmt_names[node] = by_mac[vm["mgmt_mac"]]
-    inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
-    path = os.path.join(state, "inventory.yml")
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(inv, fh, indent=2)
-    _say("up in %.0f s: %d VMs; inventory %s" % (time.time() - t0, len(lay["vms"]),
-                                                  os.path.relpath(path, root)))
-    return path
-
-
-def _save(state, record):
-    with open(os.path.join(state, STATE), "w", encoding="utf-8") as fh:
-        json.dump(record, fh, indent=2)
+    return mapping, mgmt_names
 
 
 def ssh(netns, state, address, command, timeout=30):
@@ -423,20 +471,22 @@ def monitor(state, node, command, timeout=5):
     finally:
         s.close()
     text = out.decode(errors="replace").replace("\r", "")
-    lines = [l for l in text.splitlines() if l.strip() and not l.startswith("(qemu)")
-             and command not in l]
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("(qemu)")
+             and command not in line]
     return "\n".join(lines)
 
 
-def set_link(topology, root, name, node, nic, state_):
+def set_link(topology: str, root: str, label: str | None, node: str, nic: str, state_: str) -> None:
     """Take a VM NIC's link up or down (QEMU monitor set_link: carrier loss)."""
-    plan = render.plan(pipeline.compile_file(topology))
-    name = lab.lab_name(plan, name)
-    state = lab.state_dir(root, topology, name)
-    if node not in plan["nodes"]:
-        raise LabError("no node %s in %s" % (node, topology))
-    nics = [i.get("logical", i["name"]) for i in plan["nodes"][node]["interfaces"]
-            if i["kind"] == "ethernet"] + ["mgmt"]
+    state = state_dir(root, topology, label)
+    saved = load_state(state, STATE)
+    if saved is None:
+        raise LabError("no VM lab in %s: bring it up first (beonet lab up --provider vm)"
+                       % os.path.relpath(state, root))
+    if node not in saved["nodes"]:
+        raise LabError("no node %s in lab %s (its nodes: %s)"
+                       % (node, saved["lab"], ", ".join(saved["nodes"])))
+    nics = saved["nodes"][node]["nics"] + ["mgmt"]
     if nic not in nics:
         raise LabError("%s has no NIC %s (plan NICs: %s)" % (node, nic, ", ".join(nics)))
     reply = monitor(state, node, "set_link %s %s" % (nic, "on" if state_ == "up" else "off"))
@@ -445,12 +495,8 @@ def set_link(topology, root, name, node, nic, state_):
     _say("%s %s link %s" % (node, nic, state_))
 
 
-def down(topology, root, name=None):
-    plan = render.plan(pipeline.compile_file(topology))
-    name = lab.lab_name(plan, name)
-    state = lab.state_dir(root, topology, name)
-    nodes = list(plan["nodes"])
-    pids = [p for p in (_pid(state, n) for n in nodes) if p and _alive(p)]
+def _stop(pids: list[int]) -> None:
+    """SIGTERM, up to 15 s, then SIGKILL, up to 5 s more."""
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
     deadline = time.time() + 15
@@ -465,24 +511,35 @@ def down(topology, root, name=None):
     left = [p for p in pids if _alive(p)]
     if left:
         raise LabError("QEMU processes %s did not exit" % left)
-    # Deleting the namespace deletes every bridge and tap in it.
-    if _netns_exists(name):
-        _run(["ip", "netns", "del", name])
-    if os.path.isdir(state):
-        for entry in sorted(os.listdir(state)):
-            path = os.path.join(state, entry)
-            if entry == "cp":
-                for sock in os.listdir(path):
-                    os.unlink(os.path.join(path, sock))
-                os.rmdir(path)
-            elif os.path.isfile(path) or os.path.islink(path) or entry.endswith(".mon"):
-                os.unlink(path)
-        os.rmdir(state)
+
+
+def _teardown(state: str, saved: Record) -> int:
+    """Stop the record's VMs, delete its namespace (and with it every bridge and
+    tap in it) and the state folder; returns how many QEMU processes ran."""
+    pids = [p for p in (_pid(state, n) for n in saved["nodes"]) if p and _alive(p)]
+    _stop(pids)
+    if _netns_exists(saved["netns"]):
+        _run(["ip", "netns", "del", saved["netns"]])
+    remove_state(state)
+    return len(pids)
+
+
+def down(topology: str, root: str, label: str | None = None) -> None:
+    """Take down the VM lab saved in .lab/NAME/ (the topology file is not read:
+    only its name, for NAME when no name is given)."""
+    state = state_dir(root, topology, label)
+    saved = load_state(state, STATE)
+    if saved is None:
+        _say("down: nothing to do, no lab state in %s (0 QEMU processes)"
+             % os.path.relpath(state, root))
+        return
+    count = _teardown(state, saved)
     _say("down: %s removed (%d QEMU processes, namespace with its bridges and taps)"
-         % (name, len(pids)))
+         % (saved["lab"], count))
 
 
-def main(argv, name=None, image="networkd", nm_nodes=(), node=None, nic=None, link_state=None):
+def main(argv: list[str], name: str | None = None, image: str = "networkd", nm_nodes: Sequence[str] = (),
+         node: str | None = None, nic: str | None = None, link_state: str | None = None) -> int:
     action, topology = argv[0], argv[1]
     root = os.getcwd()
     try:
