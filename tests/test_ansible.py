@@ -23,7 +23,7 @@ def test_dry_run_prints_every_routing_table_without_touching_nodes():
     res = play("playbooks/dry_run.yml")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("forwarding on") == 16
-    assert "ip route add 10.0.1.0/24 via 10.0.128.2 dev enp2s0 src 10.0.0.1" in res.stdout
+    assert "ip route replace 10.0.1.0/24 via 10.0.128.2 dev enp2s0 src 10.0.0.1 proto 250" in res.stdout
     recap = [l for l in res.stdout.splitlines() if " : ok=" in l]
     assert len(recap) == 16
     assert all("changed=0" in l and "unreachable=0" in l and "failed=0" in l for l in recap)

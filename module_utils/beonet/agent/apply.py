@@ -1,23 +1,38 @@
 """Apply one node's plan: what the ``beonet_node`` module runs on each node.
 
-Standard library only (it travels to the node inside the module). Three
-parts, each a pure function of the plan and what is live, so they are tested
-without a node:
+Standard library only (it travels to the node inside the module). Each part
+is a pure function of the plan and what is live, so it is tested without a
+node:
 
 * ``persistent_files``: systemd-networkd ``.netdev``/``.network`` files or
   NetworkManager keyfiles, ``/etc/sysctl.d`` forwarding, the nftables ruleset;
-* ``runtime_actions``: the ``ip`` commands that turn the live state (``ip -j
-  link/addr/route``) into the plan, touching only what differs. Addresses and
-  routes beonet installs carry protocol ``beonet`` (250), addresses are
-  recorded in a state file; those that a newer plan drops are removed, and
-  nothing else is;
-* ``forward_ruleset``: forwarding limited to the topology's prefixes;
-* ``offload_actions``: the bonds whose TCP segmentation offload must be turned
-  off (read and set with the SIOCETHTOOL ioctl, so no ``ethtool`` binary is
-  needed on the node).
+* ``node_actions``: every command that turns the live state into the plan, in
+  the order the module runs them, touching only what differs: forwarding
+  (``forwarding_actions``), the ``ip`` commands (``runtime_actions``: links,
+  bonds, MTUs, addresses, routes) and bond offloads (``offload_actions``).
+  Addresses and routes beonet installs carry protocol ``beonet`` (250),
+  addresses are recorded in a state file; those that a newer plan drops are
+  removed, and nothing else is;
+* ``actions_on_blank_node``: the same list for a node as it comes (the dry run
+  prints it);
+* ``run_action``: carries out one command (the forwarding sysctl is written to
+  /proc and TSO is set with the SIOCETHTOOL ioctl, so neither ``sysctl`` nor
+  ``ethtool`` is needed on the node);
+* ``forward_ruleset``: forwarding limited to the topology's prefixes.
 """
 
+from __future__ import annotations
+
 import hashlib
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from .nodeplan import Interface, NodePlan
+
+if TYPE_CHECKING:
+    IpJson = list[dict[str, Any]]              # parsed `ip -j ...` output
+    Action = list[str]                         # one command, as argv
+    Runner = Callable[[list[str]], "tuple[int, str]"]   # argv -> (rc, stderr)
 
 PROTO = 250
 PROTO_NAME = "beonet"
@@ -27,39 +42,60 @@ STATE_PATH = "/var/lib/beonet/addresses"       # "ADDR/LEN DEV" lines beonet ins
 NFT_PATH = "/etc/nftables.d/beonet.nft"
 NETWORKD = "/etc/systemd/network"
 NM = "/etc/NetworkManager/system-connections"
+FORWARD = "/proc/sys/net/ipv4/ip_forward"
 SIOCETHTOOL = 0x8946
 ETHTOOL_GTSO, ETHTOOL_STSO = 0x1e, 0x1f       # legacy one-feature get/set (all TSO bits)
+BLANK_MTU = 1500                              # an Ethernet NIC's MTU as it comes
 
 
-def _is_bond_member(iface):
+class LiveState(TypedDict):
+    """What the module reads on the node before it changes anything."""
+    links: IpJson                # ip -j link
+    addrs: IpJson                # ip -j addr
+    routes: IpJson               # ip -j route show table main
+    installed: list[str]         # the state file's "ADDR/LEN DEV" lines
+    forwarding: str              # /proc/sys/net/ipv4/ip_forward ("" when unreadable)
+    nft_table: str | None        # `nft list table inet beonet` (None: no such table)
+    tso: dict[str, bool | None]  # live_tso()
+
+
+def _is_bond_member(iface: Interface) -> bool:
     return bool(iface.get("bond"))
 
 
-def networkd_files(n):
+def _networkd_netdev(iface: Interface) -> str:
+    return HEADER + (
+        "[NetDev]\nName=%s\nKind=bond\n%s%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
+        % (iface["name"], "MACAddress=%s\n" % iface["mac"] if iface.get("mac") else "",
+           "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
+           iface["mode"], iface["miimon"]))
+
+
+def _networkd_network(n: NodePlan, iface: Interface) -> str:
+    lines = [HEADER, "[Match]\nName=%s\n\n" % iface["name"]]
+    if iface.get("mtu") and iface["kind"] != "bond":
+        lines.append("[Link]\nMTUBytes=%d\n\n" % iface["mtu"])
+    lines.append("[Network]\n")
+    if _is_bond_member(iface):
+        lines.append("Bond=%s\n" % iface["bond"])
+    else:
+        lines.append("LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+        for a in iface["addresses"]:
+            lines.append("Address=%s\n" % a)
+        for r in n["routes"]:
+            if r["dev"] == iface["name"]:
+                lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
+                             "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
+    return "".join(lines)
+
+
+def networkd_files(n: NodePlan) -> dict[str, str]:
     files = {}
     for iface in n["interfaces"]:
         stem = "%s/60-beonet-%s" % (NETWORKD, iface["name"])
         if iface["kind"] == "bond":
-            files[stem + ".netdev"] = HEADER + (
-                "[NetDev]\nName=%s\nKind=bond\n%s%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
-                % (iface["name"], "MACAddress=%s\n" % iface["mac"] if iface.get("mac") else "",
-                   "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
-                   iface["mode"], iface["miimon"]))
-        lines = [HEADER, "[Match]\nName=%s\n\n" % iface["name"]]
-        if iface.get("mtu") and iface["kind"] != "bond":
-            lines.append("[Link]\nMTUBytes=%d\n\n" % iface["mtu"])
-        lines.append("[Network]\n")
-        if _is_bond_member(iface):
-            lines.append("Bond=%s\n" % iface["bond"])
-        else:
-            lines.append("LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-            for a in iface["addresses"]:
-                lines.append("Address=%s\n" % a)
-            for r in n["routes"]:
-                if r["dev"] == iface["name"]:
-                    lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
-                                 "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
-        files[stem + ".network"] = "".join(lines)
+            files[stem + ".netdev"] = _networkd_netdev(iface)
+        files[stem + ".network"] = _networkd_network(n, iface)
         if iface["kind"] == "bond" and iface.get("tso") is False:
             # Offloads of a netdev networkd creates come from a .link file,
             # applied by udev when the bond appears (before 99-default.link).
@@ -69,42 +105,47 @@ def networkd_files(n):
     return files
 
 
-def nm_files(n):
-    files = {}
-    for iface in n["interfaces"]:
-        path = "%s/beonet-%s.nmconnection" % (NM, iface["name"])
-        out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\n" % (iface["name"], iface["name"])]
-        if iface["kind"] == "bond":
-            out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
-            if iface.get("mac"):
-                out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
-            if iface.get("tso") is False:
-                out.append("\n[ethtool]\nfeature-tso=false\n")
-        else:
-            out.append("type=ethernet\n")
-            if _is_bond_member(iface):
-                # master/slave-type: what NetworkManager < 1.46 (Debian 12: 1.42)
-                # reads; newer versions read them as aliases of controller/port-type.
-                out.append("master=%s\nslave-type=bond\n" % iface["bond"])
-            if iface.get("mtu"):
-                out.append("\n[ethernet]\nmtu=%d\n" % iface["mtu"])
-        if not _is_bond_member(iface):
-            out.append("\n[ipv4]\nmethod=manual\n")
-            for k, a in enumerate(iface["addresses"], 1):
-                out.append("address%d=%s\n" % (k, a))
-            k = 0
-            for r in n["routes"]:
-                if r["dev"] == iface["name"]:
-                    k += 1
-                    out.append("route%d=%s,%s\nroute%d_options=src=%s\n"
-                               % (k, r["to"], r["via"], k, r["src"]))
-            out.append("\n[ipv6]\nmethod=disabled\n")
-        files[path] = "".join(out)
-    return files
+def _nm_ipv4(n: NodePlan, iface: Interface) -> str:
+    out = ["\n[ipv4]\nmethod=manual\n"]
+    for k, a in enumerate(iface["addresses"], 1):
+        out.append("address%d=%s\n" % (k, a))
+    routes = [r for r in n["routes"] if r["dev"] == iface["name"]]
+    for k, r in enumerate(routes, 1):
+        out.append("route%d=%s,%s\nroute%d_options=src=%s\n" % (k, r["to"], r["via"], k, r["src"]))
+    out.append("\n[ipv6]\nmethod=disabled\n")
+    return "".join(out)
 
 
-def forward_ruleset(prefixes):
-    """nftables: a forwarding node forwards only between the topology's prefixes."""
+def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
+    out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\n" % (iface["name"], iface["name"])]
+    if iface["kind"] == "bond":
+        out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
+        if iface.get("mac"):
+            out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
+        if iface.get("tso") is False:
+            out.append("\n[ethtool]\nfeature-tso=false\n")
+    else:
+        out.append("type=ethernet\n")
+        if _is_bond_member(iface):
+            # master/slave-type: what NetworkManager < 1.46 (Debian 12: 1.42)
+            # reads; newer versions read them as aliases of controller/port-type.
+            out.append("master=%s\nslave-type=bond\n" % iface["bond"])
+        if iface.get("mtu"):
+            out.append("\n[ethernet]\nmtu=%d\n" % iface["mtu"])
+    if not _is_bond_member(iface):
+        out.append(_nm_ipv4(n, iface))
+    return "".join(out)
+
+
+def nm_files(n: NodePlan) -> dict[str, str]:
+    return {"%s/beonet-%s.nmconnection" % (NM, i["name"]): _nm_keyfile(n, i) for i in n["interfaces"]}
+
+
+def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
+    """nftables: a forwarding node forwards only between the topology's prefixes.
+
+    Returns (digest, ruleset text); the digest is in the table's comment, so
+    ``nft list table inet beonet`` tells whether this ruleset is loaded."""
     nets = ", ".join(prefixes)
     body = ("table inet beonet {\n"
             "\tcomment \"beonet-ruleset %s\"\n"
@@ -117,7 +158,8 @@ def forward_ruleset(prefixes):
     return digest, text
 
 
-def persistent_files(n, prefixes, backend):
+def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str) -> dict[str, str]:
+    """{path: text} of the node's persistent configuration (backend: networkd or networkmanager)."""
     files = networkd_files(n) if backend == "networkd" else nm_files(n)
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0)
     if n["forwarding"]:
@@ -125,58 +167,69 @@ def persistent_files(n, prefixes, backend):
     return files
 
 
-def route_key(to, via, dev, src):
+def file_mode(path: str) -> int:
+    """NetworkManager ignores keyfiles that anyone but root can read."""
+    return 0o600 if path.endswith(".nmconnection") else 0o644
+
+
+def route_key(to: str, via: str | None, dev: str | None, src: str | None) -> tuple[Any, ...]:
     return (to, via, dev, src)
 
 
-def runtime_actions(n, node, links, addrs, routes, installed=()):
-    """Commands (argv lists) that turn the live state into node plan n.
+def _missing_nics(n: NodePlan, node: str, by_name: dict[str, dict[str, Any]]) -> list[str]:
+    return ["%s: no NIC named %s (plan segment %s)" % (node, i["name"], i["segment"])
+            for i in n["interfaces"] if i["kind"] == "ethernet" and i["name"] not in by_name]
 
-    links, addrs, routes: parsed ``ip -j link``, ``ip -j addr`` and
-    ``ip -j route show table main`` output; installed: the "ADDR/LEN DEV"
-    addresses an earlier run installed (the state file). Returns (actions,
-    problems)."""
-    problems = []
+
+def _bond_actions(n: NodePlan, by_name: dict[str, dict[str, Any]]) -> list[Action]:
+    """Create the missing bonds (or give them their planned MAC), then enslave the members."""
     actions = []
-    by_name = {l["ifname"]: l for l in links}
-    for iface in n["interfaces"]:
-        if iface["kind"] == "ethernet" and iface["name"] not in by_name:
-            problems.append("%s: no NIC named %s (plan segment %s)" % (node, iface["name"], iface["segment"]))
-    if problems:
-        return [], problems
-    for iface in n["interfaces"]:
-        if iface["kind"] != "bond":
-            continue
-        name = iface["name"]
+    for iface in (i for i in n["interfaces"] if i["kind"] == "bond"):
+        name, mac = iface["name"], iface.get("mac")
         live = by_name.get(name)
-        mac = iface.get("mac")
         if live is None:
             actions.append(["ip", "link", "add", name] + (["address", mac] if mac else [])
                            + ["type", "bond", "mode", iface["mode"], "miimon", str(iface["miimon"])])
         elif mac and live.get("address", "").lower() != mac:
             actions.append(["ip", "link", "set", "dev", name, "address", mac])
-        for m in iface["members"]:
+        for m in iface.get("members", []):
             if by_name[m].get("master") != name:
                 actions.append(["ip", "link", "set", m, "down"])
                 actions.append(["ip", "link", "set", m, "master", name])
+    return actions
+
+
+def _link_actions(n: NodePlan, by_name: dict[str, dict[str, Any]]) -> list[Action]:
+    """MTUs (a bond member takes its bond's) and links up."""
+    actions = []
     for iface in n["interfaces"]:
-        live = by_name.get(iface["name"], {})
-        if iface.get("mtu") and live.get("mtu") != iface["mtu"] and not iface.get("bond"):
-            actions.append(["ip", "link", "set", "dev", iface["name"], "mtu", str(iface["mtu"])])
+        # Only a bond can be missing here: 'ip link add' makes it down, with MTU 1500.
+        live = by_name.get(iface["name"], {"flags": [], "mtu": BLANK_MTU})
+        mtu = iface.get("mtu")
+        if mtu and live.get("mtu") != mtu and not iface.get("bond"):
+            actions.append(["ip", "link", "set", "dev", iface["name"], "mtu", str(mtu)])
         if "UP" not in live.get("flags", []):
             actions.append(["ip", "link", "set", "dev", iface["name"], "up"])
-    want_addr = {(a, i["name"]) for i in n["interfaces"] for a in i["addresses"]}
-    have = {}
+    return actions
+
+
+def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> list[Action]:
+    """Add the planned addresses; remove those an earlier plan installed and this one drops."""
+    want = {(a, i["name"]) for i in n["interfaces"] for a in i["addresses"]}
+    have = set()
     for entry in addrs:
         for info in entry.get("addr_info", []):
             if info.get("family") == "inet":
-                have[("%s/%d" % (info["local"], info["prefixlen"]), entry["ifname"])] = info
-    for key in sorted(want_addr - set(have)):
-        actions.append(["ip", "addr", "add", key[0], "dev", key[1]])
+                have.add(("%s/%d" % (info["local"], info["prefixlen"]), entry["ifname"]))
     ours = {tuple(x.split(" ", 1)) for x in installed}
-    for key in sorted(have):
-        if key not in want_addr and key in ours:
-            actions.append(["ip", "addr", "del", key[0], "dev", key[1]])
+    actions = [["ip", "addr", "add", a, "dev", dev] for a, dev in sorted(want - have)]
+    actions += [["ip", "addr", "del", a, "dev", dev] for a, dev in sorted(have)
+                if (a, dev) not in want and (a, dev) in ours]
+    return actions
+
+
+def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
+    """Remove the beonet routes the plan drops; add (replace) the planned ones missing."""
     want = {route_key(r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"]}
     live_routes = {}
     for r in routes:
@@ -188,25 +241,166 @@ def runtime_actions(n, node, links, addrs, routes, installed=()):
         # come back as 'static'. Such a route, equal to a planned one, is in place.
         if ours or (key in want and str(r.get("protocol")) in ("static", "4")):
             live_routes[key] = ours
-    for key in sorted(k for k, ours in live_routes.items() if ours and k not in want):
-        actions.append(["ip", "route", "del", key[0], "via", key[1], "dev", key[2],
-                        "proto", str(PROTO)])
-    for key in sorted(want - set(live_routes)):
-        actions.append(["ip", "route", "replace", key[0], "via", key[1], "dev", key[2],
-                        "src", key[3], "proto", str(PROTO)])
-    return actions, problems
+    actions = [["ip", "route", "del", k[0], "via", k[1], "dev", k[2], "proto", str(PROTO)]
+               for k in sorted(k for k, ours in live_routes.items() if ours and k not in want)]
+    actions += [["ip", "route", "replace", k[0], "via", k[1], "dev", k[2], "src", k[3],
+                 "proto", str(PROTO)] for k in sorted(want - set(live_routes))]
+    return actions
 
 
-def offload_actions(n, live_tso):
+def runtime_actions(n: NodePlan, node: str, links: IpJson, addrs: IpJson, routes: IpJson,
+                    installed: Iterable[str] = ()) -> tuple[list[Action], list[str]]:
+    """The ``ip`` commands (argv lists) that turn the live state into node plan n.
+
+    links, addrs, routes: parsed ``ip -j link``, ``ip -j addr`` and
+    ``ip -j route show table main`` output; installed: the "ADDR/LEN DEV"
+    addresses an earlier run installed (the state file). Returns (actions,
+    problems); with problems (a planned NIC the node lacks) there is no action."""
+    by_name = {link["ifname"]: link for link in links}
+    problems = _missing_nics(n, node, by_name)
+    if problems:
+        return [], problems
+    return (_bond_actions(n, by_name) + _link_actions(n, by_name)
+            + _address_actions(n, addrs, installed) + _route_actions(n, routes)), []
+
+
+def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
+                       nft_table: str | None) -> list[Action]:
+    """The forwarding sysctl and the nftables ruleset, where they differ from the plan.
+
+    forwarding: the live /proc/sys/net/ipv4/ip_forward; nft_table: the live
+    ``nft list table inet beonet`` (None when there is no such table). The
+    ruleset is loaded from the persistent file, written before."""
+    want = "1" if n["forwarding"] else "0"
+    actions = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
+    if n["forwarding"]:
+        if "beonet-ruleset %s" % forward_ruleset(prefixes)[0] not in (nft_table or ""):
+            actions.append(["nft", "-f", NFT_PATH])
+    elif nft_table is not None:
+        actions.append(["nft", "delete", "table", "inet", "beonet"])
+    return actions
+
+
+def _tso_off_bonds(n: NodePlan) -> list[str]:
+    return [i["name"] for i in n["interfaces"] if i["kind"] == "bond" and i.get("tso") is False]
+
+
+def offload_actions(n: NodePlan, live_tso: dict[str, bool | None]) -> list[Action]:
     """Commands for the bonds whose plan turns TSO off and whose live TSO is not off.
 
     live_tso: {bond: True, False, or None when the bond does not exist yet}. The
     module applies them with ``set_tso``; the text is the equivalent ethtool command."""
-    return [["ethtool", "-K", i["name"], "tso", "off"] for i in n["interfaces"]
-            if i["kind"] == "bond" and i.get("tso") is False and live_tso.get(i["name"]) is not False]
+    return [["ethtool", "-K", b, "tso", "off"] for b in _tso_off_bonds(n) if live_tso.get(b) is not False]
 
 
-def _ethtool_value(dev, cmd, value=0):
+def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
+                 live: LiveState) -> tuple[list[Action], list[str]]:
+    """Every command that turns the live state into the plan, in the order the module
+    runs them: forwarding, ruleset, the ``ip`` commands, bond offloads.
+
+    Returns (actions, problems); with problems there is no action."""
+    ip_actions, problems = runtime_actions(n, node, live["links"], live["addrs"], live["routes"],
+                                           live["installed"])
+    if problems:
+        return [], problems
+    return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"]) + ip_actions
+            + offload_actions(n, live["tso"])), []
+
+
+def blank_live_state(n: NodePlan) -> LiveState:
+    """A node as it comes: every planned Ethernet NIC present, down, with MTU 1500,
+    no address, no route, no bond, forwarding off and no beonet ruleset."""
+    links = [{"ifname": i["name"], "flags": [], "mtu": BLANK_MTU}
+             for i in n["interfaces"] if i["kind"] == "ethernet"]
+    return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
+            "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n))}
+
+
+def actions_on_blank_node(n: NodePlan, node: str = "") -> list[Action]:
+    """The commands the module runs on a blank node (``blank_live_state``): the dry run."""
+    # No ruleset is loaded on a blank node, so the prefixes (which only name it) do not matter.
+    actions, problems = node_actions(n, node, (), blank_live_state(n))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return actions
+
+
+def refusals(n: NodePlan, node: str, management_interface: str, management_address: str,
+             bonding: bool) -> list[str]:
+    """Why this plan must not be applied on this node, checked before any change.
+
+    management_interface: the interface Ansible connects through ("none" when
+    there is none); management_address: the address it connects to ("" when
+    unknown); bonding: whether the kernel has a bonding driver."""
+    problems = []
+    for iface in n["interfaces"]:
+        if management_interface != "none" and management_interface in [iface["name"]] + iface.get(
+                "members", []):
+            problems.append("%s: the plan would change %s, the interface Ansible connects "
+                            "through" % (node, management_interface))
+        for a in iface["addresses"]:
+            if management_address and a.split("/")[0] == management_address:
+                problems.append("%s: the plan would add %s, the address Ansible connects to"
+                                % (node, management_address))
+    if not bonding and has_bonds(n):
+        problems.append("%s: this kernel has no bonding driver (no /sys/class/net/bonding_masters, "
+                        "no bonding module); the plan's bonds need a VM or bare metal" % node)
+    return problems
+
+
+def has_bonds(n: NodePlan) -> bool:
+    return any(i["kind"] == "bond" for i in n["interfaces"])
+
+
+def _write_sysctl(setting: str) -> None:
+    """`sysctl -w KEY=VALUE` without the sysctl binary."""
+    key, _, value = setting.partition("=")
+    with open("/proc/sys/" + key.replace(".", "/"), "w", encoding="utf-8") as fh:
+        fh.write(value + "\n")
+
+
+def _turn_tso_off(dev: str) -> str | None:
+    set_tso(dev, False)
+    return "the kernel keeps TSO on" if get_tso(dev) else None
+
+
+def run_action(cmd: Action, run: Runner) -> str | None:
+    """Carry out one command of ``node_actions``; returns why it failed (None: done).
+
+    run(argv) -> (rc, stderr) runs a program; the forwarding sysctl and the
+    bond offload are set directly (/proc and the SIOCETHTOOL ioctl)."""
+    try:
+        if cmd[0] == "sysctl":
+            _write_sysctl(cmd[-1])
+            return None
+        if cmd[0] == "ethtool":
+            return _turn_tso_off(cmd[2])
+    except OSError as exc:
+        return str(exc)
+    rc, err = run(cmd)
+    if rc == 0:
+        return None
+    return err.strip() or "exit status %d" % rc
+
+
+def action_failure(node: str, cmd: Action, err: str) -> str:
+    """The message for a command that failed."""
+    if cmd[:3] == ["ip", "link", "add"] and "bond" in cmd and "nknown device type" in err:
+        return ("%s: this kernel has no bonding driver (%s); bonds need a VM or bare metal"
+                % (node, err))
+    return "%s: %s failed: %s" % (node, " ".join(cmd), err)
+
+
+def apply_actions(node: str, actions: Iterable[Action], run: Runner) -> str | None:
+    """Carry out the commands in order, stopping at the first that fails; returns its message."""
+    for cmd in actions:
+        err = run_action(cmd, run)
+        if err is not None:
+            return action_failure(node, cmd, err)
+    return None
+
+
+def _ethtool_value(dev: str, cmd: int, value: int = 0) -> int:
     """One legacy SIOCETHTOOL get/set of a struct ethtool_value {u32 cmd; u32 data}."""
     import array
     import fcntl
@@ -216,36 +410,35 @@ def _ethtool_value(dev, cmd, value=0):
     ifreq = struct.pack("16sP", dev.encode()[:15], buf.buffer_info()[0]).ljust(40, b"\0")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
-    return struct.unpack("=II", buf.tobytes())[1]
+    return int(struct.unpack("=II", buf.tobytes())[1])
 
 
-def get_tso(dev):
+def get_tso(dev: str) -> bool:
     """Whether TCP segmentation offload is on (OSError when there is no such device)."""
     return bool(_ethtool_value(dev, ETHTOOL_GTSO))
 
 
-def set_tso(dev, on):
+def set_tso(dev: str, on: bool) -> None:
     _ethtool_value(dev, ETHTOOL_STSO, 1 if on else 0)
 
 
-def live_tso(n):
+def live_tso(n: NodePlan) -> dict[str, bool | None]:
     """{bond: live TSO} for the bonds whose plan turns TSO off (None: no such device)."""
-    out = {}
-    for i in n["interfaces"]:
-        if i["kind"] == "bond" and i.get("tso") is False:
-            try:
-                out[i["name"]] = get_tso(i["name"])
-            except OSError:
-                out[i["name"]] = None
+    out: dict[str, bool | None] = {}
+    for bond in _tso_off_bonds(n):
+        try:
+            out[bond] = get_tso(bond)
+        except OSError:
+            out[bond] = None
     return out
 
 
-def installed_addresses(n):
+def installed_addresses(n: NodePlan) -> str:
     """State-file text recording the addresses this plan installs."""
     return "".join("%s %s\n" % (a, i["name"]) for i in n["interfaces"] for a in i["addresses"])
 
 
-def routes_text(routes, only_beonet=True):
+def routes_text(routes: IpJson, only_beonet: bool = True) -> str:
     """Comparable text of a routing table (for --diff)."""
     lines = []
     for r in routes:
@@ -256,7 +449,7 @@ def routes_text(routes, only_beonet=True):
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
 
 
-def plan_routes_text(n):
+def plan_routes_text(n: NodePlan) -> str:
     lines = ["%s via %s dev %s src %s" % (r["to"], r["via"], r["dev"], r["src"])
              for r in n["routes"]]
     return "\n".join(sorted(lines)) + ("\n" if lines else "")

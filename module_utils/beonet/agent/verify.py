@@ -1,13 +1,19 @@
 """Path verification on a node: traceroute output against the plan's expected
 hops, forwarding state, bond state. Standard library only (runs on nodes)."""
 
+from __future__ import annotations
+
 import difflib
 import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .nodeplan import NodePlan
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
 
 
-def parse_traceroute(text):
+def parse_traceroute(text: str) -> list[str]:
     """Hop addresses of `traceroute -n -q 1` output ('*' where no reply)."""
     hops = []
     for line in text.splitlines():
@@ -17,14 +23,14 @@ def parse_traceroute(text):
     return hops
 
 
-def compare(expected, seen):
+def compare(expected: Iterable[str], seen: Iterable[str]) -> bool:
     return list(expected) == list(seen)
 
 
-def bond_state(text):
+def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
     """Parse /proc/net/bonding/<bond>: mode and {member: MII status}."""
     mode = None
-    members = {}
+    members: dict[str, str] = {}
     current = None
     for line in text.splitlines():
         key, _, value = line.partition(":")
@@ -38,7 +44,7 @@ def bond_state(text):
     return mode, members
 
 
-def table(rows):
+def table(rows: Sequence[dict[str, Any]]) -> str:
     """Text table of mismatches: pair, expected, seen."""
     if not rows:
         return "all paths match the plan"
@@ -50,11 +56,11 @@ def table(rows):
     return "\n".join(out)
 
 
-def _route_line(to, via, dev, src):
+def _route_line(to: str, via: str | None, dev: str | None, src: str | None) -> str:
     return "%s via %s dev %s src %s" % (to, via, dev, src)
 
 
-def route_lines(plan_node, live_routes):
+def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """(planned, live) sorted route lines of one node, in one format.
 
     live_routes: parsed ``ip -j -4 route show table main``. Only routes through
@@ -73,7 +79,8 @@ def route_lines(plan_node, live_routes):
     return planned, sorted(live)
 
 
-def route_problems(node, plan_node, live_routes):
+def route_problems(node: str, plan_node: NodePlan,
+                   live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """The live table against the plan: (problems, unified diff lines)."""
     planned, live = route_lines(plan_node, live_routes)
     problems = ["%s: route missing: %s" % (node, x) for x in sorted(set(planned) - set(live))]

@@ -1,0 +1,58 @@
+"""Writing a file atomically: readers see the old content or the new, never a part.
+
+Standard library only (it runs on the nodes inside the beonet_node module, and
+on the controller for the CLI's outputs).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, text: str, mode: int | None = None) -> None:
+    """Write text (UTF-8) to path through a temporary file in the same folder.
+
+    The folder is created (with its parents, mode 0755) when missing. The
+    temporary file is written, flushed to disk, given its mode and renamed over
+    path. mode: the file's permission bits; None keeps those of the file it
+    replaces, or gives a new file the umask's default (as ``open`` would). On
+    any error the temporary file is removed and path is left as it was."""
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, 0o755, exist_ok=True)
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
+    tmp = os.path.join(folder, ".%s.%s.tmp" % (os.path.basename(path), secrets.token_hex(6)))
+    # Created readable by its owner only; the final mode is set before the rename.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
