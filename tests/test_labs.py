@@ -1,0 +1,377 @@
+"""The labs' bring-up and teardown command sequences, without Docker or QEMU:
+the host is a fake that records every command and keeps the resources they
+would create. `lab down` must work from the saved state alone (topology file
+edited or deleted), remove exactly what `lab up` created, and do nothing twice."""
+
+import hashlib
+import json
+import shlex
+import shutil
+
+import pytest
+from conftest import ROOT
+
+from beonet import cli
+from beonet.labs import base
+from beonet.labs import docker as dlab
+from beonet.labs import vm as vmlab
+from beonet.labs.base import LabError
+
+
+class FakeDockerHost:
+    """Containers, networks, host links and DOCKER-USER rules that the lab's
+    commands would create, and the log of those commands."""
+
+    def __init__(self):
+        self.log = []
+        self.containers = {}      # name -> {"label": lab, "networks": [net, ...]}
+        self.networks = {}        # name -> lab label
+        self.links = set()
+        self.rules = set()
+
+    @staticmethod
+    def _mac(cont, net):
+        digest = hashlib.sha1(("%s/%s" % (cont, net)).encode()).digest()
+        return "02:42:" + ":".join("%02x" % x for x in digest[:4])
+
+    def run(self, cmd, check=True):
+        self.log.append(cmd)
+        if cmd[:2] == ["docker", "ps"]:
+            lab = cmd[-1].split("=", 2)[2]
+            return "\n".join(n for n, c in self.containers.items() if c["label"] == lab)
+        if cmd[:3] == ["docker", "network", "ls"]:
+            want = cmd[-1].split("=", 2)[2] if cmd[-1].count("=") == 2 else None
+            return "\n".join(n for n, lab in self.networks.items() if want in (None, lab))
+        if cmd[:3] == ["docker", "network", "inspect"]:
+            return json.dumps([{"Name": n, "Labels": {dlab.LABEL: lab}, "IPAM": {"Config": []}}
+                               for n, lab in self.networks.items() if n in cmd[3:]])
+        if cmd[:3] == ["docker", "network", "create"]:
+            self.networks[cmd[-1]] = cmd[cmd.index("--label") + 1].split("=", 1)[1]
+        elif cmd[:2] == ["docker", "run"]:
+            self.containers[cmd[cmd.index("--name") + 1]] = {
+                "label": cmd[cmd.index("--label") + 1].split("=", 1)[1],
+                "networks": [cmd[cmd.index("--network") + 1]]}
+        elif cmd[:3] == ["docker", "network", "connect"]:
+            self.containers[cmd[4]]["networks"].append(cmd[3])
+        elif cmd[:2] == ["docker", "inspect"]:
+            nets = self.containers[cmd[2]]["networks"]
+            return json.dumps([{"NetworkSettings": {"Networks": {
+                n: {"MacAddress": self._mac(cmd[2], n)} for n in nets}}}])
+        elif cmd[:2] == ["docker", "exec"] and cmd[3:] == ["ip", "-j", "link"]:
+            nets = self.containers[cmd[2]]["networks"]
+            return json.dumps([{"ifname": "eth%d" % i, "address": self._mac(cmd[2], n)}
+                               for i, n in enumerate(nets)])
+        elif cmd[:3] == ["docker", "rm", "-f"]:
+            del self.containers[cmd[3]]
+        elif cmd == ["ip", "-j", "link"]:
+            return "[]"
+        elif cmd[:3] == ["ip", "link", "add"]:
+            self.links.add(cmd[3])
+            if "peer" in cmd:
+                self.links.add(cmd[-1])
+        elif cmd[:3] == ["ip", "link", "del"]:
+            self.links.discard(cmd[3])
+            if cmd[3].startswith("ua"):          # a veth takes its peer along
+                self.links.discard("ub" + cmd[3][2:])
+        elif cmd[:2] == ["iptables", "-I"]:
+            self.rules.add(tuple(cmd[2:]))
+        elif cmd[:2] == ["iptables", "-D"]:
+            self.rules.discard(tuple(cmd[2:]))
+        return ""
+
+    def ok(self, cmd):
+        self.log.append(cmd)
+        if cmd[:2] == ["iptables", "-C"]:
+            return tuple(cmd[2:]) in self.rules
+        if cmd[:3] == ["ip", "link", "show"]:
+            return cmd[3] in self.links
+        if cmd[:3] == ["docker", "network", "rm"]:
+            for n in cmd[3:]:
+                del self.networks[n]
+        return True
+
+
+@pytest.fixture
+def host(monkeypatch):
+    fake = FakeDockerHost()
+    monkeypatch.setattr(dlab, "_run", fake.run)
+    monkeypatch.setattr(dlab, "_ok", fake.ok)
+    monkeypatch.setattr(dlab.time, "sleep", lambda s: None)
+    return fake
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A copy of switch-tree.yml (root bridge, veth uplinks, DOCKER-USER rule)."""
+    path = tmp_path / "tree.yml"
+    shutil.copy(ROOT / "topologies" / "switch-tree.yml", path)
+    return path
+
+
+def _lab_state(host):
+    return (dict(host.containers), dict(host.networks), set(host.links), set(host.rules))
+
+
+def test_docker_up_saves_what_down_needs(host, tree, tmp_path):
+    inv = dlab.up(str(tree), str(tmp_path))
+    folder = tmp_path / ".lab" / "beonet-tree"
+    assert inv == str(folder / "inventory.yml")
+    saved = json.loads((folder / base.DOCKER_STATE).read_text())
+    assert saved["lab"] == "beonet-switch-tree"      # the lab is named after the topology
+    assert sorted(saved["containers"]) == sorted(host.containers)
+    assert sorted(saved["networks"]) == sorted(host.networks)
+    # The root bridge and the 4 leaf uplinks are the host links the lab made
+    # (deleting a veth deletes its peer); the root bridge has a DOCKER-USER rule.
+    assert len(saved["links"]) == 5 and set(saved["links"]) <= host.links
+    assert [tuple(r) for r in saved["iptables"]] == sorted(host.rules)
+    assert len(host.rules) == 1
+
+
+def test_docker_down_after_the_topology_was_edited_or_deleted(host, tree, tmp_path):
+    before = _lab_state(host)
+    dlab.up(str(tree), str(tmp_path))
+    text = tree.read_text().replace("name: switch-tree", "name: other-tree")
+    tree.write_text(text.replace("nodes_per_leaf: 8", "nodes_per_leaf: 2"))
+    dlab.down(str(tree), str(tmp_path))
+    assert _lab_state(host) == before
+    assert not (tmp_path / ".lab" / "beonet-tree").exists()
+    dlab.up(str(tree), str(tmp_path))
+    tree.unlink()
+    dlab.down(str(tree), str(tmp_path))
+    assert _lab_state(host) == before
+
+
+def test_docker_down_removes_only_what_up_created(host, tree, tmp_path):
+    host.containers["other-node"] = {"label": "other", "networks": ["other-net"]}
+    host.networks["other-net"] = "other"
+    host.links.add("br-mine")
+    host.rules.add(("DOCKER-USER", "-i", "br-mine", "-o", "br-mine", "-j", "ACCEPT"))
+    before = _lab_state(host)
+    dlab.up(str(tree), str(tmp_path), "t1")
+    dlab.down(str(tree), str(tmp_path), "t1")
+    assert _lab_state(host) == before
+    removed = [c for c in host.log if c[:2] in (["docker", "rm"], ["ip", "link"]) and "del" in c
+               or c[:2] == ["iptables", "-D"]]
+    assert not any("other" in " ".join(c) or "br-mine" in c for c in removed)
+
+
+def test_docker_second_down_is_a_no_op(host, tree, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    dlab.up(str(tree), str(tmp_path))
+    assert dlab.main(["down", str(tree)]) == 0
+    host.log.clear()
+    capsys.readouterr()
+    assert dlab.main(["down", str(tree)]) == 0
+    assert host.log == []
+    out = capsys.readouterr().out
+    assert "nothing to do, no lab state in .lab/beonet-tree (0 containers, 0 networks)" in out
+
+
+def test_docker_up_takes_the_saved_lab_down_first(host, tree, tmp_path):
+    dlab.up(str(tree), str(tmp_path))
+    first = _lab_state(host)
+    dlab.up(str(tree), str(tmp_path))
+    assert _lab_state(host)[:2] == first[:2]
+    assert host.links == first[2] and host.rules == first[3]
+
+
+def test_docker_up_command_sequence(host, tree, tmp_path):
+    """A tree lab: look for an old lab, networks, containers, the root bridge
+    with its DOCKER-USER rule, shaped veth uplinks, then the NICs per node."""
+    dlab.up(str(tree), str(tmp_path))
+    kinds = []
+    for c in host.log:
+        k = " ".join(c[:3])
+        if not kinds or kinds[-1] != k:
+            kinds.append(k)
+    assert kinds[:6] == ["docker ps -aq", "docker image inspect", "docker network ls",
+                         "docker network create", "docker run -d", "ip link add"]
+    bridge_add = next(i for i, c in enumerate(host.log) if c[-2:] == ["type", "bridge"])
+    assert [c[:2] for c in host.log[bridge_add + 1:bridge_add + 4]] == [
+        ["ip", "link"], ["iptables", "-C"], ["iptables", "-I"]]
+    shaped = [c[2] for c in host.log if c[:2] == ["sh", "-c"]]
+    assert len(shaped) == 8 and all("tbf rate 1000mbit" in c for c in shaped)
+    assert host.log[-1][:3] == ["docker", "exec", "beonet-switch-tree-node32"]
+    assert "tbf rate 100mbit" in host.log[-1][-1]
+
+
+def test_docker_down_of_a_vm_lab_folder_is_refused(host, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / ".lab" / "x"
+    folder.mkdir(parents=True)
+    (folder / base.VM_STATE).write_text("{}")
+    assert dlab.main(["down", "gone.yml"], "x") == 1
+    assert "--provider vm" in capsys.readouterr().err
+    assert host.log == []
+
+
+def test_a_state_folder_without_a_record_is_refused(tmp_path):
+    (tmp_path / "f").mkdir()
+    with pytest.raises(LabError, match="has no state.json"):
+        base.load_state(str(tmp_path / "f"), base.DOCKER_STATE)
+    (tmp_path / "f" / base.DOCKER_STATE).write_text("{")
+    with pytest.raises(LabError, match="unreadable lab state"):
+        base.load_state(str(tmp_path / "f"), base.DOCKER_STATE)
+
+
+def test_state_folder_comes_from_the_name_or_the_file_name():
+    assert base.state_dir("/r", "a/b/mesh.yml") == "/r/.lab/beonet-mesh"
+    assert base.state_dir("/r", "a/b/mesh.yml", "my lab") == "/r/.lab/my-lab"
+
+
+def test_docker_inventory_uses_the_docker_connection(host, tree, tmp_path):
+    inv = json.loads(open(dlab.up(str(tree), str(tmp_path))).read())
+    v = inv["beonet_nodes"]["vars"]
+    assert v["ansible_connection"] == "community.docker.docker"    # no SSH, no host keys
+    assert v["beonet_lab"] == "beonet-switch-tree"
+    hosts = inv["beonet_nodes"]["hosts"]
+    assert len(hosts) == 32
+    assert hosts["node01"]["ansible_host"] == "beonet-switch-tree-node01"
+    assert hosts["node01"]["beonet_interfaces"] == {"eth1": "eth0"}
+
+
+def test_cli_lab_down_without_state_exits_0(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    cli.main(["lab", "down", "missing.yml"])
+    assert "nothing to do" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the VM lab
+
+class FakeVmHost:
+    """Namespaces, QEMU processes (pid files) and the commands of the VM lab."""
+
+    def __init__(self, plan):
+        self.log = []
+        self.netns = set()
+        self.alive = set()
+        self.stopped = []
+        self.plan = plan
+
+    def run(self, cmd, check=True, stdin=None):
+        self.log.append(cmd)
+        if cmd[0] == "ssh-keygen":
+            key = cmd[cmd.index("-f") + 1]
+            for path in (key, key + ".pub"):
+                with open(path, "w") as fh:
+                    fh.write("ssh-ed25519 AAAAKEY test\n")
+        elif cmd[:3] == ["ip", "netns", "add"]:
+            self.netns.add(cmd[3])
+        elif cmd[:3] == ["ip", "netns", "del"]:
+            self.netns.discard(cmd[3])
+        elif "qemu-system-x86_64" in cmd:
+            pid = 40000 + len(self.alive) + len(self.stopped)
+            with open(cmd[cmd.index("-pidfile") + 1], "w") as fh:
+                fh.write("%d\n" % pid)
+            self.alive.add(pid)
+        return ""
+
+    def ssh(self, netns, state, address, command, timeout=30):
+        assert command == "ip -j link" and netns in self.netns
+        vm = next(vm for vm in vmlab.layout(self.plan, netns)["vms"].values()
+                  if vm["mgmt_address"] == address)
+        macs = [vm["mgmt_mac"]] + [n["mac"] for n in vm["nics"]]
+        return json.dumps([{"ifname": "ens%d" % (16 + k), "address": m} for k, m in enumerate(macs)])
+
+    def stop(self, pids):
+        self.stopped += pids
+        self.alive -= set(pids)
+
+
+@pytest.fixture
+def bonded(tmp_path):
+    path = tmp_path / "bonded.yml"
+    shutil.copy(ROOT / "topologies" / "bonded-dual-net-4.yml", path)
+    return path
+
+
+@pytest.fixture
+def vmhost(monkeypatch, bonded):
+    plan = vmlab.render.plan(vmlab.pipeline.compile_file(str(bonded)))
+    fake = FakeVmHost(plan)
+    monkeypatch.setattr(vmlab, "_run", fake.run)
+    monkeypatch.setattr(vmlab, "ssh", fake.ssh)
+    monkeypatch.setattr(vmlab, "_stop", fake.stop)
+    monkeypatch.setattr(vmlab, "_alive", lambda pid: pid in fake.alive)
+    monkeypatch.setattr(vmlab, "_netns_exists", lambda n: n in fake.netns)
+    monkeypatch.setattr(vmlab, "_check_host", lambda images: None)
+    monkeypatch.setattr(vmlab, "_wait_ssh", lambda *a: None)
+    return fake
+
+
+def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
+    vmlab.up(str(bonded), str(tmp_path), nm_nodes=["node04"])
+    assert [c[0] for c in vmhost.log[:3]] == ["ssh-keygen", "ip", "ip"]
+    assert vmhost.log[1] == ["ip", "netns", "add", "beonet-bonded-dual-net-4"]
+    assert vmhost.log[2][:5] == ["ip", "netns", "exec", "beonet-bonded-dual-net-4", "sh"]
+    assert [c[0] for c in vmhost.log[3::2]] == ["qemu-img"] * 4
+    assert [c[4] for c in vmhost.log[4::2]] == ["qemu-system-x86_64"] * 4
+    saved = json.loads((tmp_path / ".lab" / "beonet-bonded" / base.VM_STATE).read_text())
+    assert saved["lab"] == saved["netns"] == "beonet-bonded-dual-net-4"
+    assert saved["nodes"]["node04"] == {"image": "nm", "nics": ["eth1", "eth2"]}
+
+
+def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):
+    """Host key checking may be on in ansible.cfg: the lab's inventory turns it
+    off for its throwaway VMs, and every SSH user of it (Ansible, `ansible -m
+    shell` in the scripts) gets the options from ansible_ssh_common_args."""
+    inv = json.loads(open(vmlab.up(str(bonded), str(tmp_path))).read())
+    v = inv["beonet_nodes"]["vars"]
+    args = shlex.split(v["ansible_ssh_common_args"])
+    opts = [args[i + 1] for i, a in enumerate(args) if a == "-o"]
+    assert "StrictHostKeyChecking=no" in opts and "UserKnownHostsFile=/dev/null" in opts
+    assert any(o.startswith("ProxyCommand=ip netns exec beonet-bonded-dual-net-4 ") for o in opts)
+    assert v["ansible_connection"] == "ssh"
+    assert v["ansible_ssh_private_key_file"] == str(tmp_path / ".lab" / "beonet-bonded" / "id_ed25519")
+    assert inv["beonet_nodes"]["hosts"]["node02"]["beonet_interfaces"] == {"eth1": "ens17",
+                                                                          "eth2": "ens18"}
+
+
+def test_vm_down_after_the_topology_was_edited_or_deleted(vmhost, bonded, tmp_path):
+    vmlab.up(str(bonded), str(tmp_path))
+    pids = set(vmhost.alive)
+    assert len(pids) == 4
+    bonded.write_text(bonded.read_text().replace("node", "host"))
+    vmlab.down(str(bonded), str(tmp_path))
+    assert set(vmhost.stopped) == pids and not vmhost.alive and not vmhost.netns
+    assert not (tmp_path / ".lab" / "beonet-bonded").exists()
+    shutil.copy(ROOT / "topologies" / "bonded-dual-net-4.yml", bonded)
+    vmlab.up(str(bonded), str(tmp_path), "v")
+    bonded.unlink()
+    vmlab.down(str(bonded), str(tmp_path), "v")
+    assert len(vmhost.stopped) == 8 and not vmhost.alive and not vmhost.netns
+    assert list((tmp_path / ".lab").iterdir()) == []
+
+
+def test_vm_second_down_is_a_no_op(vmhost, bonded, tmp_path, capsys):
+    vmlab.up(str(bonded), str(tmp_path))
+    vmlab.down(str(bonded), str(tmp_path))
+    vmhost.log.clear()
+    capsys.readouterr()
+    vmlab.down(str(bonded), str(tmp_path))
+    assert vmhost.log == [] and len(vmhost.stopped) == 4
+    assert "nothing to do, no lab state in .lab/beonet-bonded (0 QEMU processes)" in capsys.readouterr().out
+
+
+def test_vm_link_works_from_the_saved_state(vmhost, bonded, tmp_path, monkeypatch):
+    sent = []
+    monkeypatch.setattr(vmlab, "monitor", lambda state, node, command: sent.append((node, command)) or "")
+    vmlab.up(str(bonded), str(tmp_path))
+    bonded.unlink()
+    vmlab.set_link(str(bonded), str(tmp_path), None, "node02", "eth1", "down")
+    assert sent == [("node02", "set_link eth1 off")]
+    with pytest.raises(LabError, match="no node node09 in lab beonet-bonded-dual-net-4 "
+                                       "\\(its nodes: node01, node02, node03, node04\\)"):
+        vmlab.set_link(str(bonded), str(tmp_path), None, "node09", "eth1", "down")
+    with pytest.raises(LabError, match="node02 has no NIC eth7 \\(plan NICs: eth1, eth2, mgmt\\)"):
+        vmlab.set_link(str(bonded), str(tmp_path), None, "node02", "eth7", "down")
+    with pytest.raises(LabError, match="no VM lab in .lab/other"):
+        vmlab.set_link(str(bonded), str(tmp_path), "other", "node02", "eth1", "down")
+
+
+def test_vm_down_of_a_docker_lab_folder_is_refused(tmp_path):
+    folder = tmp_path / ".lab" / "x"
+    folder.mkdir(parents=True)
+    (folder / base.DOCKER_STATE).write_text("{}")
+    with pytest.raises(LabError, match="a Docker lab: take it down with `beonet lab down`"):
+        vmlab.down("gone.yml", str(tmp_path), "x")
