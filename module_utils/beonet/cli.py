@@ -208,7 +208,8 @@ def parser():
                    help="link: take a VM NIC's link up or down (--provider vm)")
     s.add_argument("topology", help="topology YAML file")
     s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
-                   "(default beonet-<topology>); lets labs of one topology coexist")
+                   "(default beonet-<topology file name>); lets labs of one topology coexist; "
+                   "down and link work from the state folder (the file need not exist)")
     s.add_argument("--provider", choices=["docker", "vm"], default="docker",
                    help="docker: containers (shared kernel, no bonding); vm: QEMU VMs "
                    "with their own Debian kernel (scripts/build-vm-image.sh first)")
