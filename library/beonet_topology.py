@@ -6,7 +6,7 @@ DOCUMENTATION = r"""
 module: beonet_topology
 short_description: Compile a beonet topology into per-host network plans
 description:
-  - Runs on the controller (use C(delegate_to: localhost) and C(run_once)).
+  - "Runs on the controller (use C(delegate_to: localhost) and C(run_once))."
   - Loads and validates a topology file, builds the graph, assigns addresses,
     computes static routes, proves them by walking every pair, and returns the
     plan of every node with its C(ip route) dry-run text.
@@ -25,9 +25,9 @@ options:
     elements: str
   interfaces:
     description:
-      - Physical NIC names per host, C({host: {logical: physical}}), usually each
+      - "Physical NIC names per host, C({host: {logical: physical}}), usually each
         host's C(beonet_interfaces) variable. A host given here must map every
-        logical NIC of its node.
+        logical NIC of its node."
     type: dict
     default: {}
   management:
@@ -77,7 +77,7 @@ prefixes:
   type: list
   elements: str
 paths:
-  description: Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true).
+  description: "Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true)."
   returned: when paths is true
   type: dict
 errors:
