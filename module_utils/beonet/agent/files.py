@@ -24,8 +24,8 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, text: str, mode: int | None = None) -> None:
-    """Write text (UTF-8) to path through a temporary file in the same folder.
+def atomic_write(path: str, text: str | bytes, mode: int | None = None) -> None:
+    """Write text (UTF-8; bytes as they are) to path through a temporary file in the same folder.
 
     The folder is created (with its parents, mode 0755) when missing. The
     temporary file is written, flushed to disk, given its mode and renamed over
@@ -44,8 +44,8 @@ def atomic_write(path: str, text: str, mode: int | None = None) -> None:
     # Created readable by its owner only; the final mode is set before the rename.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())
             if mode is not None:
