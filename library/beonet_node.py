@@ -1,6 +1,8 @@
 #!/usr/bin/python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: beonet_node
@@ -13,11 +15,15 @@ description:
     from the plan. Routes it installs carry protocol 250 (C(beonet)) and addresses are
     recorded in C(/var/lib/beonet/addresses);
     those a newer plan drops are removed, and nothing else.
-  - Refuses, before any change, a plan that would touch the management interface or
-    address, or that names a NIC the node does not have.
+  - Refuses, before any change, a plan of a format it does not understand, and a
+    plan that would touch the management interface or address, or that names a
+    NIC the node does not have.
   - Turns TCP segmentation offload off on bonds whose plan says C(tso=false) (the
     default for balance-rr), at runtime (SIOCETHTOOL ioctl) and persistently (a
     systemd C(.link) file or the keyfile's C([ethtool]) section).
+  - Runs its commands in the order C(beonet routes) prints them for a blank node
+    (forwarding sysctl, nftables ruleset, bonds, MTUs, links up, addresses, routes,
+    bond offloads).
   - Supports check mode and diff mode (routing table and files).
 options:
   node:
@@ -27,6 +33,12 @@ options:
   plan:
     description: The node's plan (C(nodes[NAME]) of the plan, with physical NIC names).
     type: dict
+    required: true
+  plan_format:
+    description:
+      - The plan's format (C(beonet.plan_format) of the whole plan). A plan of
+        another format than this module's (1) is refused before any change.
+    type: int
     required: true
   prefixes:
     description: Every prefix of the topology; forwarding nodes forward only between them.
@@ -59,12 +71,13 @@ EXAMPLES = r"""
   beonet_node:
     node: "{{ inventory_hostname }}"
     plan: "{{ beonet_plan_result.plan.nodes[inventory_hostname] }}"
+    plan_format: "{{ beonet_plan_result.plan.beonet.plan_format }}"
     prefixes: "{{ beonet_plan_result.prefixes }}"
 """
 
 RETURN = r"""
 actions:
-  description: The ip commands run (or, in check mode, that would run).
+  description: The commands run (or, in check mode, that would run), in order.
   returned: always
   type: list
   elements: str
@@ -76,22 +89,33 @@ files:
 """
 
 import os
-import tempfile
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
+from ansible.module_utils.beonet.agent import nodeplan
+from ansible.module_utils.beonet.agent.files import atomic_write
 
-FORWARD = "/proc/sys/net/ipv4/ip_forward"
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "plan": {"type": "dict", "required": True},
+    "plan_format": {"type": "int", "required": True},
+    "prefixes": {"type": "list", "elements": "str", "required": True},
+    "backend": {"type": "str", "choices": ["networkd", "networkmanager"], "default": "networkd"},
+    "management_interface": {"type": "str", "default": "none"},
+    "management_address": {"type": "str", "default": ""},
+    "validate_only": {"type": "bool", "default": False},
+}
 
 
-def _json(module, *cmd):
+def _json(module: AnsibleModule, *cmd: str) -> Any:
     rc, out, err = module.run_command(list(cmd))
     if rc != 0:
         module.fail_json(msg="%s failed: %s" % (" ".join(cmd), err.strip()))
     return module.from_json(out or "[]")
 
 
-def _read(path):
+def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
@@ -99,145 +123,121 @@ def _read(path):
         return None
 
 
-def _write(module, path, text, mode):
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, 0o755)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".beonet-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    module.atomic_move(tmp, path)
-    # atomic_move gives a new file the default mode (0644 under umask 022);
-    # NetworkManager ignores keyfiles readable by anyone but root.
-    os.chmod(path, mode)
+def _bonding_driver(module: AnsibleModule) -> bool:
+    """Whether the kernel has the bonding driver, loaded or as a module."""
+    if os.path.exists("/sys/class/net/bonding_masters"):
+        return True
+    modinfo = module.get_bin_path("modinfo")
+    return bool(modinfo) and module.run_command([modinfo, "bonding"])[0] == 0
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "node": {"type": "str", "required": True},
-            "plan": {"type": "dict", "required": True},
-            "prefixes": {"type": "list", "elements": "str", "required": True},
-            "backend": {"type": "str", "choices": ["networkd", "networkmanager"],
-                        "default": "networkd"},
-            "management_interface": {"type": "str", "default": "none"},
-            "management_address": {"type": "str", "default": ""},
-            "validate_only": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
+def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState:
+    rc, listed, _ = module.run_command(["nft", "list", "table", "inet", "beonet"])
+    return {"links": _json(module, "ip", "-j", "link"),
+            "addrs": _json(module, "ip", "-j", "addr"),
+            "routes": _json(module, "ip", "-j", "route", "show", "table", "main"),
+            "installed": (_read(beonet.STATE_PATH) or "").splitlines(),
+            "forwarding": _read(beonet.FORWARD) or "",
+            "nft_table": listed if rc == 0 else None,
+            "tso": beonet.live_tso(n)}
+
+
+def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.LiveState]:
+    """The plan checked against the node (refused before any change), and what to run."""
     p = module.params
     n, name = p["plan"], p["node"]
-    mgmt_if, mgmt_addr = p["management_interface"], p["management_address"]
-    problems = []
-    for iface in n["interfaces"]:
-        names = [iface["name"]] + iface.get("members", [])
-        if mgmt_if != "none" and mgmt_if in names:
-            problems.append("%s: the plan would change %s, the interface Ansible connects "
-                            "through" % (name, mgmt_if))
-        for a in iface["addresses"]:
-            if mgmt_addr and a.split("/")[0] == mgmt_addr:
-                problems.append("%s: the plan would add %s, the address Ansible connects to"
-                                % (name, mgmt_addr))
-    if any(i["kind"] == "bond" for i in n["interfaces"]) and not os.path.exists(
-            "/sys/class/net/bonding_masters"):
-        modinfo = module.get_bin_path("modinfo")
-        rc = module.run_command([modinfo, "bonding"])[0] if modinfo else 1
-        if rc != 0:
-            problems.append("%s: this kernel has no bonding driver (no "
-                            "/sys/class/net/bonding_masters, no bonding module); the plan's "
-                            "bonds need a VM or bare metal" % name)
-    links = _json(module, "ip", "-j", "link")
-    addrs = _json(module, "ip", "-j", "addr")
-    routes = _json(module, "ip", "-j", "route", "show", "table", "main")
-    installed = (_read(beonet.STATE_PATH) or "").splitlines()
-    actions, more = beonet.runtime_actions(n, name, links, addrs, routes, installed)
-    problems.extend(more)
+    problem = nodeplan.plan_format_problem(name, p["plan_format"])
+    if problem:
+        module.fail_json(msg=problem, problems=[problem], changed=False)
+    bonding = not beonet.has_bonds(n) or _bonding_driver(module)
+    problems = beonet.refusals(n, name, p["management_interface"], p["management_address"], bonding)
+    live = _live_state(module, n)
+    actions, more = beonet.node_actions(n, name, p["prefixes"], live)
+    problems += more
     if problems:
         module.fail_json(msg="; ".join(problems), problems=problems, changed=False)
-    if p["validate_only"]:
-        module.exit_json(changed=False, actions=[" ".join(a) for a in actions], files=[])
+    return actions, live
 
-    result = {"changed": False, "actions": [" ".join(a) for a in actions], "files": []}
-    diffs = []
-    backend = "networkd" if p["backend"] == "networkd" else "networkmanager"
-    for path, text in sorted(beonet.persistent_files(n, p["prefixes"], backend).items()):
+
+def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
+           result: dict[str, Any]) -> None:
+    """Write text to path atomically (None: only set the mode)."""
+    try:
+        if text is None:
+            os.chmod(path, mode)
+        else:
+            atomic_write(path, text, mode)
+    except OSError as exc:
+        module.fail_json(msg="%s: writing %s failed: %s" % (module.params["node"], path, exc),
+                         **result)
+
+
+def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
+             diffs: list[dict[str, str]]) -> None:
+    """Write the persistent files that differ, and fix the mode of those that do not."""
+    for path, text in sorted(files.items()):
+        mode = beonet.file_mode(path)
         old = _read(path)
-        if old == text:
+        if old != text:
+            diffs.append({"before_header": path, "after_header": path,
+                          "before": old or "", "after": text})
+        elif os.stat(path).st_mode & 0o777 == mode:
             continue
         result["files"].append(path)
-        diffs.append({"before_header": path, "after_header": path,
-                      "before": old or "", "after": text})
         if not module.check_mode:
-            _write(module, path, text, 0o600 if path.endswith(".nmconnection") else 0o644)
-    for path in sorted(beonet.persistent_files(n, p["prefixes"], backend)):
-        want_mode = 0o600 if path.endswith(".nmconnection") else 0o644
-        if path not in result["files"] and os.path.exists(path) and \
-                os.stat(path).st_mode & 0o777 != want_mode:
-            result["files"].append(path)
-            if not module.check_mode:
-                os.chmod(path, want_mode)
-    want = "1" if n["forwarding"] else "0"
-    now = (_read(FORWARD) or "").strip()
-    if now != want:
-        result["actions"].insert(0, "sysctl -w net.ipv4.ip_forward=%s" % want)
-        if not module.check_mode:
-            with open(FORWARD, "w", encoding="utf-8") as fh:
-                fh.write(want + "\n")
-    digest, ruleset = beonet.forward_ruleset(p["prefixes"])
-    rc, listed, _ = module.run_command(["nft", "list", "table", "inet", "beonet"])
-    present = rc == 0
-    if n["forwarding"] and ("beonet-ruleset %s" % digest) not in listed:
-        result["actions"].append("nft -f %s" % beonet.NFT_PATH)
-        if not module.check_mode:
-            rc, _, err = module.run_command(["nft", "-f", "-"], data=ruleset)
-            if rc:
-                module.fail_json(msg="nft: %s" % err.strip(), **result)
-    elif not n["forwarding"] and present:
-        result["actions"].append("nft delete table inet beonet")
-        if not module.check_mode:
-            module.run_command(["nft", "delete", "table", "inet", "beonet"], check_rc=True)
-    if actions and not module.check_mode:
-        for cmd in actions:
-            rc, _, err = module.run_command(cmd)
-            if rc:
-                msg = "%s failed: %s" % (" ".join(cmd), err.strip())
-                if "type bond" in " ".join(cmd) and "nknown device type" in err:
-                    msg = ("%s: this kernel has no bonding driver (%s); bonds need a VM "
-                           "or bare metal" % (name, err.strip()))
-                module.fail_json(msg=msg, **result)
-    # Bond offloads, once the bonds exist (in check mode a bond still to be
-    # created counts as a change).
-    for cmd in beonet.offload_actions(n, beonet.live_tso(n)):
-        result["actions"].append(" ".join(cmd))
-        if not module.check_mode:
-            try:
-                beonet.set_tso(cmd[2], False)
-                off = not beonet.get_tso(cmd[2])
-            except OSError as exc:
-                module.fail_json(msg="%s: %s failed: %s" % (name, " ".join(cmd), exc), **result)
-            if not off:
-                module.fail_json(msg="%s: %s did not turn TSO off (the kernel keeps it on)"
-                                 % (name, " ".join(cmd)), **result)
-    if backend == "networkmanager" and any(f.endswith(".nmconnection") for f in result["files"]) \
-            and not module.check_mode:
-        # Let a running NetworkManager know the keyfiles (it reads them at boot),
-        # after the live changes: a profile it activates at once then finds its
-        # bond and addresses in place instead of racing 'ip link add'.
-        nmcli = module.get_bin_path("nmcli")
-        if nmcli:
-            rc, _, err = module.run_command([nmcli, "connection", "reload"])
-            if rc:
-                module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
-    state = beonet.installed_addresses(n)
-    if _read(beonet.STATE_PATH) != state and not module.check_mode:
-        _write(module, beonet.STATE_PATH, state, 0o644)
+            _write(module, path, text if old != text else None, mode, result)
+
+
+def _run(module: AnsibleModule, actions: list[list[str]], result: dict[str, Any]) -> None:
+    def run(cmd: list[str]) -> tuple[int, str]:
+        rc, _, err = module.run_command(cmd)
+        return rc, err
+
+    error = beonet.apply_actions(module.params["node"], actions, run)
+    if error:
+        module.fail_json(msg=error, **result)
+
+
+def _reload_networkmanager(module: AnsibleModule, result: dict[str, Any]) -> None:
+    """Let a running NetworkManager know the keyfiles (it reads them at boot).
+
+    After the live changes: a profile it activates at once then finds its bond
+    and addresses in place instead of racing 'ip link add'."""
+    nmcli = module.get_bin_path("nmcli")
+    if nmcli:
+        rc, _, err = module.run_command([nmcli, "connection", "reload"])
+        if rc:
+            module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
+
+
+def _route_diff(name: str, n: nodeplan.NodePlan, live: beonet.LiveState) -> dict[str, str]:
+    return {"before_header": "%s routes (proto beonet)" % name,
+            "after_header": "%s routes (plan)" % name,
+            "before": beonet.routes_text(live["routes"]), "after": beonet.plan_routes_text(n)}
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    n, name = p["plan"], p["node"]
+    actions, live = _checked_actions(module)
+    result: dict[str, Any] = {"changed": False, "actions": [" ".join(a) for a in actions],
+                              "files": []}
+    if p["validate_only"]:
+        module.exit_json(**result)
+    diffs: list[dict[str, str]] = []
+    _persist(module, beonet.persistent_files(n, p["prefixes"], p["backend"]), result, diffs)
     result["changed"] = bool(result["actions"] or result["files"])
+    if not module.check_mode:
+        _run(module, actions, result)
+        if p["backend"] == "networkmanager" and any(f.endswith(".nmconnection")
+                                                    for f in result["files"]):
+            _reload_networkmanager(module, result)
+        state = beonet.installed_addresses(n)
+        if live["installed"] != state.splitlines():
+            _write(module, beonet.STATE_PATH, state, 0o644, result)
     if module._diff:
-        after = beonet.plan_routes_text(n)
-        diffs.insert(0, {"before_header": "%s routes (proto beonet)" % name,
-                         "after_header": "%s routes (plan)" % name,
-                         "before": beonet.routes_text(routes), "after": after})
+        diffs.insert(0, _route_diff(name, n, live))
         result["diff"] = [d for d in diffs if d["before"] != d["after"]]
     module.exit_json(**result)
 

@@ -178,3 +178,145 @@ def test_tso_is_read_and_set_through_the_ethtool_ioctl():
     out = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["True", "False", "True", "19"]        # 19: ENODEV
+
+
+# The dry run is what gets applied -------------------------------------------
+
+TOPOLOGIES = sorted(p.stem for p in (ROOT / "topologies").glob("*.yml"))
+
+
+def _blank_node(n):
+    """What the module reads on a node as it comes: the planned Ethernet NICs,
+    down, MTU 1500; no address, route, bond, forwarding or beonet ruleset."""
+    links = [{"ifname": "lo", "flags": ["LOOPBACK", "UP"], "mtu": 65536}]
+    links += [{"ifname": i["name"], "flags": ["BROADCAST", "MULTICAST"], "mtu": 1500,
+               "address": "52:54:00:00:00:%02x" % k}
+              for k, i in enumerate(n["interfaces"]) if i["kind"] == "ethernet"]
+    return {"links": links, "addrs": [{"ifname": "lo", "addr_info": [
+                {"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]}],
+            "routes": [], "installed": [], "forwarding": "0\n", "nft_table": None,
+            "tso": {i["name"]: None for i in n["interfaces"] if i["kind"] == "bond"}}
+
+
+def _link(live, name):
+    return next(link for link in live["links"] if link["ifname"] == name)
+
+
+def _simulate_ip(live, cmd):
+    """What one `ip` command of the agent does to the live state."""
+    what, verb, args = cmd[1], cmd[2], cmd[3:]
+    if cmd[1:4] == ["link", "add", args[0]]:
+        opts = dict(zip(args[1::2], args[2::2]))
+        live["links"].append({"ifname": args[0], "flags": [], "mtu": 1500,
+                              "address": opts.get("address", "fe:00:00:00:00:01")})
+        live["tso"][args[0]] = True
+    elif what == "link":
+        link = _link(live, args[1] if args[0] == "dev" else args[0])
+        key, value = args[-2], args[-1]
+        if value in ("up", "down"):
+            link["flags"] = [f for f in link["flags"] if f != "UP"] + (["UP"] if value == "up" else [])
+        else:
+            link[key] = int(value) if key == "mtu" else value
+    elif what == "addr":
+        entry = next((e for e in live["addrs"] if e["ifname"] == args[2]), None)
+        if entry is None:
+            entry = {"ifname": args[2], "addr_info": []}
+            live["addrs"].append(entry)
+        local, plen = args[0].split("/")
+        info = {"family": "inet", "local": local, "prefixlen": int(plen)}
+        entry["addr_info"] = [i for i in entry["addr_info"] if i != info] + ([info] if verb == "add" else [])
+    else:
+        opts = dict(zip(args[1::2], args[2::2]))
+        live["routes"] = [r for r in live["routes"] if r["dst"] != args[0]]
+        if verb == "replace":
+            live["routes"].append({"dst": args[0].replace("/32", ""), "gateway": opts["via"],
+                                   "dev": opts["dev"], "prefsrc": opts["src"], "protocol": "beonet"})
+
+
+def _simulate(live, actions, prefixes):
+    """The live state after the agent's commands (a model of ip, sysctl, nft, ethtool)."""
+    for cmd in actions:
+        if cmd[0] == "ip":
+            _simulate_ip(live, cmd)
+        elif cmd[0] == "sysctl":
+            live["forwarding"] = cmd[-1].split("=")[1] + "\n"
+        elif cmd[:2] == ["nft", "-f"]:
+            live["nft_table"] = node.forward_ruleset(prefixes)[1]
+        elif cmd[:2] == ["nft", "delete"]:
+            live["nft_table"] = None
+        else:
+            assert cmd[:2] == ["ethtool", "-K"] and cmd[3:] == ["tso", "off"], cmd
+            live["tso"][cmd[2]] = False
+    return live
+
+
+def _assert_follows_plan(live, n):
+    """The simulated node has the plan's links, bonds, MTUs, addresses, routes and forwarding."""
+    for i in n["interfaces"]:
+        link = _link(live, i["name"])
+        assert "UP" in link["flags"] and link.get("master") == i.get("bond"), link
+        assert link["mtu"] == i["mtu"] or i.get("bond"), link
+        have = {"%s/%d" % (a["local"], a["prefixlen"]) for e in live["addrs"] if e["ifname"] == i["name"]
+                for a in e["addr_info"]}
+        assert have == set(i["addresses"]), i["name"]
+        if i["kind"] == "bond":
+            assert link["address"] == i["mac"] and live["tso"][i["name"]] == (i["tso"] is not False)
+    routes = [(r["dst"] if "/" in r["dst"] else r["dst"] + "/32", r["gateway"], r["dev"], r["prefsrc"])
+              for r in live["routes"]]
+    assert sorted(routes) == sorted((r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"])
+    assert live["forwarding"] == ("1\n" if n["forwarding"] else "0\n")
+    assert (live["nft_table"] is not None) == n["forwarding"]
+
+
+@pytest.mark.parametrize("name", TOPOLOGIES)
+def test_the_dry_run_is_what_the_agent_runs_on_a_blank_node(name):
+    """Per node: the dry-run lines are the agent's commands for a blank node, those
+    commands bring a (simulated) blank node to the plan, and then nothing is left to do."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies" / ("%s.yml" % name))))
+    prefixes = render.prefixes(plan)
+    for host, n in plan["nodes"].items():
+        printed = dryrun.ip_route_text(n, host).splitlines()
+        assert printed[0].startswith("# %s  address" % host)
+        assert printed[1:] == [" ".join(a) for a in node.actions_on_blank_node(n, host)]
+        live = _blank_node(n)
+        actions, problems = node.node_actions(n, host, prefixes, live)
+        assert problems == [] and [" ".join(a) for a in actions] == printed[1:]
+        live = _simulate(live, actions, prefixes)
+        _assert_follows_plan(live, n)
+        live["installed"] = node.installed_addresses(n).splitlines()
+        assert node.node_actions(n, host, prefixes, live) == ([], []), host
+
+
+def test_the_dry_run_shows_links_mtu_bonds_forwarding_ruleset_and_offloads():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/custom-example.yml")))
+    head = dryrun.ip_route_text(plan["nodes"]["head"], "head")
+    assert head.splitlines()[1:] == [
+        "sysctl -w net.ipv4.ip_forward=1",
+        "nft -f /etc/nftables.d/beonet.nft",
+        "ip link add bond0 address 02:be:0a:14:00:01 type bond mode balance-rr miimon 100",
+        "ip link set eth1 down", "ip link set eth1 master bond0",
+        "ip link set eth2 down", "ip link set eth2 master bond0",
+        "ip link set dev eth1 up", "ip link set dev eth2 up", "ip link set dev bond0 up",
+        "ip link set dev eth3 up",
+        "ip addr add 10.20.0.1/24 dev bond0", "ip addr add 10.21.0.2/31 dev eth3",
+        "ip route replace 10.20.1.0/24 via 10.21.0.3 dev eth3 src 10.20.0.1 proto 250",
+        "ethtool -K bond0 tso off"]
+    jumbo = [i for i in plan["nodes"]["b1"]["interfaces"] if i.get("mtu") == 9000]
+    assert jumbo and "ip link set dev %s mtu 9000\n" % jumbo[0]["name"] \
+        in dryrun.ip_route_text(plan["nodes"]["b1"], "b1")
+    leaf = dryrun.ip_route_text(plan["nodes"]["a1"], "a1")
+    assert "ip_forward" not in leaf and "nft" not in leaf     # a blank node forwards nothing
+
+
+def test_forwarding_and_ruleset_change_only_where_they_differ(mesh):
+    n = mesh["nodes"]["node-0-0"]
+    digest, ruleset = node.forward_ruleset(["10.0.0.0/24"])
+    assert node.forwarding_actions(n, ["10.0.0.0/24"], "1\n", ruleset) == []
+    assert node.forwarding_actions(n, ["10.0.0.0/24"], "0\n", None) == [
+        ["sysctl", "-w", "net.ipv4.ip_forward=1"], ["nft", "-f", node.NFT_PATH]]
+    other = node.forward_ruleset(["10.9.0.0/24"])[1]          # another topology's ruleset
+    assert node.forwarding_actions(n, ["10.0.0.0/24"], "1", other) == [["nft", "-f", node.NFT_PATH]]
+    leaf = dict(n, forwarding=False)
+    assert node.forwarding_actions(leaf, [], "1", ruleset) == [
+        ["sysctl", "-w", "net.ipv4.ip_forward=0"], ["nft", "delete", "table", "inet", "beonet"]]
+    assert node.forwarding_actions(leaf, [], "0", None) == []
