@@ -63,7 +63,8 @@ def test_exports(name, what, capsys):
 
 
 @pytest.mark.parametrize("fmt", ["dot", "mermaid"])
-@pytest.mark.parametrize("name", ["routed-mesh", "switch-tree", "metanode-fig2"])
+@pytest.mark.parametrize("name", ["routed-mesh", "switch-tree", "metanode-fig2", "bonded-dual-net",
+                                  "custom-example"])
 def test_drawings(name, fmt, capsys):
     assert cli.main(["graph", "topologies/%s.yml" % name, "--format", fmt]) == 0
     golden(ROOT / "tests/golden" / ("%s.%s" % (name, fmt)), capsys.readouterr().out)

@@ -4,9 +4,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
+from typing import Any
 
+from . import __version__
 from .agent import apply as node
+from .agent.files import atomic_write
 from .compiler import pipeline
 from .compiler.errors import CompileError, Problem
 from .compiler.schema import SCHEMA
@@ -16,21 +18,19 @@ from .outputs import plan as render
 EXIT_INPUT = 2
 
 
-def _write(text, output):
+class UsageError(Exception):
+    """The command was used wrongly: main prints 'beonet COMMAND: message' and exits 2."""
+
+
+def _write(data: str | bytes, output: str | None) -> None:
     """Print, or write the file atomically (nothing is written on error)."""
     if not output or output == "-":
-        sys.stdout.write(text)
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
         return
-    folder = os.path.dirname(os.path.abspath(output))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".beonet-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(output, data)
 
 
 def _compile(args):
@@ -83,33 +83,143 @@ def _usage(text):
     return Problem(text, file="beonet")
 
 
-def cmd_paths(args):
-    compiled, plan = _compile(args)
+def _pairs(plan: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The ordered (source, destination) pairs asked for: --all, or --from [--to]."""
+    if args.all and args.dst:
+        raise UsageError("--to goes with --from, not with --all")
+    names = list(plan["nodes"])
+    if args.all:
+        return [(a, b) for a in names for b in names if a != b]
     _known(plan, args.src, "--from")
     if args.dst:
         _known(plan, args.dst, "--to")
-    targets = [args.dst] if args.dst else [n for n in plan["nodes"] if n != args.src]
+        return [(args.src, args.dst)]
+    return [(args.src, b) for b in names if b != args.src]
+
+
+def cmd_paths(args: argparse.Namespace) -> None:
+    compiled, plan = _compile(args)
+    pairs = _pairs(plan, args)
     if args.format == "json":
-        out = {t: compiled.path(args.src, t) for t in targets}
-        _write(json.dumps(out, indent=2) + "\n", args.output)
+        out: dict[str, dict[str, Any]] = {}
+        for a, b in pairs:
+            out.setdefault(a, {})[b] = compiled.path(a, b)
+        # One source keeps the flat {destination: hops} form.
+        flat = out if args.all else out.get(args.src, {})
+        _write(json.dumps(flat, indent=2) + "\n", args.output)
         return
     lines = []
-    for t in targets:
-        hops = compiled.path(args.src, t)
+    for a, b in pairs:
+        hops = compiled.path(a, b)
         lines.append("%s -> %s (%d hop%s): %s" % (
-            args.src, t, len(hops), "" if len(hops) == 1 else "s",
+            a, b, len(hops), "" if len(hops) == 1 else "s",
             " ".join(h["address"] for h in hops)))
     _write("\n".join(lines) + "\n", args.output)
 
 
-def cmd_metrics(args):
+def _plain(value: Any) -> str:
+    """A metric value in words: dicts as 'key value, ...', empty lists as 'none'."""
+    if isinstance(value, dict):
+        return ", ".join("%s %s" % (k, _plain(v)) for k, v in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value) or "none"
+    return str(value)
+
+
+def _s(count: Any, word: str) -> str:
+    return "%s %s%s" % (count, word, "" if count == 1 else "s")
+
+
+def _hop_lines(hops: dict[str, int]) -> list[str]:
+    """The hop histogram, one bar per hop count."""
+    total = sum(hops.values()) or 1
+    most = max(hops.values(), default=1) or 1
+    return ["%-7s %6s pairs %5.1f%%  %s" % (_s(int(h), "hop"), n, 100.0 * n / total,
+                                            "#" * max(1, round(30 * n / most)))
+            for h, n in hops.items()]
+
+
+def _named(key: str, value: Any) -> str:
+    """'key words: value', with Mbit/s for keys ending in _mbit."""
+    if key.endswith("_mbit"):
+        return "%s: %s Mbit/s" % (key[:-5].replace("_", " "), _plain(value))
+    return "%s: %s" % (key.replace("_", " "), _plain(value))
+
+
+def _bisection_lines(b: dict[str, Any]) -> list[str]:
+    rest = {k: v for k, v in b.items() if k not in (
+        "crossing_mbit", "per_node_mbit", "link_mbit", "fraction_of_link", "method")}
+    return (["%s Mbit/s across the worst bisection found (%s)" % (b.get("crossing_mbit"),
+                                                                 b.get("method")),
+             "%s Mbit/s per node = %s of one %s Mbit/s link" % (
+                 b.get("per_node_mbit"), b.get("fraction_of_link"), b.get("link_mbit"))]
+            + [_named(k, v) for k, v in rest.items()])
+
+
+def _metric_rows(m: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(label, lines) for every metric; keys without a layout of their own are
+    listed under their own name, so nothing the compiler reports is left out."""
+    rows = [
+        ("size", ["%s, %s, %s, %s" % (_s(m.get("nodes"), "node"),
+                                      _s(m.get("segments"), "LAN segment"),
+                                      _s(m.get("links"), "point-to-point link"),
+                                      _s(m.get("channels"), "bond channel"))]),
+        ("pairs", ["%s ordered pairs, diameter %s" % (m.get("pairs"),
+                                                      _s(m.get("diameter"), "hop"))]),
+        ("hops", _hop_lines(m.get("hops", {}))),
+        ("routes per node", [_plain(m.get("routes_per_node", {}))]),
+        ("forwarding nodes", [str(m.get("forwarding_nodes"))]),
+        ("gateway load", ["pairs forwarded per gateway: %s" % _plain(m.get("gateway_load", {}))]),
+        ("bisection", _bisection_lines(m.get("bisection", {}))),
+    ]
+    done = {"nodes", "segments", "links", "channels", "pairs", "diameter", "hops",
+            "routes_per_node", "forwarding_nodes", "gateway_load", "bisection"}
+    for key, value in m.items():
+        if key in done:
+            continue
+        if isinstance(value, dict):
+            lines = [_named(k, v) for k, v in value.items()]
+        elif isinstance(value, list):
+            lines = [_plain(v) for v in value] or ["none"]
+        else:
+            lines = [_plain(value)]
+        rows.append((key.replace("_", " "), lines))
+    return rows
+
+
+def metrics_text(name: str, metrics: dict[str, Any]) -> str:
+    """The metrics as a two-column table for people."""
+    out = ["metrics of %s" % name]
+    for label, lines in _metric_rows(metrics):
+        for k, line in enumerate(lines):
+            out.append("  %-17s %s" % (label if k == 0 else "", line))
+    return "\n".join(out) + "\n"
+
+
+def cmd_metrics(args: argparse.Namespace) -> None:
     compiled = pipeline.compile_file(args.topology)
-    _write(render.dumps(compiled.metrics, args.format), args.output)
+    if args.format == "text":
+        text = metrics_text("%s (%s)" % (compiled.graph.name, compiled.graph.family),
+                            compiled.metrics)
+    else:
+        text = render.dumps(compiled.metrics, args.format)
+    _write(text, args.output)
 
 
-def cmd_graph(args):
+def cmd_graph(args: argparse.Namespace) -> None:
+    if args.format not in drawing.IMAGES:
+        _, plan = _compile(args)
+        _write(drawing.GRAPHS[args.format](plan), args.output)
+        return
+    dot_binary = drawing.graphviz()
+    if dot_binary is None:
+        raise UsageError("--format %s needs Graphviz's dot (apt-get install graphviz)"
+                         % args.format)
+    if args.format == "png" and (not args.output or args.output == "-"):
+        raise UsageError("--format png is binary: give -o FILE.png")
     _, plan = _compile(args)
-    _write(drawing.GRAPHS[args.format](plan), args.output)
+    data = drawing.image(plan, args.format, dot_binary)
+    _write(data.decode("utf-8") if args.format == "svg" else data, args.output)
 
 
 def cmd_export(args):
@@ -121,7 +231,7 @@ BUILD_FILES = {"plan.json": None, "routes.txt": None, "hosts": "hosts",
                "topology.conf": "slurm", "hostfile": "hostfile"}
 
 
-def cmd_build(args):
+def cmd_build(args: argparse.Namespace) -> None:
     """Every artefact into one folder; nothing is written unless all compile."""
     _, plan = _compile(args)
     texts = {"plan.json": render.dumps(plan),
@@ -135,9 +245,7 @@ def cmd_build(args):
         for path, text in node.persistent_files(n, nets, args.backend).items():
             texts[os.path.join("nodes", name) + path] = text
     for name, text in texts.items():
-        path = os.path.join(args.output, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write(text, path)
+        _write(text, os.path.join(args.output, name))
     print("beonet: wrote %s and %s files of %d nodes to %s/"
           % (", ".join(t for t in texts if not t.startswith("nodes/")), args.backend,
              len(plan["nodes"]), args.output.rstrip("/")))
@@ -165,43 +273,80 @@ def cmd_lab(args):
         sys.exit(code)
 
 
-def parser():
-    p = argparse.ArgumentParser(prog="beonet", description="Compile a cluster network "
-                                "topology into per-node plans, dry runs and exports.")
-    sub = p.add_subparsers(dest="command", required=True)
+OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
 
-    def add(name, func, help_, topology=True, inv=True):
+
+def _commands(p: argparse.ArgumentParser) -> Any:
+    """The sub-command table; returns add(name, func, help, ...) -> its sub-parser."""
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           help="one of the commands below; 'beonet COMMAND -h' for its options")
+
+    def add(name: str, func: Any, help_: str, topology: bool = True, inv: bool = True,
+            output: str = OUTPUT_HELP, need_output: bool = False) -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=help_, description=help_)
         if topology:
             s.add_argument("topology", help="topology YAML file")
         if inv:
             s.add_argument("-i", "--inventory", help="Ansible inventory mapping NIC names "
                            "(host variable beonet_interfaces)")
-        s.add_argument("-o", "--output", help="write here (atomically) instead of stdout")
+        s.add_argument("-o", "--output", required=need_output, help=output)
         s.set_defaults(func=func)
         return s
+    return add
 
-    s = add("compile", cmd_compile, "print the plan")
-    s.add_argument("--format", choices=["json", "yaml"], default="json")
+
+def _inspect_commands(add: Any) -> None:
+    """compile, routes, paths and metrics."""
+    s = add("compile", cmd_compile, "print the plan: every node's NICs, addresses, bonds, "
+            "forwarding and routes, the segments and the metrics")
+    s.add_argument("--format", choices=["json", "yaml"], default="json",
+                   help="output format (default json)")
     s.add_argument("--paths", action="store_true", help="include every pair's expected hops")
     s = add("routes", cmd_routes, "dry run: each node's addresses, bonds, forwarding, routes")
     s.add_argument("--node", help="only this node")
-    s = add("paths", cmd_paths, "expected `traceroute -n` hop lists")
-    s.add_argument("--from", dest="src", required=True, help="source node")
-    s.add_argument("--to", dest="dst", help="destination node (default: all)")
-    s.add_argument("--format", choices=["text", "json"], default="text")
-    s = add("metrics", cmd_metrics, "size, hops, routes, gateway load, bisection", inv=False)
-    s.add_argument("--format", choices=["json", "yaml"], default="json")
-    s = add("graph", cmd_graph, "drawing of the topology")
-    s.add_argument("--format", choices=sorted(drawing.GRAPHS), default="dot")
+    s = add("paths", cmd_paths, "expected `traceroute -n` hop lists from one node (--from), "
+            "between two (--from, --to) or for every ordered pair (--all)")
+    which = s.add_mutually_exclusive_group(required=True)
+    which.add_argument("--from", dest="src", metavar="NODE", help="source node")
+    which.add_argument("--all", action="store_true", help="every ordered pair of nodes")
+    s.add_argument("--to", dest="dst", metavar="NODE",
+                   help="destination node (with --from; default: every other node)")
+    s.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text: one line per pair (default); json: {destination: hops}, "
+                   "with --all {source: {destination: hops}}")
+    s = add("metrics", cmd_metrics, "size, hop histogram, routes per node, gateway load, "
+            "bisection", inv=False)
+    s.add_argument("--format", choices=["text", "json", "yaml"], default="text",
+                   help="text: a table to read (default); json or yaml: the plan's metrics object")
+
+
+def _output_commands(add: Any) -> None:
+    """graph, export and build."""
+    s = add("graph", cmd_graph, "drawing of the topology: Graphviz dot text, Mermaid, or "
+            "an SVG or PNG picture rendered by Graphviz's dot")
+    s.add_argument("--format", choices=sorted(drawing.GRAPHS) + list(drawing.IMAGES),
+                   default="dot", help="dot (default) or mermaid text; svg or png need "
+                   "Graphviz's dot program, png also -o")
     s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf or MPI hostfile")
-    s.add_argument("what", choices=sorted(export.EXPORTS))
+    s.add_argument("what", choices=sorted(export.EXPORTS),
+                   help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: MPI hostfile")
     s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf, "
             "hostfile and each node's persistent files (nodes/NODE/etc/...) into the "
-            "folder given by -o")
-    s.set_defaults(output="build")
+            "folder given by -o; nothing is written if the topology has errors",
+            output="folder to write into (created if missing; files in it are replaced)",
+            need_output=True)
     s.add_argument("--backend", choices=["networkd", "networkmanager"], default="networkd",
                    help="persistent configuration files to render (default networkd)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="beonet", description="Compile a cluster network "
+                                "topology into per-node plans, dry runs and exports.")
+    p.add_argument("--version", action="version", version="beonet " + __version__,
+                   help="print the version and exit")
+    add = _commands(p)
+    _inspect_commands(add)
+    _output_commands(add)
     s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
             "QEMU VM lab) of a topology up or down", topology=False, inv=False)
     s.add_argument("action", choices=["up", "down", "link"],
@@ -224,7 +369,8 @@ def parser():
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; 0 on success, 2 on input or usage errors (argparse's too)."""
     args = parser().parse_args(argv)
     try:
         args.func(args)
@@ -234,8 +380,17 @@ def main(argv=None):
         n = len(exc.problems)
         print("beonet: %d error%s, nothing written" % (n, "" if n == 1 else "s"), file=sys.stderr)
         return EXIT_INPUT
+    except UsageError as exc:
+        print("beonet %s: %s" % (args.command, exc), file=sys.stderr)
+        return EXIT_INPUT
+    except drawing.DrawingError as exc:
+        print("beonet %s: %s" % (args.command, exc), file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        print("beonet %s: %s" % (args.command, exc), file=sys.stderr)
+        return EXIT_INPUT
     return 0
 
 

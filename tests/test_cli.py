@@ -1,0 +1,272 @@
+"""The `beonet` command line: version, help, drawings (dot, Mermaid, SVG, PNG),
+metrics table, paths, build and usage errors."""
+
+import json
+import os
+
+import pytest
+from conftest import ROOT
+
+import beonet
+from beonet import cli
+from beonet.outputs import drawing
+
+MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
+BONDED = str(ROOT / "topologies/bonded-dual-net-4.yml")
+CUSTOM = str(ROOT / "topologies/custom-example.yml")
+TREE = str(ROOT / "topologies/switch-tree.yml")
+METANODE = str(ROOT / "topologies/metanode-testbed.yml")
+needs_dot = pytest.mark.skipif(drawing.graphviz() is None, reason="Graphviz's dot is not installed")
+
+
+def run(capsys, *argv):
+    """(exit status, stdout, stderr) of one command."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:          # argparse: --version, -h, usage errors
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# --- version and help ----------------------------------------------------------
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0
+    assert out == "beonet %s\n" % beonet.__version__
+    assert beonet.__version__.count(".") == 2
+
+
+def _options(sub):
+    return [a for a in sub._actions if a.dest != "help"]
+
+
+def test_every_command_and_option_has_help():
+    p = cli.parser()
+    commands = next(a for a in p._actions if a.dest == "command")
+    helps = {c.dest: c.help for c in commands._choices_actions}
+    assert set(helps) == set(commands.choices)
+    for name, sub in commands.choices.items():
+        assert helps[name], "command %s has no help" % name
+        if name == "lab":
+            continue                    # its options are the lab's own
+        for action in _options(sub):
+            assert action.help, "beonet %s %s has no help" % (name, action.option_strings
+                                                             or action.dest)
+
+
+@pytest.mark.parametrize("command", ["compile", "routes", "paths", "metrics", "graph",
+                                     "export", "build", "schema", "lab"])
+def test_command_help_prints(capsys, command):
+    code, out, _ = run(capsys, command, "-h")
+    assert code == 0 and out.startswith("usage: beonet %s" % command)
+
+
+# --- usage errors: exit 2, a message, no traceback ---------------------------
+
+def test_build_needs_output(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "build", MESH)
+    assert code == 2
+    assert "-o" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_build_writes_into_output(capsys, tmp_path):
+    code, out, _ = run(capsys, "build", MESH, "-o", str(tmp_path / "b"))
+    assert code == 0 and "wrote plan.json" in out
+    assert json.loads((tmp_path / "b/plan.json").read_text())["topology"]["name"] == "routed-mesh-2x2"
+
+
+def test_build_into_a_file_is_an_error(capsys, tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    code, _, err = run(capsys, "build", MESH, "-o", str(blocker))
+    assert code == 2 and err.startswith("beonet build: ")
+    assert blocker.read_text() == "x"
+
+
+def test_output_folder_missing_is_created(capsys, tmp_path):
+    out = tmp_path / "new" / "plan.json"
+    code, _, _ = run(capsys, "compile", MESH, "-o", str(out))
+    assert code == 0 and json.loads(out.read_text())["nodes"]
+
+
+def test_missing_topology_is_an_error(capsys, tmp_path):
+    code, _, err = run(capsys, "metrics", str(tmp_path / "nope.yml"))
+    assert code == 2 and err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["paths", MESH], "one of the arguments --from --all is required"),
+    (["paths", MESH, "--from", "node-0-0", "--all"], "not allowed with"),
+    (["paths", MESH, "--all", "--to", "node-0-0"], "--to goes with --from"),
+    (["paths", MESH, "--from", "nobody"], "--from: no node 'nobody'"),
+    (["paths", MESH, "--from", "node-0-0", "--to", "nobody"], "--to: no node 'nobody'"),
+    (["graph", MESH, "--format", "gif"], "invalid choice"),
+    (["metrics", MESH, "--format", "csv"], "invalid choice"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_usage_errors(capsys, argv, words):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert words in err and "Traceback" not in err
+
+
+# --- paths ---------------------------------------------------------------------
+
+def test_paths_all_lists_every_ordered_pair(capsys):
+    code, out, _ = run(capsys, "paths", MESH, "--all")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 4 * 3
+    assert len({line.split(" (")[0] for line in lines}) == 12
+    code, one, _ = run(capsys, "paths", MESH, "--from", "node-0-0")
+    assert set(one.splitlines()) <= set(lines) and len(one.splitlines()) == 3
+
+
+def test_paths_all_json_by_source(capsys):
+    code, out, _ = run(capsys, "paths", MESH, "--all", "--format", "json")
+    every = json.loads(out)
+    assert code == 0 and sorted(every) == ["node-0-0", "node-0-1", "node-1-0", "node-1-1"]
+    _, one, _ = run(capsys, "paths", MESH, "--from", "node-0-0", "--format", "json")
+    assert json.loads(one) == every["node-0-0"]
+    _, pair, _ = run(capsys, "paths", MESH, "--from", "node-0-0", "--to", "node-1-1")
+    assert pair.startswith("node-0-0 -> node-1-1 (2 hops): ")
+
+
+# --- metrics -------------------------------------------------------------------
+
+def test_metrics_text_by_default(capsys):
+    code, out, _ = run(capsys, "metrics", METANODE)
+    assert code == 0
+    assert out.startswith("metrics of metanode-testbed (metagraph)\n")
+    for words in ("36 nodes, 4 LAN segments, 18 point-to-point links, 0 bond channels",
+                  "1260 ordered pairs, diameter 3 hops",
+                  "3 hops     432 pairs  34.3%",
+                  "1 hop      324 pairs  25.7%",
+                  "max 7, mean 7.0, total 252",
+                  "1200 Mbit/s across the worst bisection found (structure-aligned cuts)",
+                  "33.333 Mbit/s per node = 0.3333 of one 100 Mbit/s link",
+                  "paper closed form: 0.3333",
+                  "weights: group0-group1 3,",
+                  "uneven pairs: none"):
+        assert words in out, words
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+def test_metrics_json_and_yaml_unchanged(capsys):
+    _, out, _ = run(capsys, "metrics", TREE, "--format", "json")
+    metrics = json.loads(out)
+    assert metrics["bisection"]["oversubscription"] == 0.8
+    _, text, _ = run(capsys, "metrics", TREE)
+    assert "oversubscription: 0.8" in text and "uplink per node: 125.0 Mbit/s" in text
+    _, yml, _ = run(capsys, "metrics", TREE, "--format", "yaml")
+    assert "oversubscription: 0.8" in yml
+
+
+def test_metrics_text_lists_unknown_keys():
+    text = cli.metrics_text("t", {"nodes": 2, "hops": {"1": 2}, "notes": ["first", "second"],
+                                  "extra": {"a_b": 1}, "flag": True})
+    assert "  notes             first\n                    second\n" in text
+    assert "  extra             a b: 1\n" in text and "  flag              True\n" in text
+
+
+# --- drawings ------------------------------------------------------------------
+
+def _dot(capsys, topology):
+    code, out, _ = run(capsys, "graph", topology)
+    assert code == 0
+    return out
+
+
+def test_dot_bonded_lan_is_one_bundle(capsys):
+    out = _dot(capsys, BONDED)
+    assert "seg:net0-ch" not in out, "a bond channel is drawn as its own segment"
+    assert out.count('label="bond0 (eth1+eth2)"') == 4
+    assert 'color="#1f4e9c:invis:#1f4e9c"' in out          # two channels, two lines
+    assert '"seg:net0" [shape="ellipse", label="net0\\n10.0.0.0/24\\nbonded, 2 channels"' in out
+
+
+def test_dot_nic_names_on_edges(capsys):
+    out = _dot(capsys, CUSTOM)
+    # p2p: both ends' NICs; LAN member: the node's NIC at the node's end.
+    assert ('"a3" -- "b1" [label="10.21.0.0/31", color="#2e7d32", penwidth=2, '
+            'taillabel="eth3", headlabel="eth2"];') in out
+    assert '"seg:rack-b" -- "b3" [headlabel="eth1"];' in out
+    tree = _dot(capsys, TREE)
+    assert '"sw:leaf0" -- "node01" [style="dashed", headlabel="eth1"];' in tree
+    assert '"sw:root" -- "sw:leaf0" [label="1000 Mbit/s", penwidth=3];' in tree
+
+
+@pytest.mark.parametrize("topology, wanted, unwanted", [
+    (CUSTOM, ["gateway", "bonded LAN", "point-to-point link", "LAN segment"], ["switch"]),
+    (TREE, ["switch port", '"legend:switch"'], ["gateway", "bonded", "point-to-point"]),
+    (MESH, ["gateway", "LAN segment", "NIC on a LAN"], ["bonded", "switch"]),
+])
+def test_dot_legend_explains_what_is_drawn(capsys, topology, wanted, unwanted):
+    out = _dot(capsys, topology)
+    legend = out[out.index("subgraph cluster_legend"):]
+    legend = legend[:legend.index("\n  }\n")]
+    for word in wanted:
+        assert word in legend, word
+    for word in unwanted:
+        assert word not in legend, word
+
+
+def test_dot_segments_boxed_when_each_node_is_on_one(capsys):
+    assert 'subgraph "cluster_seg:group0"' in _dot(capsys, METANODE)
+    assert "cluster_seg" not in _dot(capsys, MESH)
+
+
+def test_mermaid_has_the_same_information(capsys):
+    code, out, _ = run(capsys, "graph", CUSTOM, "--format", "mermaid")
+    assert code == 0
+    assert "rack-a-ch0" not in out
+    assert out.count('===|"bond0 (eth1+eth2)"|') == 4
+    assert '---|"eth3 – eth2<br/>10.21.0.0/31"|' in out
+    assert "subgraph legend [Legend]" in out and ":::gateway" in out
+    assert "linkStyle 7,8 stroke:#2e7d32" in out
+
+
+@needs_dot
+def test_svg_rendered_with_legend(capsys, tmp_path):
+    out = tmp_path / "mesh.svg"
+    code, _, err = run(capsys, "graph", MESH, "--format", "svg", "-o", str(out))
+    assert code == 0, err
+    svg = out.read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "Legend" in svg and "node&#45;0&#45;0" in svg
+    code, stdout, _ = run(capsys, "graph", MESH, "--format", "svg")
+    assert code == 0 and "<svg" in stdout
+
+
+@needs_dot
+def test_png_needs_output_and_is_written(capsys, tmp_path):
+    code, out, err = run(capsys, "graph", BONDED, "--format", "png")
+    assert code == 2 and out == "" and "give -o" in err
+    png = tmp_path / "b.png"
+    code, _, _ = run(capsys, "graph", BONDED, "--format", "png", "-o", str(png))
+    assert code == 0 and png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_image_without_graphviz(capsys, tmp_path, monkeypatch, fmt):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    out = tmp_path / ("g." + fmt)
+    code, stdout, err = run(capsys, "graph", MESH, "--format", fmt, "-o", str(out))
+    assert code == 2 and stdout == ""
+    assert err == ("beonet graph: --format %s needs Graphviz's dot (apt-get install graphviz)\n"
+                   % fmt)
+    assert os.listdir(tmp_path) == []
+
+
+def test_graphviz_failure_is_reported(capsys, tmp_path, monkeypatch):
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\necho 'syntax error in line 1' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, _, err = run(capsys, "graph", MESH, "--format", "svg", "-o", str(tmp_path / "g.svg"))
+    assert code == 1 and "failed (exit 1): syntax error in line 1" in err
+    assert not (tmp_path / "g.svg").exists()
