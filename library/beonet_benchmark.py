@@ -6,9 +6,12 @@ DOCUMENTATION = r"""
 module: beonet_benchmark
 short_description: Plan, check and report the beonet benchmarks (controller side)
 description:
-  - Runs on the controller (C(delegate_to: localhost), C(run_once)).
-  - C(action=plan) compiles the topology, validates the request (nodes in the plan,
-    sizes in range, ...) and returns the schedule of steps the playbook runs.
+  - Runs on the controller (with C(delegate_to=localhost) and C(run_once=true)).
+  - Works from the plan the beonet_plan role compiled (C(beonet_plan_result.plan), and with
+    C(beonet_plan_paths=true) C(beonet_plan_result.paths)); it never reads the topology file.
+  - C(action=plan) validates the request against the plan (nodes in the plan, sizes in
+    range, ...), classifies the node pairs by their expected paths and returns the schedule
+    of steps the playbook runs.
   - C(action=tools) fails, naming every node, when a node has no C compiler.
   - C(action=report) turns the nodes' raw outputs into
     C(results/<topology>/<timestamp>/) (raw JSON, CSV, PNG plots, summary.md).
@@ -19,22 +22,29 @@ options:
     type: str
     choices: [plan, tools, report]
     required: true
-  topology:
-    description: Path of the topology file.
-    type: path
+  plan:
+    description:
+      - The compiled plan (C(beonet_plan_result.plan)), for I(action=plan) and I(action=report).
+    type: dict
+  paths:
+    description:
+      - Expected traceroute hop addresses of every ordered node pair, source node => destination
+        node => list of hop addresses (C(beonet_plan_result.paths)), for I(action=plan).
+        Each address is mapped to its node through I(plan).
+    type: dict
   params:
     description: Benchmark request (nodes, sizes, count, pairs, classes, file_mb, remote_copies, ...).
     type: dict
     default: {}
   probe:
-    description: C({host: compiler path or ''}) for I(action=tools).
+    description: C({host => compiler path or empty}) for I(action=tools).
     type: dict
     default: {}
   schedule:
     description: The schedule returned by I(action=plan), for I(action=report).
     type: dict
   outputs:
-    description: C({host: {file: parsed JSON}}) gathered from the nodes, for I(action=report).
+    description: C({host => {file => parsed JSON}}) gathered from the nodes, for I(action=report).
     type: dict
   environment:
     description: Facts recorded in the summary (kernel, offloads, qdiscs, lab or bare metal).
@@ -48,10 +58,17 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Compile the plan and every pair's expected path
+  ansible.builtin.include_role:
+    name: beonet_plan
+  vars:
+    beonet_plan_paths: true
+
 - name: Plan the benchmark
   beonet_benchmark:
     action: plan
-    topology: topologies/routed-mesh.yml
+    plan: "{{ beonet_plan_result.plan }}"
+    paths: "{{ beonet_plan_result.paths }}"
     params: {count: 200, sizes: [64, 1024, 8192]}
   delegate_to: localhost
   run_once: true
@@ -80,21 +97,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from ansible.module_utils.beonet.benchmarks import planner as bench
-    from ansible.module_utils.beonet.compiler import pipeline
-    from ansible.module_utils.beonet.compiler.errors import CompileError
-    from ansible.module_utils.beonet.outputs import plan as render
+    from ansible.module_utils.beonet.benchmarks import report
     IMPORT_ERROR = None
-except ImportError:  # netaddr, jsonschema or PyYAML missing on the controller
+except ImportError:
     IMPORT_ERROR = traceback.format_exc()
-
-
-def _compile(module):
-    try:
-        compiled = pipeline.compile_file(module.params["topology"])
-    except CompileError as exc:
-        errors = [str(p) for p in exc.problems]
-        module.fail_json(msg="beonet: %d error(s)\n%s" % (len(errors), "\n".join(errors)))
-    return compiled, render.plan(compiled)
 
 
 def _fail(module, exc):
@@ -102,11 +108,28 @@ def _fail(module, exc):
                      % (len(exc.problems), "\n".join(exc.problems)), errors=exc.problems)
 
 
+def _report(module):
+    p = module.params
+    res = report.collect(p["schedule"], p["outputs"], p["plan"])
+    written = []
+    if not module.check_mode:
+        report.write_results(p["dest"], p["schedule"], res, p["environment"], p["plan"], p["outputs"])
+        written = ["raw.json", "results.json", "summary.md"]
+        try:
+            from ansible.module_utils.beonet.benchmarks import plots
+            written += plots.plot_all(p["dest"], res, p["plan"]["topology"]["name"])
+        except ImportError as exc:
+            written.append("no plots: %s (pip install -r requirements.txt)" % exc)
+    module.exit_json(changed=not module.check_mode, written=written,
+                     summary=report.summary_markdown(p["schedule"], res, p["environment"], p["plan"]))
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "tools", "report"]},
-            "topology": {"type": "path"},
+            "plan": {"type": "dict"},
+            "paths": {"type": "dict"},
             "params": {"type": "dict", "default": {}},
             "probe": {"type": "dict", "default": {}},
             "schedule": {"type": "dict"},
@@ -114,36 +137,24 @@ def main():
             "environment": {"type": "dict", "default": {}},
             "dest": {"type": "path"},
         },
-        required_if=[("action", "plan", ["topology"]),
-                     ("action", "report", ["topology", "schedule", "outputs", "dest"])],
+        required_if=[("action", "plan", ["plan", "paths"]),
+                     ("action", "report", ["plan", "schedule", "outputs", "dest"])],
         supports_check_mode=True,
     )
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params
+    if p["action"] != "tools" and not (p["plan"] or {}).get("nodes"):
+        module.fail_json(msg="beonet benchmark: plan: no compiled plan; run the beonet_plan role "
+                             "first (beonet_plan_paths: true), as playbooks/benchmark.yml does")
     try:
         if p["action"] == "tools":
             bench.check_tools(p["probe"])
             module.exit_json(changed=False)
-        compiled, plan = _compile(module)
-
-        def path_of(a, b):
-            return [h["node"] for h in compiled.path(a, b)]
         if p["action"] == "plan":
-            sched = bench.schedule(plan, path_of, p["params"])
-            module.exit_json(changed=False, schedule=sched)
-        res = bench.collect(p["schedule"], p["outputs"], plan)
-        written = []
-        if not module.check_mode:
-            bench.write_results(p["dest"], p["schedule"], res, p["environment"], plan, p["outputs"])
-            written = ["raw.json", "results.json", "summary.md"]
-            try:
-                from ansible.module_utils.beonet.benchmarks import plots
-                written += plots.plot_all(p["dest"], res, plan["topology"]["name"])
-            except ImportError as exc:
-                written.append("no plots: %s (pip install -r requirements.txt)" % exc)
-        module.exit_json(changed=not module.check_mode, written=written,
-                         summary=bench.summary_markdown(p["schedule"], res, p["environment"], plan))
+            path_of = bench.path_lookup(p["plan"], p["paths"])
+            module.exit_json(changed=False, schedule=bench.schedule(p["plan"], path_of, p["params"]))
+        _report(module)
     except bench.BenchError as exc:
         _fail(module, exc)
 

@@ -1,5 +1,6 @@
-"""Benchmarks (issue 4): pure logic of module_utils/beonet/bench.py, tokex.c on
-loopback, and the playbook's refusal of bad requests before any node is touched."""
+"""Benchmarks: the planner and report logic (module_utils/beonet/benchmarks),
+tokex.c on loopback, the module's documentation, and the playbook's refusal of
+bad requests before any node is touched."""
 
 import json
 import os
@@ -13,16 +14,25 @@ import pytest
 from conftest import ROOT
 
 from beonet.benchmarks import planner as bench
+from beonet.benchmarks import report
 from beonet.compiler import pipeline
 from beonet.outputs import plan as render
 
 TOPO = ROOT / "topologies"
 
 
+def expected_paths(c, plan):
+    """Every pair's expected hop addresses, as the beonet_plan role returns them."""
+    return {a: {b: [h["address"] for h in c.path(a, b)] for b in plan["nodes"] if b != a}
+            for a in plan["nodes"]}
+
+
 def compiled(name):
+    """The plan and path_of as the module builds them: from the plan and the
+    expected hop addresses, never from the topology file."""
     c = pipeline.compile_file(str(TOPO / name) if "/" not in name else name)
     plan = render.plan(c)
-    return plan, (lambda a, b: [h["node"] for h in c.path(a, b)])
+    return plan, bench.path_lookup(plan, expected_paths(c, plan))
 
 
 @pytest.fixture(scope="module")
@@ -223,10 +233,10 @@ def test_schedule_of_a_node_subset(mesh):
 # ------------------------------------------------------------------ summaries and writers
 
 def test_summarize_nearest_rank():
-    assert bench.summarize([]) == {"n": 0, "min": None, "median": None, "p99": None, "max": None}
-    s = bench.summarize(list(range(100, 0, -1)))
+    assert report.summarize([]) == {"n": 0, "min": None, "median": None, "p99": None, "max": None}
+    s = report.summarize(list(range(100, 0, -1)))
     assert s == {"n": 100, "min": 1, "median": 50, "p99": 99, "max": 100}
-    assert bench.summarize([7.0]) == {"n": 1, "min": 7.0, "median": 7.0, "p99": 7.0, "max": 7.0}
+    assert report.summarize([7.0]) == {"n": 1, "min": 7.0, "median": 7.0, "p99": 7.0, "max": 7.0}
 
 
 def _fake_outputs(sched, skew=0.0):
@@ -265,7 +275,7 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     plan, path_of = mesh
     s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
                                        "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
-    res = bench.collect(s, _fake_outputs(s), plan)
+    res = report.collect(s, _fake_outputs(s), plan)
     two = [a for a in res["aggregate"] if a["pairs"] == 2 and a["size"] == 8192 and a["proto"] == "tcp"
            and a["class"] == "same-segment"][0]
     one_pair = 8192 * 10 / (sum(100.0 + k for k in range(10)) / 1e6) / 1e6
@@ -274,7 +284,7 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     assert two["one_way_pct_of_link"] == pytest.approx(round(100 * 2 * one_pair / 12.5, 1))
     # Pairs that did not run at the same time: the aggregate is bytes over the union
     # of their windows, not the sum of their rates.
-    skewed = bench.collect(s, _fake_outputs(s, skew=1.0), plan)
+    skewed = report.collect(s, _fake_outputs(s, skew=1.0), plan)
     two_s = [a for a in skewed["aggregate"] if a["pairs"] == 2 and a["size"] == 8192
              and a["proto"] == "tcp" and a["class"] == "same-segment"][0]
     assert two_s["sum_one_way_MBps"] == pytest.approx(2 * one_pair)
@@ -282,14 +292,14 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     assert two_s["one_way_MBps"] == pytest.approx(2 * 8192 * 10 / span / 1e6)
     ip = res["iperf3"][0]
     assert ip["iperf3_MBps"] == pytest.approx(12.0) and ip["ratio_stream_8192"] == 0.95
-    lat = [l for l in res["latency"] if l["class"] == "gateway-1" and l["proto"] == "udp"][0]
+    lat = [r for r in res["latency"] if r["class"] == "gateway-1" and r["proto"] == "udp"][0]
     assert lat["one_way_median_us"] == 52.0
     assert lat["model_one_way_us"] == pytest.approx(bench.predict_rtt(bench.DEFAULT_MODEL, "udp", 2, 1) / 2)
     assert len(res["samples"]) == 10 * len(res["tokex"])
     cp = {c["remote"]: c for c in res["copy_aggregate"]}
     assert cp[0]["copies"] == 7 and cp[0]["aggregate_MBps"] == pytest.approx(7 * 2 / 0.5)
     env = {"kernel": "6.1.0-test", "where": "Docker lab test"}
-    bench.write_results(str(tmp_path), s, res, env, plan, {"raw": True})
+    report.write_results(str(tmp_path), s, res, env, plan, {"raw": True})
     names = sorted(os.listdir(tmp_path))
     for f in ("aggregate.csv", "samples.csv", "summary.md", "raw.json", "results.json", "latency.csv"):
         assert f in names
@@ -304,7 +314,7 @@ def test_plots_are_written(mesh, tmp_path):
     plan, path_of = mesh
     s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
                                        "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
-    res = bench.collect(s, _fake_outputs(s), plan)
+    res = report.collect(s, _fake_outputs(s), plan)
     written = plots.plot_all(str(tmp_path), res, "routed-mesh")
     assert {"token-exchange-tcp.png", "round-trip.png", "file-copy.png", "latency.png"} <= set(written)
     for w in written:
@@ -476,4 +486,49 @@ def test_exchange_window_runs_the_token_exchange_with_tokens_in_flight(mesh):
 def test_a_bond_is_one_link_of_all_its_channels():
     """% of link on a bonded net is against the bond (2 x 100 Mbit/s), not one member."""
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
-    assert bench._link_rate(plan, ["node01", "node02"]) == 200
+    assert report._link_rate(plan, ["node01", "node02"]) == 200
+
+
+# ------------------------------------------------------------------ the module works from the compiled plan
+
+@pytest.mark.parametrize("name", ["routed-mesh.yml", "metanode-testbed.yml", "switch-tree.yml",
+                                  "bonded-dual-net.yml"])
+def test_hop_addresses_map_to_the_compilers_hop_nodes(name):
+    c = pipeline.compile_file(str(TOPO / name))
+    plan = render.plan(c)
+    path_of = bench.path_lookup(plan, expected_paths(c, plan))
+    for a in plan["nodes"]:
+        for b in plan["nodes"]:
+            if a != b:
+                assert path_of(a, b) == [h["node"] for h in c.path(a, b)]
+
+
+def test_paths_that_do_not_fit_the_plan_are_refused(mesh):
+    plan, _ = mesh
+    with pytest.raises(bench.BenchError, match="paths: empty: .*beonet_plan_paths: true"):
+        bench.path_lookup(plan, {})
+    path_of = bench.path_lookup(plan, {"node-0-0": {"node-0-1": ["10.0.1.1", "192.0.2.7"]}})
+    with pytest.raises(bench.BenchError, match="node-0-0 -> node-0-1: hop 192.0.2.7 is no address"):
+        path_of("node-0-0", "node-0-1")
+    with pytest.raises(bench.BenchError, match="no expected path from node-0-1 to node-0-0"):
+        path_of("node-0-1", "node-0-0")
+
+
+def test_module_documentation_parses():
+    bindir = os.path.dirname(sys.executable)
+    res = subprocess.run([os.path.join(bindir, "ansible-doc"), "--json", "-M", "library",
+                          "beonet_benchmark"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)["beonet_benchmark"]["doc"]
+    assert {"plan", "paths"} <= set(doc["options"]) and "topology" not in doc["options"]
+
+
+def test_module_without_a_compiled_plan_says_what_to_run():
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    res = subprocess.run([os.path.join(bindir, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter=" + sys.executable, "-m", "beonet_benchmark",
+                          "-a", json.dumps({"action": "plan", "plan": {}, "paths": {}})],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode != 0
+    assert "no compiled plan; run the beonet_plan role first" in res.stdout

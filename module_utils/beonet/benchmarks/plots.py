@@ -76,18 +76,18 @@ def plot_all(folder, res, title):
 
     if res["latency"]:
         fig, ax = plt.subplots(figsize=(6, 4))
-        order = sorted({l["class"] for l in res["latency"]},
-                       key=lambda c: min(l["routers"] * 10 + l["switches"] for l in res["latency"]
-                                         if l["class"] == c))
+        order = sorted({row["class"] for row in res["latency"]},
+                       key=lambda c: min(row["routers"] * 10 + row["switches"] for row in res["latency"]
+                                         if row["class"] == c))
         for proto, dx in (("tcp", -0.12), ("udp", 0.12)):
             for i, cls in enumerate(order):
-                for l in res["latency"]:
-                    if l["class"] == cls and l["proto"] == proto:
-                        ys = l["samples_one_way_us"] or [l["one_way_median_us"]]
+                for row in res["latency"]:
+                    if row["class"] == cls and row["proto"] == proto:
+                        ys = row["samples_one_way_us"] or [row["one_way_median_us"]]
                         ax.scatter([i + dx] * len(ys), ys, s=4, alpha=0.3,
                                    color="C0" if proto == "tcp" else "C1",
                                    label="%s measured" % proto if i == 0 else None)
-                        ax.scatter([i + dx], [l["model_one_way_us"]], marker="_", s=300,
+                        ax.scatter([i + dx], [row["model_one_way_us"]], marker="_", s=300,
                                    color="C3" if proto == "tcp" else "C2",
                                    label="%s model (SC98)" % proto if i == 0 else None)
         ax.set_xticks(range(len(order)))

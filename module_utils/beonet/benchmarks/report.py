@@ -1,0 +1,282 @@
+"""Benchmark results: the nodes' raw outputs turned into tables (token
+exchange per pair and aggregated over concurrent pairs, latency against the
+per-hop model, iperf3 against tokex, ring, file copy), and the CSV, JSON and
+Markdown files of `results/<topology>/<timestamp>/`. Pure logic (stdlib).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .planner import Plan, predict_rtt
+
+Outputs = dict[str, dict[str, Any]]       # host -> {file name: parsed JSON}
+Results = dict[str, Any]
+Step = dict[str, Any]
+
+
+def summarize(values: list[float]) -> dict[str, Any]:
+    """min, median, P99 (nearest rank), max of a list of numbers."""
+    if not values:
+        return {"n": 0, "min": None, "median": None, "p99": None, "max": None}
+    s = sorted(values)
+    n = len(s)
+
+    def rank(q: int) -> float:
+        k = max(1, min(n, -(-q * n // 100)))
+        return s[int(k) - 1]
+    return {"n": n, "min": s[0], "median": rank(50), "p99": rank(99), "max": s[-1]}
+
+
+def _link_rate(plan: Plan, nodes: list[str]) -> int | None:
+    """The slowest planned link the nodes send on: a bond counts as one link of
+    channels x channel rate (its members carry no address of their own)."""
+    rates = [i["rate_mbit"] for n in nodes for i in plan["nodes"][n]["interfaces"]
+             if i.get("rate_mbit") and not i.get("bond")]
+    return min(rates) if rates else None
+
+
+def _tokex_row(st: Step, pr: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    row = {"class": st["class"], "pairs": len(st["pairs"]), "client": pr["client"],
+           "server": pr["server"], "routers": pr["routers"],
+           "switches": pr["switches"], "proto": run["proto"], "size": run["size"],
+           "count": run["count"], "seconds": run["seconds"], "lost": run["lost"],
+           "exchange_MBps": run["exchange_MBps"], "one_way_MBps": run["one_way_MBps"],
+           "start": run["start"]}
+    row.update({"rtt_%s_us" % k: v for k, v in run["rtt_us"].items()})
+    return row
+
+
+def _add_run(agg: dict[tuple[str, int], dict[str, Any]], st: Step, run: dict[str, Any]) -> None:
+    """Add one pair's run to the aggregate of its protocol and size."""
+    a = agg.setdefault((run["proto"], run["size"]), {
+        "class": st["class"], "pairs": len(st["pairs"]), "proto": run["proto"], "size": run["size"],
+        "exchange_MBps": 0.0, "one_way_MBps": 0.0, "reported": 0, "first_start": run["start"],
+        "last_end": run["start"] + run["seconds"]})
+    a["exchange_MBps"] += run["exchange_MBps"]
+    a["one_way_MBps"] += run["one_way_MBps"]
+    a["reported"] += 1
+    a["first_start"] = min(a["first_start"], run["start"])
+    a["last_end"] = max(a["last_end"], run["start"] + run["seconds"])
+
+
+def _latency_row(st: Step, pr: dict[str, Any], run: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    pred = predict_rtt(model, run["proto"], pr["switches"], pr["routers"])
+    return {"class": st["class"], "client": pr["client"], "server": pr["server"],
+            "proto": run["proto"], "size": run["size"], "routers": pr["routers"],
+            "switches": pr["switches"],
+            "one_way_median_us": run["rtt_us"]["median"] / 2,
+            "one_way_min_us": run["rtt_us"]["min"] / 2,
+            "one_way_p99_us": run["rtt_us"]["p99"] / 2,
+            "model_one_way_us": pred / 2,
+            "samples_one_way_us": [v / 2 for v in run.get("samples_us", [])]}
+
+
+def _finish_aggregate(a: dict[str, Any], rows: list[dict[str, Any]],
+                      link_MBps: float | None) -> dict[str, Any]:
+    """Sum of the pairs' own rates, and bytes over the union of their run
+    windows (conservative when the pairs did not overlap exactly)."""
+    a["sum_one_way_MBps"] = a["one_way_MBps"]
+    a["sum_exchange_MBps"] = a["exchange_MBps"]
+    span = a["last_end"] - a["first_start"]
+    done = sum(t["size"] * t["count"] for t in rows
+               if t["class"] == a["class"] and t["pairs"] == a["pairs"]
+               and t["proto"] == a["proto"] and t["size"] == a["size"])
+    if span > 0 and a["reported"] > 1:
+        a["one_way_MBps"] = min(a["one_way_MBps"], done / span / 1e6)
+        a["exchange_MBps"] = 2 * a["one_way_MBps"]
+    if link_MBps:
+        a["one_way_pct_of_link"] = round(100 * a["one_way_MBps"] / link_MBps, 1)
+        a["exchange_pct_of_link"] = round(100 * a["exchange_MBps"] / link_MBps, 1)
+    return a
+
+
+def _collect_tokex(res: Results, st: Step, outputs: Outputs, params: dict[str, Any]) -> None:
+    agg: dict[tuple[str, int], dict[str, Any]] = {}
+    for pr in st["pairs"]:
+        doc = outputs.get(pr["client"], {}).get(st["id"] + ".json")
+        if not doc:
+            continue
+        for run in doc["runs"]:
+            res["tokex"].append(_tokex_row(st, pr, run))
+            for i, v in enumerate(run.get("samples_us", [])):
+                res["samples"].append({"class": st["class"], "pairs": len(st["pairs"]),
+                                       "client": pr["client"], "server": pr["server"],
+                                       "proto": run["proto"], "size": run["size"],
+                                       "i": i, "rtt_us": v})
+            _add_run(agg, st, run)
+            # Latency: the smallest token of a 1-pair ping-pong (not windowed).
+            if (len(st["pairs"]) == 1 and run["size"] == min(params["sizes"])
+                    and run["size"] <= 64 and run.get("window", 1) == 1):
+                res["latency"].append(_latency_row(st, pr, run, params["latency_model"]))
+    for a in agg.values():
+        res["aggregate"].append(_finish_aggregate(a, res["tokex"], res["link_MBps"]))
+
+
+def _collect_iperf3(res: Results, st: Step, outputs: Outputs, params: dict[str, Any]) -> None:
+    pr = st["pairs"][0]
+    got = outputs.get(pr["client"], {})
+    ip = got.get(st["id"] + ".json") or {}
+    end = ip.get("end", {})
+    bps = end.get("sum_received", {}).get("bits_per_second")
+    row = {"class": st["class"], "client": pr["client"], "server": pr["server"],
+           "iperf3_MBps": bps / 8e6 if bps else None,
+           "iperf3_retransmits": end.get("sum_sent", {}).get("retransmits"),
+           "iperf3_error": ip.get("error")}
+    for mode, size in (("stream", 8192), ("stream", 65536), ("window", 8192)):
+        doc = got.get("%s-%s-%d.json" % (st["id"], mode, size)) or {"runs": []}
+        for run in doc["runs"]:
+            row["tokex_%s_%d_MBps" % (mode, run["size"])] = run["one_way_MBps"]
+            if bps:
+                row["ratio_%s_%d" % (mode, run["size"])] = round(run["one_way_MBps"] / (bps / 8e6), 3)
+    res["iperf3"].append(row)
+
+
+def _collect_ring(res: Results, st: Step, outputs: Outputs, params: dict[str, Any]) -> None:
+    doc = outputs.get(st["order"][0], {}).get("ring-0.json") or {"runs": []}
+    for run in doc["runs"]:
+        row = {"nodes": len(st["order"]), "size": run["size"], "rounds": run["count"]}
+        row.update({"round_%s_us" % k: v for k, v in run["rtt_us"].items()})
+        res["ring"].append(row)
+
+
+def _collect_copy(res: Results, st: Step, outputs: Outputs, params: dict[str, Any]) -> None:
+    docs = []
+    for h in list(st["local"]) + [pr["client"] for pr in st["pairs"]]:
+        d = outputs.get(h, {}).get(st["id"] + ".json")
+        if d:
+            d = dict(d, host=h, remote=st["remote"], file_mb=st["file_mb"])
+            docs.append(d)
+            res["copy"].append({k: d[k] for k in ("host", "copy", "remote", "file_mb", "bytes",
+                                                  "seconds", "MBps", "start", "resident_pages_before")})
+    if docs:
+        t0 = min(d["start"] for d in docs)
+        t1 = max(d["start"] + d["seconds"] for d in docs)
+        res["copy_aggregate"].append({
+            "remote": st["remote"], "file_mb": st["file_mb"], "copies": len(docs),
+            "aggregate_MBps": sum(d["bytes"] for d in docs) / (t1 - t0) / 1e6,
+            "sum_of_rates_MBps": sum(d["MBps"] for d in docs),
+            "resident_pages_before": sum(max(0, d["resident_pages_before"]) for d in docs)})
+
+
+_COLLECT: dict[str, Callable[[Results, Step, Outputs, dict[str, Any]], None]] = {
+    "tokex": _collect_tokex, "iperf3": _collect_iperf3, "ring": _collect_ring, "copy": _collect_copy}
+
+
+def collect(sched: dict[str, Any], outputs: Outputs, plan: Plan) -> Results:
+    """Turn the raw outputs {host: {file name: parsed JSON}} into result tables."""
+    rate = _link_rate(plan, sched["params"]["nodes"])
+    res: Results = {"tokex": [], "aggregate": [], "samples": [], "iperf3": [], "ring": [],
+                    "copy": [], "copy_aggregate": [], "latency": [],
+                    "link_MBps": rate / 8.0 if rate else None}
+    for st in sched["steps"]:
+        step = _COLLECT.get(st["kind"])
+        if step:
+            step(res, st, outputs, sched["params"])
+    return res
+
+
+def write_csv(path, rows):
+    keys = []
+    for r in rows:
+        for k in r:
+            if k not in keys and not isinstance(r[k], (list, dict)):
+                keys.append(k)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def write_json(path, data):
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+
+
+def _fmt(v, nd=2):
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return ("%%.%df" % nd) % v
+    return str(v)
+
+
+def _table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def summary_markdown(sched, res, env, plan):
+    """The human summary: environment, then one table per benchmark."""
+    p = sched["params"]
+    lines = ["# beonet benchmark: %s" % plan["topology"]["name"], ""]
+    lines.append("## Environment")
+    lines.append("")
+    for k in sorted(env):
+        v = env[k]
+        if isinstance(v, (dict, list)):
+            v = json.dumps(v, sort_keys=True)
+        lines.append("- **%s**: %s" % (k, str(v).replace("\n", "; ")))
+    lines += ["", "Throughput: MB = 10^6 bytes. *exchange* counts the token both ways "
+              "(2 x size x count / time, the papers' token-exchange count), *one-way* counts it "
+              "once (what a stream, or iperf3, measures). Planned link rate %s MB/s (a bond: "
+              "its channels together)." % _fmt(res["link_MBps"]),
+              "", "## Token exchange (aggregate over concurrent pairs)", ""]
+    rows = []
+    for a in sorted(res["aggregate"], key=lambda a: (a["class"], a["proto"], a["pairs"], a["size"])):
+        if a["size"] in (min(p["sizes"]), 1024, 8192) or a["size"] == max(p["sizes"]):
+            rows.append([a["class"], a["proto"], a["pairs"], a["size"], a["exchange_MBps"],
+                         a["one_way_MBps"], a.get("one_way_pct_of_link")])
+    lines.append(_table(["class", "proto", "pairs", "size", "exchange MB/s", "one-way MB/s",
+                         "one-way % of link"], rows))
+    lines += ["", "## Round trip per pair (TCP, 1 pair)", ""]
+    rows = [[t["class"], t["size"], t["rtt_min_us"], t["rtt_median_us"], t["rtt_p99_us"], t["rtt_max_us"]]
+            for t in res["tokex"] if t["pairs"] == 1 and t["proto"] == "tcp"]
+    lines.append(_table(["class", "size", "min us", "median us", "P99 us", "max us"], rows))
+    lines += ["", "## iperf3 and tokex one-way modes (same pair)", ""]
+    rows = [[r["class"], "%s->%s" % (r["client"], r["server"]), r["iperf3_MBps"],
+             r.get("tokex_stream_8192_MBps"), r.get("ratio_stream_8192"),
+             r.get("tokex_stream_65536_MBps"), r.get("ratio_stream_65536"),
+             r.get("tokex_window_8192_MBps"), r.get("ratio_window_8192")] for r in res["iperf3"]]
+    lines.append(_table(["class", "pair", "iperf3 MB/s", "stream 8K", "ratio", "stream 64K", "ratio",
+                         "window 8K", "ratio"], rows))
+    lines += ["", "## Latency by path class vs the model (4-byte tokens, one way = RTT/2)", ""]
+    rows = [[r["class"], r["proto"], r["routers"], r["switches"], r["one_way_min_us"],
+             r["one_way_median_us"], r["one_way_p99_us"], r["model_one_way_us"]] for r in res["latency"]]
+    lines.append(_table(["class", "proto", "routers", "switches", "min us", "median us", "P99 us",
+                         "model us"], rows))
+    m = p["latency_model"]
+    lines += ["", "Model (round trip): TCP %s + %s/switch + %s/router us; UDP %s + %s/switch + %s/router us."
+              % (m["tcp"]["base_us"], m["tcp"]["switch_us"], m["tcp"]["router_us"],
+                 m["udp"]["base_us"], m["udp"]["switch_us"], m["udp"]["router_us"])]
+    lines += ["", "## Ring round trip", ""]
+    rows = [[r["nodes"], r["size"], r["round_min_us"], r["round_median_us"], r["round_p99_us"],
+             r["round_max_us"]] for r in res["ring"]]
+    lines.append(_table(["nodes", "size", "min us", "median us", "P99 us", "max us"], rows))
+    lines += ["", "## File copy (%d concurrent copies)" % p["copies"], ""]
+    rows = [[c["file_mb"], c["remote"], c["copies"], c["aggregate_MBps"], c["resident_pages_before"]]
+            for c in sorted(res["copy_aggregate"], key=lambda c: (c["file_mb"], c["remote"]))]
+    lines.append(_table(["file MB", "remote copies", "copies", "aggregate MB/s",
+                         "pages cached at start"], rows))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_results(folder, sched, res, env, plan, raw):
+    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(folder, "raw.json"), raw)
+    write_json(os.path.join(folder, "results.json"), dict(res, environment=env,
+                                                          schedule=[{k: v for k, v in s.items()
+                                                                     if k != "hosts"}
+                                                                    for s in sched["steps"]]))
+    for name in ("tokex", "aggregate", "samples", "iperf3", "ring", "copy", "copy_aggregate", "latency"):
+        write_csv(os.path.join(folder, name + ".csv"), res[name])
+    with open(os.path.join(folder, "summary.md"), "w", encoding="utf-8") as fh:
+        fh.write(summary_markdown(sched, res, env, plan))
