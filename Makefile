@@ -19,7 +19,7 @@ $(VENV)/.done: requirements.txt pyproject.toml
 	touch $@
 
 # Everything: unit tests, lint, then every Molecule scenario on the Docker lab.
-test: setup unit lint molecule
+test: setup unit lint collection-sanity molecule
 
 unit: setup
 	$(BIN)/pytest
@@ -122,3 +122,19 @@ vm-down: setup
 .PHONY: vm-benchmark
 vm-benchmark: setup
 	bash scripts/vm-benchmark.sh
+
+# --- Ansible collection beonet.cluster ---------------------------------------
+.PHONY: collection collection-test collection-sanity
+# The collection in build/collection/ansible_collections/beonet/cluster and its
+# tarball build/collection/beonet-cluster-VERSION.tar.gz.
+collection: setup
+	$(BIN)/python scripts/build-collection.py --out build/collection
+
+# Tarball installed into a scratch project, dry run by FQCN, ansible-doc of every
+# module and role, the Python wheel's metadata (also part of `make unit`).
+collection-test: setup
+	$(BIN)/pytest tests/test_collection.py
+
+# ansible-test sanity on the built collection, zero findings, no ignore file.
+collection-sanity: setup
+	bash scripts/collection-sanity.sh
