@@ -6,15 +6,18 @@ chose. Pools are carved with netaddr; everything after this stage uses ints.
 """
 
 import hashlib
+from typing import Any
 
 from netaddr import IPNetwork
 
-from .model import mask, net_text, parse_net
+from .errors import Problems
+from .load import Source
+from .model import Graph, Interface, Node, Segment, mask, net_text, parse_net
 
-DEFAULT_POOLS = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31}
+DEFAULT_POOLS: dict[str, Any] = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31}
 
 
-def _needed_prefix(seg_hosts):
+def _needed_prefix(seg_hosts: int) -> int:
     """Longest prefix whose subnet holds host numbers up to seg_hosts."""
     plen = 30
     while plen > 8 and (1 << (32 - plen)) - 2 < seg_hosts:
@@ -22,70 +25,80 @@ def _needed_prefix(seg_hosts):
     return plen
 
 
-def assign(graph, source):
-    problems = source.problems()
+def assign(graph: Graph, source: Source) -> Problems:
+    """Give every IP segment its prefix, every member its address and every bond its MAC."""
+    problems: Problems = source.problems()
     problems.stage = "address"
     cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {}))
     lan_pool = IPNetwork(cfg["lan"])
     p2p_pool = IPNetwork(cfg["p2p"])
-    p2p_plen = cfg["p2p_prefix"]
     if lan_pool.first <= p2p_pool.last and p2p_pool.first <= lan_pool.last:
         problems.add("addressing.p2p", "pool %s overlaps the LAN pool %s" % (p2p_pool, lan_pool))
         return problems
-
-    lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
-    p2ps = [s for s in graph.segments if s.kind == "p2p" and s.prefix_fixed is None]
-    top = max((m[2] for s in lans for m in s.members), default=1)
-    wanted = cfg.get("lan_prefix", min(24, _needed_prefix(top)))
-    if lans:
-        if wanted < lan_pool.prefixlen:
-            problems.add("addressing.lan", "pool %s is smaller than one /%d segment"
-                         % (lan_pool, wanted))
-            return problems
-        if (1 << (32 - wanted)) - 2 < top:
-            problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
-                         "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, top))
-            return problems
-        capacity = 1 << (wanted - lan_pool.prefixlen)
-        dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0
-        block = capacity // dims if dims else capacity
-        worst = 0
-        for seg in lans:
-            slot = seg.pool_slot
-            if dims:
-                d, inner = slot
-                worst = max(worst, inner + 1)
-                slot = d * block + inner
-            else:
-                worst = max(worst, slot + 1)
-            seg.net = lan_pool.first + (slot << (32 - wanted))
-            seg.plen = wanted
-        if worst > block:
-            what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
-                else "segments"
-            problems.add("addressing.lan", "pool %s holds %d /%d %s; the topology needs %d"
-                         % (lan_pool, block, wanted, what, worst))
-            return problems
-    if p2ps:
-        size = 1 << (32 - p2p_plen)
-        need = max(s.pool_slot for s in p2ps) + 1
-        if need * size > p2p_pool.size:
-            problems.add("addressing.p2p", "pool %s holds %d /%d links; the topology needs %d"
-                         % (p2p_pool, p2p_pool.size // size, p2p_plen, need))
-            return problems
-        for seg in p2ps:
-            seg.net = p2p_pool.first + seg.pool_slot * size
-            seg.plen = p2p_plen
+    if not (_carve_lans(graph, cfg, lan_pool, problems)
+            and _carve_p2ps(graph, cfg["p2p_prefix"], p2p_pool, problems)):
+        return problems
     for seg in graph.segments:
         if seg.prefix_fixed is not None:
             seg.net, seg.plen = parse_net(seg.prefix_fixed)
     _place_hosts(graph, source, problems)
     if not problems:
         _check_overlap(graph, source, problems)
+    if not problems:
+        _give_bond_macs(graph)
     return problems
 
 
-def _place_hosts(graph, source, problems):
+def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: Any, problems: Problems) -> bool:
+    """Prefix of every pooled LAN at its slot (a mesh: in its dimension's block
+    of the pool). False, with the problem added, when the pool is too small."""
+    lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
+    if not lans:
+        return True
+    top = max((m[2] for s in lans for m in s.members), default=1)
+    wanted: int = cfg.get("lan_prefix", min(24, _needed_prefix(top)))
+    if wanted < pool.prefixlen:
+        problems.add("addressing.lan", "pool %s is smaller than one /%d segment" % (pool, wanted))
+        return False
+    if (1 << (32 - wanted)) - 2 < top:
+        problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
+                     "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, top))
+        return False
+    capacity = 1 << (wanted - pool.prefixlen)
+    dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0
+    block = capacity // dims if dims else capacity
+    worst = 0
+    for seg in lans:
+        worst = max(worst, seg.pool_slot + 1)
+        seg.net = pool.first + ((seg.pool_dim * block + seg.pool_slot) << (32 - wanted))
+        seg.plen = wanted
+    if worst > block:
+        what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
+            else "segments"
+        problems.add("addressing.lan", "pool %s holds %d /%d %s; the topology needs %d"
+                     % (pool, block, wanted, what, worst))
+        return False
+    return True
+
+
+def _carve_p2ps(graph: Graph, plen: int, pool: Any, problems: Problems) -> bool:
+    """Prefix of every pooled point-to-point link at its slot; False when the pool is too small."""
+    p2ps = [s for s in graph.segments if s.kind == "p2p" and s.prefix_fixed is None]
+    if not p2ps:
+        return True
+    size = 1 << (32 - plen)
+    need = max(s.pool_slot for s in p2ps) + 1
+    if need * size > pool.size:
+        problems.add("addressing.p2p", "pool %s holds %d /%d links; the topology needs %d"
+                     % (pool, pool.size // size, plen, need))
+        return False
+    for seg in p2ps:
+        seg.net = pool.first + seg.pool_slot * size
+        seg.plen = plen
+    return True
+
+
+def _place_hosts(graph: Graph, source: Source, problems: Problems) -> None:
     for seg in graph.segments:
         if not seg.routed:
             continue
@@ -101,7 +114,7 @@ def _place_hosts(graph, source, problems):
             iface.addresses = [seg.net + number]
 
 
-def _seg_path(graph, source, seg):
+def _seg_path(graph: Graph, source: Source, seg: Segment) -> str:
     if graph.family != "custom":
         return "addressing.lan" if seg.kind == "lan" else "addressing.p2p"
     key = "segments" if seg.kind == "lan" else "links"
@@ -114,7 +127,7 @@ def _seg_path(graph, source, seg):
     return "custom"
 
 
-def _check_overlap(graph, source, problems):
+def _check_overlap(graph: Graph, source: Source, problems: Problems) -> None:
     nets = sorted((s.net, s.net + (1 << (32 - s.plen)) - 1, s) for s in graph.segments
                   if s.routed)
     for (_a0, a1, sa), (b0, _b1, sb) in zip(nets, nets[1:]):
@@ -123,11 +136,11 @@ def _check_overlap(graph, source, problems):
                          % (net_text(sb.net, sb.plen), sb.name, net_text(sa.net, sa.plen), sa.name))
 
 
-def host_in(seg, addr):
+def host_in(seg: Segment, addr: int) -> bool:
     return (addr & mask(seg.plen)) == seg.net
 
 
-def bond_mac(node, iface):
+def bond_mac(node: Node, iface: Interface) -> str:
     """A bond's MAC address: locally administered, unique in the cluster and the
     same on every run and after every reboot (02:be + the bond's IPv4 address,
     or a hash of node and bond names when it has none). Without it a bond
@@ -138,3 +151,10 @@ def bond_mac(node, iface):
     else:
         raw = hashlib.sha256(("%s/%s" % (node.name, iface.name)).encode()).digest()[:4]
     return "02:be:" + ":".join("%02x" % b for b in raw)
+
+
+def _give_bond_macs(graph: Graph) -> None:
+    for node in graph.nodes:
+        for iface in node.interfaces:
+            if iface.kind == "bond":
+                iface.mac = bond_mac(node, iface)

@@ -11,12 +11,63 @@ structure-aligned cuts (groups, mesh dimensions, leaves) above that.
 
 import itertools
 import statistics
+from collections.abc import Iterable, Iterator
 from math import comb
+from typing import NotRequired, TypedDict
+
+from .model import Graph, Switch
+from .prove import Proof
 
 EXHAUSTIVE_UP_TO = 16
 
+Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 
-def _links(graph):
+
+class Bisection(TypedDict):
+    crossing_mbit: int
+    per_node_mbit: float
+    link_mbit: int
+    fraction_of_link: float
+    method: str
+    paper_closed_form: NotRequired[float]       # meta-graph: (C/4)(L/(L-1))
+    uplink_per_node_mbit: NotRequired[float]    # tree
+    oversubscription: NotRequired[float]        # tree
+
+
+class RoutesPerNode(TypedDict):
+    max: int
+    mean: float
+    total: int
+
+
+class GatewayLoad(TypedDict):
+    max: int
+    mean: float
+
+
+class MetagraphMetrics(TypedDict):
+    links_per_group_pair: float
+    uneven_pairs: list[str]
+    unused_ports: list[str]
+    weights: dict[str, int]
+
+
+class Metrics(TypedDict):
+    nodes: int
+    segments: int
+    links: int
+    channels: int
+    pairs: int
+    diameter: int
+    hops: dict[str, int]                        # hop count -> ordered pairs
+    routes_per_node: RoutesPerNode
+    forwarding_nodes: int
+    gateway_load: GatewayLoad
+    bisection: Bisection
+    metagraph: NotRequired[MetagraphMetrics]
+
+
+def _links(graph: Graph) -> list[Link]:
     """(segment, rate, member node indexes) that a cut may split."""
     out = []
     for seg in graph.segments:
@@ -26,7 +77,7 @@ def _links(graph):
     return out
 
 
-def _crossing(side, links):
+def _crossing(side: list[int], links: list[Link]) -> int:
     total = 0
     for kind, rate, members in links:
         a = sum(side[m] for m in members)
@@ -35,17 +86,17 @@ def _crossing(side, links):
     return total
 
 
-def _cost(kind, rate, a, b):
+def _cost(kind: str, rate: int, a: int, b: int) -> int:
     if kind == "p2p":
         return rate if a and b else 0
     return min(a, b) * rate
 
 
-def _balance(side, links):
+def _balance(side: list[int], links: list[Link]) -> int:
     """Move nodes from the larger side until the sides differ by at most one,
     each time the node whose move costs least; then return the crossing."""
     n = len(side)
-    member_of = [[] for _ in range(n)]
+    member_of: list[list[int]] = [[] for _ in range(n)]
     count = []
     for k, (_, _, members) in enumerate(links):
         a = sum(side[m] for m in members)
@@ -66,6 +117,7 @@ def _balance(side, links):
                 delta += _cost(kind, rate, *moved) - _cost(kind, rate, *c)
             if best is None or delta < best[0]:
                 best = (delta, i)
+        assert best is not None         # the larger side has a node
         i = best[1]
         side[i] = 1 - big
         for k in member_of[i]:
@@ -74,18 +126,20 @@ def _balance(side, links):
     return _crossing(side, links)
 
 
-def _candidates(graph):
+def _candidates(graph: Graph) -> Iterator[list[int]]:
     nodes = graph.nodes
     n = len(nodes)
     if graph.family == "mesh":
         for d, size in enumerate(graph.params["dims"]):
-            yield [1 if node.coords[d] < size // 2 else 0 for node in nodes]
+            yield [1 if node.coords is not None and node.coords[d] < size // 2 else 0
+                   for node in nodes]
     elif graph.family == "metagraph":
         # Whole groups on each side (group 0 fixed on side 1); with odd L the
         # last group is split and its nodes placed by _balance.
         L = graph.params["groups"]
         pool = range(1, L) if L % 2 == 0 else range(1, L - 1)
         take = L // 2 - 1
+        combos: Iterable[tuple[int, ...]]
         if comb(len(pool), take) > 5000:
             combos = [tuple(pool)[:take]]
         else:
@@ -96,10 +150,11 @@ def _candidates(graph):
     yield [1 if i < n // 2 else 0 for i in range(n)]
 
 
-def _tree_crossing(graph):
+def _tree_crossing(graph: Graph) -> int | None:
     """Flow each root subtree can push through its uplinks, halves compared."""
     p = graph.params
-    def cap(sw):
+
+    def cap(sw: Switch) -> int:
         if not sw.children:
             inside = len(sw.nodes) * p["downlink_mbit"]
         else:
@@ -113,7 +168,7 @@ def _tree_crossing(graph):
     return min(sum(kids[:half]), sum(kids[half:]))
 
 
-def bisection(graph):
+def bisection(graph: Graph) -> Bisection:
     n = len(graph.nodes)
     links = _links(graph)
     p = graph.params
@@ -133,20 +188,15 @@ def bisection(graph):
             crossing = _balance([1 if i < n // 2 else 0 for i in range(n)], links)
             method = "estimate (odd root fan-out)"
     elif n <= EXHAUSTIVE_UP_TO:
-        crossing = None
-        for combo in itertools.combinations(range(1, n), n // 2 - 1):
-            side = [0] * n
-            side[0] = 1
-            for i in combo:
-                side[i] = 1
-            c = _crossing(side, links)
-            crossing = c if crossing is None else min(crossing, c)
+        # node 0 on side 1 with every choice of n // 2 - 1 others
+        crossing = min(_crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
+                       for combo in itertools.combinations(range(1, n), n // 2 - 1))
     else:
         method = "structure-aligned cuts"
         crossing = min(_balance(list(s), links) for s in _candidates(graph))
-    out = {"crossing_mbit": crossing, "per_node_mbit": round(crossing / n, 3),
-           "link_mbit": link, "fraction_of_link": round(crossing / n / link, 4),
-           "method": method}
+    out: Bisection = {"crossing_mbit": crossing, "per_node_mbit": round(crossing / n, 3),
+                      "link_mbit": link, "fraction_of_link": round(crossing / n / link, 4),
+                      "method": method}
     if graph.family == "metagraph":
         L, C = p["groups"], p["p2p_per_node"]
         out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
@@ -160,10 +210,10 @@ def bisection(graph):
     return out
 
 
-def metrics(graph, proof):
+def metrics(graph: Graph, proof: Proof) -> Metrics:
     routes = [len(n.routes) for n in graph.nodes]
     fwd = [proof.forwarded[n.index] for n in graph.nodes if n.forwarding]
-    out = {
+    out: Metrics = {
         "nodes": len(graph.nodes),
         "segments": sum(1 for s in graph.segments if s.kind == "lan"),
         "links": sum(1 for s in graph.segments if s.kind == "p2p"),
@@ -180,6 +230,7 @@ def metrics(graph, proof):
     }
     if graph.family == "metagraph":
         p = graph.params
-        out["metagraph"] = {k: p[k] for k in ("links_per_group_pair", "uneven_pairs",
-                                                "unused_ports", "weights")}
+        out["metagraph"] = {"links_per_group_pair": p["links_per_group_pair"],
+                            "uneven_pairs": p["uneven_pairs"], "unused_ports": p["unused_ports"],
+                            "weights": p["weights"]}
     return out

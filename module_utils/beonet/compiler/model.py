@@ -5,154 +5,171 @@ link) or layer-2 channels under a bond. Addresses are kept as integers inside
 the compiler (the hot loops of large graphs) and rendered as text at the end.
 """
 
+from __future__ import annotations
+
 import socket
 import struct
 from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 _pack = struct.Struct("!I").pack
 _unpack = struct.Struct("!I").unpack
 
 
+UNASSIGNED = -1                     # Segment.net before the address stage (and of channels)
+
+
 @cache
-def ip_text(value):
+def ip_text(value: int) -> str:
     return socket.inet_ntoa(_pack(value))
 
 
-def ip_int(text):
-    return _unpack(socket.inet_aton(text))[0]
+def ip_int(text: str) -> int:
+    value: int = _unpack(socket.inet_aton(text))[0]
+    return value
 
 
-def mask(plen):
+def mask(plen: int) -> int:
     return (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
 
 
 @cache
-def net_text(net, plen):
+def net_text(net: int, plen: int) -> str:
     return "%s/%d" % (ip_text(net), plen)
 
 
-def parse_net(text):
+def parse_net(text: str) -> tuple[int, int]:
     addr, _, plen = text.partition("/")
     return ip_int(addr), int(plen)
 
 
+@dataclass(slots=True, eq=False)
 class Interface:
-    __slots__ = ("name", "kind", "segment", "addresses", "rate_mbit", "mtu",
-                 "members", "bond", "mode", "miimon", "tso", "peer")
+    """A NIC or a bond of one node."""
 
-    def __init__(self, name, kind, segment):
-        self.name = name
-        self.kind = kind            # "ethernet" or "bond"
-        self.segment = segment      # Segment this NIC or bond sits on
-        self.addresses = []         # host addresses (int); prefix from segment
-        self.rate_mbit = None
-        self.mtu = None
-        self.members = []           # bond: member interface names
-        self.bond = None            # ethernet under a bond: the bond's name
-        self.mode = None
-        self.miimon = None
-        self.tso = None             # bond: False = TCP segmentation offload off
-        self.peer = None            # p2p: (node name, interface name) at the other end
+    name: str
+    kind: str                       # "ethernet" or "bond"
+    segment: Segment                # Segment this NIC or bond sits on
+    addresses: list[int] = field(default_factory=list)  # host addresses; prefix from segment
+    rate_mbit: int = 0
+    mtu: int = 0
+    members: list[str] = field(default_factory=list)    # bond: member interface names
+    bond: str | None = None         # ethernet under a bond: the bond's name
+    mode: str | None = None
+    miimon: int | None = None
+    tso: bool | None = None         # bond: False = TCP segmentation offload off
+    peer: tuple[str, str] | None = None  # p2p: (node name, interface name) at the other end
+    mac: str | None = None          # bond: the MAC address the address stage gives it
 
 
+@dataclass(slots=True, eq=False)
 class Node:
-    __slots__ = ("name", "index", "hostid", "group", "member", "coords",
-                 "interfaces", "primary", "routes", "forwarding", "switch")
+    name: str
+    index: int                      # 0-based position in the plan
+    hostid: int                     # stable host number used in addresses
+    group: int | None = None        # metagraph group
+    member: int | None = None       # metagraph member within the group
+    coords: tuple[int, ...] | None = None  # mesh coordinates
+    switch: str | None = None       # tree: leaf switch name
+    interfaces: list[Interface] = field(default_factory=list)
+    primary: Interface | None = None  # Interface carrying the node's address
+    routes: list[Route] = field(default_factory=list)
+    forwarding: bool = False
 
-    def __init__(self, name, index, hostid):
-        self.name = name
-        self.index = index          # 0-based position in the plan
-        self.hostid = hostid        # stable host number used in addresses
-        self.group = None           # metagraph group
-        self.member = None          # metagraph member within the group
-        self.coords = None          # mesh coordinates
-        self.switch = None          # tree: leaf switch name
-        self.interfaces = []
-        self.primary = None         # Interface carrying the node's address
-        self.routes = []            # Route objects
-        self.forwarding = False
-
-    def iface(self, name):
+    def iface(self, name: str) -> Interface | None:
         for i in self.interfaces:
             if i.name == name:
                 return i
         return None
 
     @property
-    def address(self):
-        return self.primary.addresses[0]
-
-
-class Segment:
-    __slots__ = ("name", "kind", "members", "rate_mbit", "mtu", "net", "plen",
-                 "prefix_fixed", "pool_slot", "channel_of", "groups")
-
-    def __init__(self, name, kind, rate_mbit, mtu):
-        self.name = name
-        self.kind = kind            # "lan", "p2p" or "channel" (layer 2 under bonds)
-        self.members = []           # [(Node, Interface, host number)]
-        self.rate_mbit = rate_mbit
-        self.mtu = mtu
-        self.net = None             # network address (int), None for channels
-        self.plen = None
-        self.prefix_fixed = None    # (net, plen) given in the topology
-        self.pool_slot = None       # stable slot number in its pool
-        self.channel_of = None      # channel: the IP segment its bonds carry
-        self.groups = None          # metagraph p2p: (g, h)
+    def home(self) -> Interface:
+        """The interface carrying the node's address."""
+        assert self.primary is not None, "node %s is on no segment" % self.name
+        return self.primary
 
     @property
-    def routed(self):
+    def address(self) -> int:
+        primary = self.primary
+        assert primary is not None, "node %s is on no segment" % self.name
+        return primary.addresses[0]
+
+
+Member = tuple[Node, Interface, int]     # (node, its interface, host number)
+
+
+@dataclass(slots=True, eq=False)
+class Segment:
+    name: str
+    kind: str                       # "lan", "p2p" or "channel" (layer 2 under bonds)
+    rate_mbit: int
+    mtu: int
+    members: list[Member] = field(default_factory=list)
+    net: int = UNASSIGNED           # network address; channels keep UNASSIGNED
+    plen: int = 0
+    prefix_fixed: str | None = None  # prefix given in the topology ("10.1.0.0/24")
+    pool_slot: int = 0              # stable slot in its pool (mesh: within its dimension's block)
+    pool_dim: int = 0               # mesh: the dimension whose block of the pool holds the slot
+    channel_of: Segment | None = None  # channel: the IP segment its bonds carry
+    groups: tuple[int, int] | None = None  # metagraph p2p: (g, h)
+
+    @property
+    def routed(self) -> bool:
         return self.kind != "channel"
 
-    def prefix_text(self):
-        return net_text(self.net, self.plen) if self.net is not None else None
+    def prefix_text(self) -> str | None:
+        return net_text(self.net, self.plen) if self.net != UNASSIGNED else None
 
 
+Adjacency = list[list[tuple[int, Segment]]]  # node index -> [(neighbour index, segment)]
+
+
+@dataclass(slots=True, eq=False)
 class Route:
-    __slots__ = ("net", "plen", "via", "dev", "src")
+    net: int
+    plen: int
+    via: int
+    dev: str
+    src: int
 
-    def __init__(self, net, plen, via, dev, src):
-        self.net, self.plen, self.via, self.dev, self.src = net, plen, via, dev, src
 
-
+@dataclass(slots=True, eq=False)
 class Switch:
-    __slots__ = ("name", "level", "parent", "children", "nodes", "uplink_mbit",
-                 "downlink_mbit")
-
-    def __init__(self, name, level):
-        self.name = name
-        self.level = level          # 0 = root
-        self.parent = None
-        self.children = []
-        self.nodes = []
-        self.uplink_mbit = None
-        self.downlink_mbit = None
+    name: str
+    level: int                      # 0 = root
+    parent: Switch | None = None
+    children: list[Switch] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    uplink_mbit: int | None = None
+    downlink_mbit: int | None = None
 
 
+@dataclass(slots=True, eq=False)
 class Graph:
     """Nodes, segments and, for trees, the switch hierarchy."""
 
-    def __init__(self, name, family):
-        self.name = name
-        self.family = family
-        self.nodes = []
-        self.by_name = {}
-        self.segments = []
-        self.switches = []          # tree family only (root first)
-        self.management = "eth0"
-        self.params = {}            # family parameters kept for metrics
-        self.notes = []             # facts the compiler wants in the metrics
+    name: str
+    family: str
+    nodes: list[Node] = field(default_factory=list)
+    by_name: dict[str, Node] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    switches: list[Switch] = field(default_factory=list)  # tree family only (root first)
+    management: str = "eth0"
+    params: dict[str, Any] = field(default_factory=dict)  # family parameters kept for metrics
+    notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
 
-    def add_node(self, node):
+    def add_node(self, node: Node) -> None:
         self.nodes.append(node)
         self.by_name[node.name] = node
 
-    def routed_segments(self):
+    def routed_segments(self) -> list[Segment]:
         return [s for s in self.segments if s.routed]
 
-    def owners(self):
-        """Interface address (int) -> Node that holds it."""
+    def owners(self) -> dict[int, Node]:
+        """Interface address -> Node that holds it."""
         out = {}
         for seg in self.segments:
             if seg.routed:
@@ -161,9 +178,9 @@ class Graph:
                         out[a] = node
         return out
 
-    def neighbours(self):
+    def neighbours(self) -> Adjacency:
         """node index -> list of (neighbour index, segment), over IP segments."""
-        adj = [[] for _ in self.nodes]
+        adj: Adjacency = [[] for _ in self.nodes]
         for seg in self.segments:
             if not seg.routed:
                 continue
@@ -174,11 +191,11 @@ class Graph:
                         adj[a].append((b, seg))
         return adj
 
-    def distances(self, sources, adj=None):
+    def distances(self, sources: Iterable[int], adj: Adjacency | None = None) -> list[int]:
         """IP-hop distance from a set of node indexes to every node (BFS)."""
         adj = adj if adj is not None else self.neighbours()
         dist = [-1] * len(self.nodes)
-        queue = deque()
+        queue: deque[int] = deque()
         for s in sources:
             dist[s] = 0
             queue.append(s)
@@ -191,23 +208,39 @@ class Graph:
         return dist
 
 
+ON_LINK = -1
+# A RouteTable entry: (next node index, or ON_LINK when the destination is on a
+# connected network; the source address the node uses on that way).
+Hop = tuple[int, int]
+
+
 class RouteTable:
     """Longest-prefix-match table of one node: connected networks + static routes."""
 
     __slots__ = ("by_len", "order")
 
-    def __init__(self):
-        self.by_len = {}
-        self.order = []             # [(plen, netmask, bucket)], longest first
+    def __init__(self) -> None:
+        self.by_len: dict[int, dict[int, Hop]] = {}
+        self.order: list[tuple[int, int, dict[int, Hop]]] = []  # (plen, netmask, bucket), longest first
 
-    def add(self, net, plen, entry):
+    @classmethod
+    def connected(cls, node: Node) -> RouteTable:
+        """The table of a node's connected networks, before any static route."""
+        t = cls()
+        for iface in node.interfaces:
+            if iface.addresses:
+                seg = iface.segment
+                t.add(seg.net, seg.plen, (ON_LINK, iface.addresses[0]))
+        return t
+
+    def add(self, net: int, plen: int, entry: Hop) -> None:
         bucket = self.by_len.get(plen)
         if bucket is None:
             bucket = self.by_len[plen] = {}
             self.order = [(p, mask(p), self.by_len[p]) for p in sorted(self.by_len, reverse=True)]
         bucket.setdefault(net, entry)
 
-    def lookup(self, addr, below=33):
+    def lookup(self, addr: int, below: int = 33) -> Hop | None:
         """Longest match for addr among prefixes shorter than `below`."""
         for plen, netmask, bucket in self.order:
             if plen < below:

@@ -7,10 +7,14 @@ custom graph never renumbers what already exists.
 """
 
 import itertools
+from collections.abc import Iterable
+from typing import Any
 
+from .errors import Problems
+from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
 
-DEFAULTS = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
+DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
             "mode": "balance-rr", "miimon": 100, "channels": 2,
             "tree_levels": 2}
 DEFAULT_PATTERN = {"mesh": "node-{coords}", "bonded": "node{index:02d}",
@@ -20,11 +24,11 @@ DEFAULT_PATTERN = {"mesh": "node-{coords}", "bonded": "node{index:02d}",
 class _Names:
     """Logical NIC names per node: eth0, eth1, ... skipping the management NIC."""
 
-    def __init__(self, management):
+    def __init__(self, management: str) -> None:
         self.management = management
-        self.next = {}
+        self.next: dict[str, int] = {}
 
-    def ethernet(self, node):
+    def ethernet(self, node: Node) -> str:
         k = self.next.get(node.name, 0)
         while "eth%d" % k == self.management:
             k += 1
@@ -32,15 +36,15 @@ class _Names:
         return "eth%d" % k
 
     @staticmethod
-    def bond(node):
+    def bond(node: Node) -> str:
         return "bond%d" % sum(1 for i in node.interfaces if i.kind == "bond")
 
 
 class Builder:
-    def __init__(self, source):
+    def __init__(self, source: Source) -> None:
         self.src = source
-        self.data = source.data
-        self.problems = source.problems()
+        self.data: dict[str, Any] = source.data
+        self.problems: Problems = source.problems()
         self.problems.stage = "normalise"
         link = self.data.get("link", {})
         self.rate = link.get("rate_mbit", DEFAULTS["rate_mbit"])
@@ -51,18 +55,19 @@ class Builder:
         self.names = _Names(mgmt)
 
     # -- helpers shared by the families ------------------------------------
-    def node_name(self, index, **fields):
+    def node_name(self, index: int, **fields: Any) -> str:
         naming = self.data.get("nodes", {})
         pattern = naming.get("pattern", DEFAULT_PATTERN[self.graph.family])
         first = naming.get("first_index", 1)
         try:
-            return pattern.format(index=index + first, **fields)
+            name: str = pattern.format(index=index + first, **fields)
+            return name
         except (KeyError, IndexError, ValueError) as exc:
             self.problems.add("nodes.pattern", "cannot expand %r (%s); fields here: %s"
                               % (pattern, exc, ", ".join(["index"] + sorted(fields))))
             raise _Stop() from exc
 
-    def new_node(self, name, hostid):
+    def new_node(self, name: str, hostid: int) -> Node:
         node = Node(name, len(self.graph.nodes), hostid)
         if name in self.graph.by_name:
             self.problems.add("nodes.pattern", "the pattern gives the name '%s' twice" % name)
@@ -70,46 +75,51 @@ class Builder:
         self.graph.add_node(node)
         return node
 
-    def segment(self, name, kind, rate, mtu=None, slot=None):
-        seg = Segment(name, kind, rate, mtu or self.mtu)
-        seg.pool_slot = slot
+    def segment(self, name: str, kind: str, rate: int, mtu: int | None = None, slot: int = 0,
+                dim: int = 0) -> Segment:
+        seg = Segment(name, kind, rate, mtu or self.mtu, pool_slot=slot, pool_dim=dim)
         self.graph.segments.append(seg)
         return seg
 
-    def attach(self, seg, node, hostnum, channels=1, bond_opts=None, channel_segs=None):
+    def attach(self, seg: Segment, node: Node, hostnum: int, channels: int = 1,
+               bond_opts: dict[str, Any] | None = None,
+               channel_segs: list[Segment] | None = None) -> Interface:
         """Put a node on an IP segment, through a bond of K channels when K > 1.
 
         bond_opts: the topology's mode, miimon and tso for the bond (absent: defaults)."""
-        if channels > 1:
-            opts = bond_opts or {}
-            bond = Interface(self.names.bond(node), "bond", seg)
-            bond.mode = opts.get("mode") or DEFAULTS["mode"]
-            bond.miimon = DEFAULTS["miimon"] if opts.get("miimon") is None else opts["miimon"]
-            # balance-rr stripes what the bond is handed: with TSO on, GSO
-            # super-packets of varying size, whose uneven per-member queues
-            # reorder the stream; with TSO off, single frames (kernel commit
-            # b0ce3508 made TSO on a bond optional for this reason).
-            bond.tso = opts.get("tso", bond.mode != "balance-rr")
-            bond.rate_mbit = seg.rate_mbit * channels
-            bond.mtu = seg.mtu
-            for ch in channel_segs:
-                nic = Interface(self.names.ethernet(node), "ethernet", ch)
-                nic.rate_mbit, nic.mtu, nic.bond = ch.rate_mbit, ch.mtu, bond.name
-                node.interfaces.append(nic)
-                bond.members.append(nic.name)
-                ch.members.append((node, nic, hostnum))
-            node.interfaces.append(bond)
-            iface = bond
+        if channels > 1 and channel_segs:
+            iface = self._bond(seg, node, hostnum, channels, bond_opts or {}, channel_segs)
         else:
-            iface = Interface(self.names.ethernet(node), "ethernet", seg)
-            iface.rate_mbit, iface.mtu = seg.rate_mbit, seg.mtu
+            iface = Interface(self.names.ethernet(node), "ethernet", seg,
+                              rate_mbit=seg.rate_mbit, mtu=seg.mtu)
             node.interfaces.append(iface)
         seg.members.append((node, iface, hostnum))
         if node.primary is None:
             node.primary = iface
         return iface
 
-    def channels_for(self, seg, count):
+    def _bond(self, seg: Segment, node: Node, hostnum: int, channels: int,
+              opts: dict[str, Any], channel_segs: list[Segment]) -> Interface:
+        """A bond on seg over one NIC per channel segment, its NICs first in the node."""
+        mode = opts.get("mode") or DEFAULTS["mode"]
+        bond = Interface(self.names.bond(node), "bond", seg, mode=mode,
+                         miimon=DEFAULTS["miimon"] if opts.get("miimon") is None else opts["miimon"],
+                         rate_mbit=seg.rate_mbit * channels, mtu=seg.mtu)
+        # balance-rr stripes what the bond is handed: with TSO on, GSO
+        # super-packets of varying size, whose uneven per-member queues
+        # reorder the stream; with TSO off, single frames (kernel commit
+        # b0ce3508 made TSO on a bond optional for this reason).
+        bond.tso = opts.get("tso", mode != "balance-rr")
+        for ch in channel_segs:
+            nic = Interface(self.names.ethernet(node), "ethernet", ch, rate_mbit=ch.rate_mbit,
+                            mtu=ch.mtu, bond=bond.name)
+            node.interfaces.append(nic)
+            bond.members.append(nic.name)
+            ch.members.append((node, nic, hostnum))
+        node.interfaces.append(bond)
+        return bond
+
+    def channels_for(self, seg: Segment, count: int) -> list[Segment]:
         out = []
         for k in range(count):
             ch = self.segment("%s-ch%d" % (seg.name, k), "channel", seg.rate_mbit, seg.mtu)
@@ -117,7 +127,8 @@ class Builder:
             out.append(ch)
         return out
 
-    def p2p(self, name, a, b, rate, mtu=None, slot=None, prefix=None):
+    def p2p(self, name: str, a: Node, b: Node, rate: int, mtu: int | None = None, slot: int = 0,
+            prefix: str | None = None) -> Segment:
         seg = self.segment(name, "p2p", rate, mtu, slot)
         seg.prefix_fixed = prefix
         ia = self.attach(seg, a, 0)
@@ -126,7 +137,7 @@ class Builder:
         return seg
 
     # -- families ----------------------------------------------------------
-    def bonded(self, p):
+    def bonded(self, p: dict[str, Any]) -> None:
         k = p.get("channels", DEFAULTS["channels"])
         rate = p.get("rate_mbit", self.rate)
         nodes = [self.new_node(self.node_name(i), i + 1) for i in range(p["nodes"])]
@@ -137,7 +148,7 @@ class Builder:
         self.graph.params = {"nodes": len(nodes), "channels": k, "rate_mbit": rate,
                              "mode": p.get("mode", DEFAULTS["mode"]) if k > 1 else None}
 
-    def mesh(self, p):
+    def mesh(self, p: dict[str, Any]) -> None:
         dims = p["dims"]
         rate = p.get("rate_mbit", self.rate)
         coords = list(itertools.product(*[range(d) for d in dims]))
@@ -153,13 +164,13 @@ class Builder:
             others = [range(n) for j, n in enumerate(dims) if j != d]
             for rest in itertools.product(*others):
                 name = "d%d-%s" % (d, "-".join(map(str, rest)) if rest else "0")
-                seg = self.segment(name, "lan", rate, slot=(d, _morton(rest)))
+                seg = self.segment(name, "lan", rate, slot=_morton(rest), dim=d)
                 for v in range(dims[d]):
                     c = rest[:d] + (v,) + rest[d:]
                     self.attach(seg, nodes[c], v + 1)
         self.graph.params = {"dims": list(dims), "rate_mbit": rate}
 
-    def tree(self, p):
+    def tree(self, p: dict[str, Any]) -> None:
         levels = p.get("levels", DEFAULTS["tree_levels"])
         fan, per_leaf = p["fanout"], p["nodes_per_leaf"]
         down = p.get("downlink_mbit", self.rate)
@@ -169,7 +180,7 @@ class Builder:
         switches.append(root)
         tier = [root]
         for level in range(1, levels):
-            nxt = []
+            nxt: list[Switch] = []
             for parent in tier:
                 for _ in range(fan):
                     i = len(nxt)
@@ -194,7 +205,7 @@ class Builder:
         self.graph.params = {"levels": levels, "fanout": fan, "nodes_per_leaf": per_leaf,
                              "leaves": len(tier), "downlink_mbit": down, "uplink_mbit": up}
 
-    def metagraph(self, p):
+    def metagraph(self, p: dict[str, Any]) -> None:
         L, P, C = p["groups"], p["nodes_per_group"], p["p2p_per_node"]
         lan_rate = p.get("lan_rate_mbit", self.rate)
         p2p_rate = p.get("p2p_rate_mbit", self.rate)
@@ -205,44 +216,9 @@ class Builder:
                               "%d others but has only P*C = %d point-to-point NICs)"
                               % (P * C + 1, L, L - 1, P * C))
             raise _Stop()
-        groups = []
-        for g in range(L):
-            seg = self.segment("group%d" % g, "lan", lan_rate, slot=g)
-            members = []
-            for m in range(P):
-                index = g * P + m
-                node = self.new_node(self.node_name(index, group=g, member=m), m + 1)
-                node.group, node.member = g, m
-                self.attach(seg, node, m + 1)
-                members.append(node)
-            groups.append(members)
+        groups = self._metagraph_groups(L, P, lan_rate)
         weights, unused = _metagraph_weights(L, P * C)
-        # Ports of a group in order: port q is NIC q // P of member q % P, so
-        # consecutive ports sit on different nodes and links spread over members.
-        cursor = [0] * L
-        ports = {}
-        for g in range(L):
-            for h in range(L):
-                if h == g:
-                    continue
-                start = cursor[g]
-                cursor[g] += weights[min(g, h), max(g, h)]
-                ports[g, h] = [start + j for j in range(weights[min(g, h), max(g, h)])]
-        slot = 0
-        names = set()
-        for g in range(L):
-            for h in range(g + 1, L):
-                for qa, qb in zip(ports[g, h], ports[h, g]):
-                    a, b = groups[g][qa % P], groups[h][qb % P]
-                    name = "%s--%s" % (a.name, b.name)
-                    k = 2
-                    while name in names:
-                        name = "%s--%s-%d" % (a.name, b.name, k)
-                        k += 1
-                    names.add(name)
-                    seg = self.p2p(name, a, b, p2p_rate, slot=slot)
-                    seg.groups = (g, h)
-                    slot += 1
+        self._metagraph_links(groups, _metagraph_ports(L, weights), p2p_rate)
         ideal = P * C / (L - 1)
         uneven = sorted(["group%d-group%d" % k for k, w in weights.items() if w > P * C // (L - 1)])
         self.graph.params = {"groups": L, "nodes_per_group": P, "p2p_per_node": C,
@@ -251,9 +227,38 @@ class Builder:
                              "weights": {"group%d-group%d" % k: w for k, w in sorted(weights.items())},
                              "uneven_pairs": uneven, "unused_ports": unused}
 
-    def custom(self, p):
+    def _metagraph_groups(self, L: int, P: int, rate: int) -> list[list[Node]]:
+        """L groups of P nodes, each group on its own LAN."""
+        groups = []
+        for g in range(L):
+            seg = self.segment("group%d" % g, "lan", rate, slot=g)
+            members = []
+            for m in range(P):
+                index = g * P + m
+                node = self.new_node(self.node_name(index, group=g, member=m), m + 1)
+                node.group, node.member = g, m
+                self.attach(seg, node, m + 1)
+                members.append(node)
+            groups.append(members)
+        return groups
+
+    def _metagraph_links(self, groups: list[list[Node]], ports: dict[tuple[int, int], list[int]],
+                         rate: int) -> None:
+        """One point-to-point link per pair of facing ports of two groups."""
+        L, P = len(groups), len(groups[0])
+        slot = 0
+        names: set[str] = set()
+        for g in range(L):
+            for h in range(g + 1, L):
+                for qa, qb in zip(ports[g, h], ports[h, g]):
+                    a, b = groups[g][qa % P], groups[h][qb % P]
+                    seg = self.p2p(_link_name(a, b, names), a, b, rate, slot=slot)
+                    seg.groups = (g, h)
+                    slot += 1
+
+    def custom(self, p: dict[str, Any]) -> None:
         raw = p["nodes"]
-        ids = {}
+        ids: dict[str, int] = {}
         explicit = {n["id"] for n in raw if isinstance(n, dict) and "id" in n}
         nxt = 1
         nodes = []
@@ -278,13 +283,7 @@ class Builder:
         names = {s.name for s in self.graph.segments}
         for i, link in enumerate(p.get("links", [])):
             a, b = (self.graph.by_name[e] for e in link["ends"])
-            name = "%s--%s" % (a.name, b.name)
-            k = 2
-            while name in names:
-                name = "%s--%s-%d" % (a.name, b.name, k)
-                k += 1
-            names.add(name)
-            self.p2p(name, a, b, link.get("rate_mbit", self.rate), link.get("mtu"),
+            self.p2p(_link_name(a, b, names), a, b, link.get("rate_mbit", self.rate), link.get("mtu"),
                      slot=i, prefix=link.get("prefix"))
         for i, node in enumerate(self.graph.nodes):
             if node.primary is None:
@@ -304,7 +303,34 @@ class _Stop(Exception):
     pass
 
 
-def _morton(values):
+def _link_name(a: Node, b: Node, taken: set[str]) -> str:
+    """a--b, or a--b-2, a--b-3, ... when parallel links join the same nodes; taken grows."""
+    name = "%s--%s" % (a.name, b.name)
+    k = 2
+    while name in taken:
+        name = "%s--%s-%d" % (a.name, b.name, k)
+        k += 1
+    taken.add(name)
+    return name
+
+
+def _metagraph_ports(L: int, weights: dict[tuple[int, int], int]) -> dict[tuple[int, int], list[int]]:
+    """Ports of group g facing group h. Ports of a group in order: port q is NIC
+    q // P of member q % P, so consecutive ports sit on different nodes and links
+    spread over members."""
+    cursor = [0] * L
+    ports = {}
+    for g in range(L):
+        for h in range(L):
+            if h == g:
+                continue
+            start = cursor[g]
+            cursor[g] += weights[min(g, h), max(g, h)]
+            ports[g, h] = [start + j for j in range(weights[min(g, h), max(g, h)])]
+    return ports
+
+
+def _morton(values: Iterable[int]) -> int:
     """Interleave the bits of the coordinates: a slot that does not depend on sizes."""
     vals = list(values)
     out = 0
@@ -314,7 +340,7 @@ def _morton(values):
     return out
 
 
-def _metagraph_weights(L, ports):
+def _metagraph_weights(L: int, ports: int) -> tuple[dict[tuple[int, int], int], list[str]]:
     """Links per group pair: P*C/(L-1) each, the remainder spread as evenly as
     possible (a circulant graph of the extra links, plus a matching when the
     remainder is odd). Returns ({(g, h): links}, unused ports)."""
@@ -327,7 +353,7 @@ def _metagraph_weights(L, ports):
             w[min(g, h), max(g, h)] += 1
     if extra % 2:
         free = list(range(L))
-        taken = set()
+        taken: set[int] = set()
         for g in free:
             if g in taken:
                 continue
@@ -341,7 +367,7 @@ def _metagraph_weights(L, ports):
     return w, unused
 
 
-def normalise(source):
+def normalise(source: Source) -> tuple[Graph | None, Problems]:
     """Return (Graph or None, Problems)."""
     b = Builder(source)
     family = source.data["family"]

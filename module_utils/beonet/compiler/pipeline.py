@@ -4,57 +4,57 @@ Each stage reports all of its problems; the pipeline stops after the first
 stage that has any and raises CompileError with them.
 """
 
+from dataclasses import dataclass
+
 from . import address, load, normalise, prove, route
 from . import metrics as metrics_stage
 from .errors import CompileError, Problems
+from .metrics import Metrics
+from .model import Graph
+from .prove import PathHop, Proof
 
 
+@dataclass(slots=True, eq=False)
 class Compiled:
-    def __init__(self, graph, source_file, proof, metrics):
-        self.graph = graph
-        self.source_file = source_file
-        self.proof = proof
-        self.metrics = metrics
-        self._tables = None
-        self._owner = None
+    """A compiled topology: the graph, the proof of its tables and its metrics."""
 
-    def tables(self):
-        if self._tables is None:
-            self._owner = prove.owners(self.graph)
-            self._tables = prove.checked_tables(self.graph, self._owner, Problems())
-        return self._tables, self._owner
+    graph: Graph
+    source_file: str | None
+    proof: Proof
+    metrics: Metrics
 
-    def path(self, src, dst):
+    def path(self, src: str, dst: str) -> list[PathHop] | None:
         """Expected `traceroute -n` hop list from node name src to node name dst."""
-        tables, owner = self.tables()
         g = self.graph
-        return prove.expected_path(g, tables, owner, g.by_name[src].index, g.by_name[dst].index)
+        return prove.expected_path(g, self.proof.tables, g.by_name[src].index, g.by_name[dst].index)
 
 
-def _check(problems):
+def _check(problems: Problems) -> None:
     if problems:
         raise CompileError(problems.items)
 
 
-def compile_source(source):
+def compile_source(source: load.Source) -> Compiled:
     graph, problems = normalise.normalise(source)
     _check(problems)
+    assert graph is not None        # normalise returns a graph whenever it has no problem
     _check(address.assign(graph, source))
     route.route(graph)
     proof, problems = prove.prove(graph)
     for p in problems.items:
         p.file = source.file
     _check(problems)
+    assert proof is not None        # prove returns a proof whenever it has no problem
     return Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof))
 
 
-def compile_text(text, file="<topology>"):
+def compile_text(text: str, file: str = "<topology>") -> Compiled:
     source, problems = load.load_text(text, file)
     _check(problems)
     return compile_source(source)
 
 
-def compile_file(path):
+def compile_file(path: str) -> Compiled:
     source, problems = load.load_file(path)
     _check(problems)
     return compile_source(source)

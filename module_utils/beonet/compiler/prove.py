@@ -17,33 +17,65 @@ shorter than the shortest path, equal sums mean every path is shortest.
 """
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TypedDict
 
 from .errors import Problems
-from .model import RouteTable, ip_text, mask, net_text
+from .model import ON_LINK, Graph, Node, RouteTable, ip_text, mask, net_text
+from .route import owners
+
+Signature = tuple[tuple[int, int], ...]     # the (plen, net) prefixes matching a class's addresses
 
 
+class PathHop(TypedDict):
+    """One line of `traceroute -n`: the node answering and the address it answers from."""
+
+    node: str
+    address: str
+
+
+@dataclass(slots=True)
 class Proof:
-    def __init__(self):
-        self.hops = Counter()           # hop count -> ordered pairs
-        self.forwarded = Counter()      # node index -> pairs forwarded
-        self.pairs = 0
+    """What the walk of every ordered pair found, and the tables it walked."""
+
+    hops: Counter[int] = field(default_factory=Counter)       # hop count -> ordered pairs
+    forwarded: Counter[int] = field(default_factory=Counter)  # node index -> pairs forwarded
+    pairs: int = 0
+    tables: list[RouteTable] = field(default_factory=list)    # node index -> its checked table
+    owner: dict[int, int] = field(default_factory=dict)       # interface address -> node index
 
 
-def owners(graph):
-    """Interface address -> node index."""
-    return {a: node.index for a, node in graph.owners().items()}
+@dataclass(slots=True)
+class _Tally:
+    """Running totals over the ordered pairs walked so far."""
+
+    sums: list[int]                 # node -> hops to all other nodes
+    forwarded: list[int]            # node -> pairs passing through it
+    hops: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
+    pairs: int = 0
 
 
-def _classes(graph, tables):
+@dataclass(slots=True)
+class _Class:
+    """The walk towards one class of destinations."""
+
+    dests: list[int]                # node indexes of the class
+    nxt: list[int]                  # node -> next node towards the class, ON_LINK at an exit
+    steps: list[int]                # node -> hops to its exit
+    exit_: list[int]                # node -> the node where the class is on-link
+    rev: dict[int, list[int]]       # node -> nodes whose next hop it is
+
+
+def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
     """Group destination nodes by the prefixes (shorter than /32) that match
     their address anywhere; host routes are applied afterwards as corrections."""
-    prefixes = defaultdict(set)
+    prefixes: defaultdict[int, set[int]] = defaultdict(set)
     for t in tables:
         for plen, bucket in t.by_len.items():
             if plen < 32:
                 prefixes[plen].update(bucket)
     lens = sorted(prefixes, reverse=True)
-    classes = defaultdict(list)
+    classes: defaultdict[Signature, list[int]] = defaultdict(list)
     for node in graph.nodes:
         a = node.address
         sig = tuple((plen, a & mask(plen)) for plen in lens if (a & mask(plen)) in prefixes[plen])
@@ -51,25 +83,19 @@ def _classes(graph, tables):
     return sorted(classes.items())
 
 
-def checked_tables(graph, owner, problems):
+def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> list[RouteTable]:
     """Route tables with every gateway resolved to its node, checking on the way
     that the gateway sits on the network of the route's device and that the
-    source address is the node's own. Entries: ("link", segment, own address,
-    -1) or ("via", gateway, src, next node index)."""
+    source address is the node's own."""
     tables = []
     for node in graph.nodes:
-        t = RouteTable()
-        dev_net = {}
-        mine = set()
-        for iface in node.interfaces:
-            if iface.addresses:
-                seg = iface.segment
-                dev_net[iface.name] = (seg.net, mask(seg.plen))
-                mine.update(iface.addresses)
-                t.add(seg.net, seg.plen, ("link", seg.name, iface.addresses[0], -1))
+        t = RouteTable.connected(node)
+        dev_net = {i.name: (i.segment.net, mask(i.segment.plen)) for i in node.interfaces
+                   if i.addresses}
+        mine = {a for i in node.interfaces for a in i.addresses}
+        where = "nodes.%s.routes" % node.name
         for r in node.routes:
             net = dev_net.get(r.dev)
-            where = "nodes.%s.routes" % node.name
             if net is None:
                 problems.add(where, "route to %s uses %s, which has no address"
                              % (net_text(r.net, r.plen), r.dev))
@@ -80,39 +106,38 @@ def checked_tables(graph, owner, problems):
                 problems.add(where, "src %s of the route to %s is not the node's own"
                              % (ip_text(r.src), net_text(r.net, r.plen)))
             else:
-                t.add(r.net, r.plen, ("via", r.via, r.src, owner[r.via]))
+                t.add(r.net, r.plen, (owner[r.via], r.src))
         tables.append(t)
     return tables
 
 
 class _Walker:
-    def __init__(self, graph, tables, owner, problems):
-        self.nodes = graph.nodes
+    """Hop-by-hop walks through the tables (longest-prefix match at every hop)."""
+
+    def __init__(self, nodes: list[Node], tables: list[RouteTable], problems: Problems) -> None:
+        self.nodes = nodes
         self.tables = tables
-        self.owner = owner
         self.problems = problems
 
-    def step(self, i, addr, below=33):
-        """Next node index from node i towards addr; -1 when addr is on-link."""
-        entry = self.tables[i].lookup(addr, below)
+    def step(self, i: int, addr: int) -> int | None:
+        """Next node index from node i towards addr; ON_LINK when addr is on-link."""
+        entry = self.tables[i].lookup(addr)
         if entry is None:
             self.problems.add("nodes.%s.routes" % self.nodes[i].name,
                               "no route to %s" % ip_text(addr))
             return None
-        return entry[3]
+        return entry[0]
 
-    def path(self, i, addr, dest):
+    def path(self, i: int, addr: int, dest: int) -> list[int] | None:
         """Intermediate nodes from i to node dest's address (host routes applied)."""
-        out = []
+        out: list[int] = []
         cur = i
         while True:
             nxt = self.step(cur, addr)
             if nxt is None:
                 return None
-            if nxt == -1 or nxt == dest:
-                if nxt == -1 and cur != i:
-                    out.append(cur)
-                if nxt == dest and cur != i:
+            if nxt == ON_LINK or nxt == dest:
+                if cur != i:
                     out.append(cur)
                 return out
             if cur != i:
@@ -124,147 +149,204 @@ class _Walker:
                 return None
 
 
-def prove(graph):
+def prove(graph: Graph) -> tuple[Proof | None, Problems]:
+    """Walk every ordered pair; the Proof (None when anything failed) and the problems."""
     problems = Problems()
     problems.stage = "prove"
-    nodes = graph.nodes
-    n = len(nodes)
+    n = len(graph.nodes)
     owner = owners(graph)
     tables = checked_tables(graph, owner, problems)
     if problems:
         return None, problems
-    walker = _Walker(graph, tables, owner, problems)
-    hosts = defaultdict(list)           # address -> nodes holding a /32 route for it
+    walker = _Walker(graph.nodes, tables, problems)
+    hosts = _host_route_holders(tables)
+    tally = _Tally([0] * n, [0] * n)
+    for sig, dests in _classes(graph, tables):
+        cls = _walk_class(graph.nodes, tables, sig, dests, problems)
+        if cls is None:
+            return None, problems
+        _count_class(cls, tally)
+        if not _correct_host_routes(graph.nodes, cls, hosts, walker, tally):
+            return None, problems
+    proof = Proof(Counter({k: v for k, v in tally.hops.items() if v}),
+                  Counter({i: f for i, f in enumerate(tally.forwarded) if f}),
+                  tally.pairs, tables, owner)
+    _check_forwarding(graph.nodes, proof.forwarded, problems)
+    _check_shortest(graph, tally.sums, problems)
+    return (None if problems else proof), problems
+
+
+def _host_route_holders(tables: list[RouteTable]) -> dict[int, list[int]]:
+    """Address -> nodes holding a /32 route for it."""
+    hosts: defaultdict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(tables):
         for a in t.by_len.get(32, ()):
             hosts[a].append(i)
-    proof = Proof()
-    sums = [0] * n
-    hops = defaultdict(int)
-    forwarded = [0] * n
-    for sig, dests in _classes(graph, tables):
-        rep = nodes[dests[0]].address
-        # Next hop of every node for this class: the longest of the class's
-        # prefixes (all of those that contain its addresses) in the node's table.
-        nxt = [None] * n
-        for i in range(n):
-            by_len = tables[i].by_len
-            entry = None
-            for plen, net in sig:
-                bucket = by_len.get(plen)
-                if bucket is not None:
-                    entry = bucket.get(net)
-                    if entry is not None:
-                        break
-            if entry is None:
-                problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
-                             % (ip_text(rep), nodes[dests[0]].name))
-            else:
-                nxt[i] = entry[3]
-        if problems:
-            return None, problems
-        steps = [-1] * n
-        exit_ = [-1] * n
-        for i in range(n):
-            chain = []
-            cur = i
-            while steps[cur] < 0 and nxt[cur] != -1:
-                chain.append(cur)
-                cur = nxt[cur]
-                if len(chain) > n:
-                    names = " -> ".join(nodes[c].name for c in chain[-6:])
-                    problems.add("nodes.%s.routes" % nodes[i].name,
-                                 "routing loop towards %s: %s" % (ip_text(rep), names))
-                    return None, problems
-            if nxt[cur] == -1 and steps[cur] < 0:
-                steps[cur], exit_[cur] = 0, cur
-            for c in reversed(chain):
-                steps[c] = steps[nxt[c]] + 1
-                exit_[c] = exit_[nxt[c]]
-        in_class = set(dests)
-        size = len(dests)
-        through = [1] * n
-        rev = defaultdict(list)
-        layers = defaultdict(list)
-        for i in range(n):
-            layers[steps[i]].append(i)
-        for depth in sorted(layers, reverse=True):
-            for i in layers[depth]:
-                j = nxt[i]
-                if j >= 0:
-                    through[j] += through[i]
-                    rev[j].append(i)
-        for i in range(n):
-            # pairs (i -> d) for every d of the class except i itself
-            st = steps[i]
-            if i in in_class:
-                far, at_exit, mine = size - 1, 0, 1
-            else:
-                at_exit = 1 if exit_[i] in in_class else 0
-                far, mine = size - at_exit, 0
-            if far:
-                hops[st + 1] += far
-            if at_exit:
-                hops[st] += at_exit
-            sums[i] += far * (st + 1) + at_exit * st
-            proof.pairs += far + at_exit
-            if through[i] > 1:
-                forwarded[i] += (through[i] - 1) * (size - mine)
-        # Host routes: only sources upstream of a node holding one can differ.
-        for d in dests:
-            holders = hosts.get(nodes[d].address)
-            if not holders:
-                continue
-            addr = nodes[d].address
-            todo = list(holders)
-            seen = set(todo)
-            while todo:
-                m = todo.pop()
-                for up in rev.get(m, ()):
-                    if up not in seen:
-                        seen.add(up)
-                        todo.append(up)
-            for i in sorted(seen):
-                if i == d:
-                    continue
-                old = []
-                cur = i
-                while nxt[cur] >= 0 and nxt[cur] != d:
-                    cur = nxt[cur]
-                    old.append(cur)
-                new = walker.path(i, addr, d)
-                if new is None:
-                    return None, problems
-                old_hops = steps[i] + (0 if exit_[i] == d else 1)
-                new_hops = len(new) + 1
-                hops[old_hops] -= 1
-                hops[new_hops] += 1
-                sums[i] += new_hops - old_hops
-                for k in old:
-                    if k != d:
-                        forwarded[k] -= 1
-                for k in new:
-                    forwarded[k] += 1
-    proof.hops.update(hops)
-    proof.forwarded.update({i: f for i, f in enumerate(forwarded) if f})
+    return hosts
+
+
+def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, dests: list[int],
+                problems: Problems) -> _Class | None:
+    """Next hop and distance to the exit of every node towards one class (no
+    host routes); None, with the problems added, on a missing route or a loop."""
+    n = len(nodes)
+    rep = nodes[dests[0]]
+    # Next hop of every node for this class: the longest of the class's
+    # prefixes (all of those that contain its addresses) in the node's table.
+    nxt = [ON_LINK] * n
     for i in range(n):
-        if proof.forwarded[i] and not nodes[i].forwarding:
-            problems.add("nodes.%s.forwarding" % nodes[i].name,
-                         "off, but %d pairs pass through the node" % proof.forwarded[i])
-    proof.hops = Counter({k: v for k, v in proof.hops.items() if v})
+        by_len = tables[i].by_len
+        entry = None
+        for plen, net in sig:
+            bucket = by_len.get(plen)
+            if bucket is not None:
+                entry = bucket.get(net)
+                if entry is not None:
+                    break
+        if entry is None:
+            problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
+                         % (ip_text(rep.address), rep.name))
+        else:
+            nxt[i] = entry[0]
+    if problems:
+        return None
+    return _exits(nodes, nxt, rep.address, dests, problems)
+
+
+def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
+           problems: Problems) -> _Class | None:
+    """Follow the next hops of every node to its exit, memoising each node's
+    distance on the way; None, with the problem added, on a routing loop."""
+    n = len(nodes)
+    steps = [-1] * n
+    exit_ = [-1] * n
+    for i in range(n):
+        chain = []
+        cur = i
+        while steps[cur] < 0 and nxt[cur] != ON_LINK:
+            chain.append(cur)
+            cur = nxt[cur]
+            if len(chain) > n:
+                names = " -> ".join(nodes[c].name for c in chain[-6:])
+                problems.add("nodes.%s.routes" % nodes[i].name,
+                             "routing loop towards %s: %s" % (ip_text(addr), names))
+                return None
+        if nxt[cur] == ON_LINK and steps[cur] < 0:
+            steps[cur], exit_[cur] = 0, cur
+        for c in reversed(chain):
+            steps[c] = steps[nxt[c]] + 1
+            exit_[c] = exit_[nxt[c]]
+    return _Class(dests, nxt, steps, exit_, defaultdict(list))
+
+
+def _count_class(cls: _Class, tally: _Tally) -> None:
+    """Add the pairs (every node -> every other node of the class) to the tally,
+    and the pairs each node forwards; fills the class's reverse next-hop tree."""
+    nxt, steps, exit_, rev = cls.nxt, cls.steps, cls.exit_, cls.rev
+    n = len(nxt)
+    in_class = set(cls.dests)
+    size = len(cls.dests)
+    through = [1] * n
+    layers = defaultdict(list)
+    for i in range(n):
+        layers[steps[i]].append(i)
+    for depth in sorted(layers, reverse=True):
+        for i in layers[depth]:
+            j = nxt[i]
+            if j >= 0:
+                through[j] += through[i]
+                rev[j].append(i)
+    hops, sums, forwarded = tally.hops, tally.sums, tally.forwarded
+    pairs = 0
+    for i in range(n):
+        # pairs (i -> d) for every d of the class except i itself
+        st = steps[i]
+        if i in in_class:
+            far, at_exit, mine = size - 1, 0, 1
+        else:
+            at_exit = 1 if exit_[i] in in_class else 0
+            far, mine = size - at_exit, 0
+        if far:
+            hops[st + 1] += far
+        if at_exit:
+            hops[st] += at_exit
+        sums[i] += far * (st + 1) + at_exit * st
+        pairs += far + at_exit
+        if through[i] > 1:
+            forwarded[i] += (through[i] - 1) * (size - mine)
+    tally.pairs += pairs
+
+
+def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[int]],
+                         walker: _Walker, tally: _Tally) -> bool:
+    """Re-walk, with host routes, the pairs towards a node of the class that some
+    node holds a host route for: only sources upstream of such a node can differ.
+    False when a walk failed (its problem added)."""
+    nxt = cls.nxt
+    for d in cls.dests:
+        addr = nodes[d].address
+        holders = hosts.get(addr)
+        if not holders:
+            continue
+        for i in sorted(_upstream(cls.rev, holders)):
+            if i == d:
+                continue
+            old = []
+            cur = i
+            while nxt[cur] >= 0 and nxt[cur] != d:
+                cur = nxt[cur]
+                old.append(cur)
+            new = walker.path(i, addr, d)
+            if new is None:
+                return False
+            old_hops = cls.steps[i] + (0 if cls.exit_[i] == d else 1)
+            new_hops = len(new) + 1
+            tally.hops[old_hops] -= 1
+            tally.hops[new_hops] += 1
+            tally.sums[i] += new_hops - old_hops
+            for k in old:
+                if k != d:
+                    tally.forwarded[k] -= 1
+            for k in new:
+                tally.forwarded[k] += 1
+    return True
+
+
+def _upstream(rev: dict[int, list[int]], holders: list[int]) -> set[int]:
+    """The holders and every node whose next hops lead through one of them."""
+    todo = list(holders)
+    seen = set(todo)
+    while todo:
+        m = todo.pop()
+        for up in rev.get(m, ()):
+            if up not in seen:
+                seen.add(up)
+                todo.append(up)
+    return seen
+
+
+def _check_forwarding(nodes: list[Node], forwarded: Counter[int], problems: Problems) -> None:
+    """Forwarding on exactly the nodes some pair passes through."""
     for node in nodes:
-        if node.forwarding and not proof.forwarded[node.index]:
+        if forwarded[node.index] and not node.forwarding:
+            problems.add("nodes.%s.forwarding" % node.name,
+                         "off, but %d pairs pass through the node" % forwarded[node.index])
+    for node in nodes:
+        if node.forwarding and not forwarded[node.index]:
             problems.add("nodes.%s.forwarding" % node.name, "on, but the node forwards for no pair")
+
+
+def _check_shortest(graph: Graph, sums: list[int], problems: Problems) -> None:
+    """No walk is shorter than the shortest path, so equal sums mean every path is shortest."""
     shortest = shortest_sums(graph)
-    for node in nodes:
+    for node in graph.nodes:
         if sums[node.index] != shortest[node.index]:
             problems.add("nodes.%s.routes" % node.name,
                          "paths are not shortest: %d hops to all others, shortest is %d"
                          % (sums[node.index], shortest[node.index]))
-    return (None if problems else proof), problems
 
 
-def shortest_sums(graph):
+def shortest_sums(graph: Graph) -> list[int]:
     """Sum over destinations of the shortest IP-hop distance, per source."""
     if graph.family == "metagraph":
         return _metagraph_sums(graph)
@@ -275,7 +357,7 @@ def shortest_sums(graph):
     return out
 
 
-def _metagraph_sums(graph):
+def _metagraph_sums(graph: Graph) -> list[int]:
     """Distances in a meta-graph are 1 (same group, or a direct peer), 2 (a
     peer in the destination's group, a peer of the destination in the source's
     group, or a common peer), or 3 (gateway, link, remote LAN)."""
@@ -312,7 +394,8 @@ def _metagraph_sums(graph):
     return out
 
 
-def expected_path(graph, tables, owner, src, dst):
+def expected_path(graph: Graph, tables: list[RouteTable], src: int, dst: int
+                  ) -> list[PathHop] | None:
     """Hops of `traceroute -n` from node src to dst's address: one address per
     hop, as the hop's ICMP reply is sourced (the route back to the sender)."""
     nodes = graph.nodes
@@ -320,23 +403,20 @@ def expected_path(graph, tables, owner, src, dst):
     first = tables[src].lookup(target)
     if first is None:
         return None
-    sender = first[2]
-    hops = []
+    sender = first[1]
+    hops: list[PathHop] = []
     cur = src
     for _ in range(len(nodes) + 1):
         entry = tables[cur].lookup(target)
         if entry is None:
             return None
-        if entry[0] == "link":
+        if entry[0] == ON_LINK or entry[0] == dst:
             hops.append({"node": nodes[dst].name, "address": ip_text(target)})
             return hops
-        cur = owner[entry[1]]
-        if cur == dst:
-            hops.append({"node": nodes[dst].name, "address": ip_text(target)})
-            return hops
+        cur = entry[0]
         back = tables[cur].lookup(sender)
         hops.append({"node": nodes[cur].name,
-                     "address": ip_text(back[2]) if back else "*"})
+                     "address": ip_text(back[1]) if back else "*"})
     return None
 
 

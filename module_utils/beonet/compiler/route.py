@@ -20,11 +20,15 @@ always come back to an address the whole cluster routes.
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from dataclasses import dataclass
 
-from .model import Route, RouteTable, mask
+from .model import ON_LINK, Adjacency, Graph, Interface, Node, Route, RouteTable, mask
+
+Candidate = tuple[int, str]                     # (neighbour index, segment name)
+Request = tuple[str, tuple[Candidate, ...]]     # (segment to reach, the candidates towards it)
 
 
-def _iface_on(graph):
+def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
     """(node index, segment name) -> Interface."""
     out = {}
     for seg in graph.segments:
@@ -34,7 +38,8 @@ def _iface_on(graph):
     return out
 
 
-def _spread(requests):
+def _spread(requests: dict[Request, list[tuple[int, list[Candidate]]]]
+            ) -> dict[tuple[int, Request], Candidate]:
     """requests: {key: [(source index, candidates)]} -> {(source, key): candidate}.
 
     Sources that share a choice are ranked and dealt round-robin over the
@@ -47,15 +52,15 @@ def _spread(requests):
     return out
 
 
-def generic(graph):
+def generic(graph: Graph) -> None:
     nodes = graph.nodes
     adj = graph.neighbours()
     on = _iface_on(graph)
     # Route to the segments that hold some node's address (what names resolve
     # to); other interface addresses are reachable from their own segment only.
-    homes = {node.primary.segment.name for node in nodes}
+    homes = {node.home.segment.name for node in nodes}
     segs = [s for s in graph.routed_segments() if s.name in homes]
-    requests = defaultdict(list)
+    requests: dict[Request, list[tuple[int, list[Candidate]]]] = defaultdict(list)
     for seg in segs:
         members = {m[0].index for m in seg.members}
         dist = graph.distances(members, adj)
@@ -76,37 +81,40 @@ def generic(graph):
     _finish(graph)
 
 
-def tables_for(graph):
+def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteTable]:
     """RouteTable per node: connected networks first, then its static routes.
-
-    An entry is (kind, target, source address): ("link", segment name, the
-    node's address on it) or ("via", next-hop address, the route's src)."""
+    owner: interface address -> node index (computed when not given)."""
+    owner = owner if owner is not None else owners(graph)
     tables = []
     for node in graph.nodes:
-        t = RouteTable()
-        for iface in node.interfaces:
-            if iface.addresses:
-                seg = iface.segment
-                t.add(seg.net, seg.plen, ("link", seg.name, iface.addresses[0]))
+        t = RouteTable.connected(node)
         for r in node.routes:
-            t.add(r.net, r.plen, ("via", r.via, r.src))
+            t.add(r.net, r.plen, (owner[r.via], r.src))
         tables.append(t)
     return tables
 
 
-def _host_routes(graph, adj, on):
-    nodes = graph.nodes
-    owner = {a: node.index for a, node in graph.owners().items()}
-    tables = tables_for(graph)
+def owners(graph: Graph) -> dict[int, int]:
+    """Interface address -> index of the node that holds it."""
+    return {a: node.index for a, node in graph.owners().items()}
 
-    def walk(start, addr, target, limit):
+
+def _host_routes(graph: Graph, adj: Adjacency, on: dict[tuple[int, str], Interface]) -> None:
+    """Host routes for the destinations a node's segment routes reach in more
+    hops than the shortest path (nearest sources first, so each walk sees the
+    host routes the nodes behind it already got)."""
+    nodes = graph.nodes
+    owner = owners(graph)
+    tables = tables_for(graph, owner)
+
+    def walk(start: int, addr: int, target: int, limit: int) -> int:
         hops, cur = 0, start
         while cur != target and hops <= limit:
             entry = tables[cur].lookup(addr)
             if entry is None:
                 return limit + 1
             hops += 1
-            cur = target if entry[0] == "link" else owner[entry[1]]
+            cur = target if entry[0] == ON_LINK else entry[0]
         return hops
 
     for dest in nodes:
@@ -120,10 +128,10 @@ def _host_routes(graph, adj, on):
             n, seg = cands[x.index % len(cands)]
             via = on[n, seg].addresses[0]
             x.routes.append(Route(addr, 32, via, on[x.index, seg].name, x.address))
-            tables[x.index].add(addr, 32, ("via", via, x.address))
+            tables[x.index].add(addr, 32, (n, x.address))
 
 
-def _finish(graph):
+def _finish(graph: Graph) -> None:
     """Sort each table; turn forwarding on at every node that some route uses
     as next hop for a node address other than the next hop's own (and that no
     more specific route or connected network of the same table takes)."""
@@ -151,99 +159,139 @@ def _finish(graph):
                 break
 
 
-def metagraph(graph):
+Peer = tuple[Node, Interface, Interface]     # (peer node, own NIC, peer's NIC)
+
+
+@dataclass(slots=True)
+class _MetaGraph:
+    """What the meta-graph routing rule reads of the graph."""
+
+    groups: list[list[Node]]                            # group -> its nodes
+    group_net: dict[int, tuple[int, int]]               # group -> (net, plen) of its LAN
+    peers: list[dict[int, list[Peer]]]                  # node -> {remote group: peers}, in link order
+    linked: dict[tuple[int, int], list[tuple[Node, Node]]]  # (g, h) -> [(node of g, node of h)]
+    lan_dev: list[str]                                  # node -> its NIC on the group's LAN
+    routes: list[list[Route]]                           # node -> routes, as they are made
+    gate_of: list[list[int | None]]                     # [source][h] -> gateway node, when used
+    covered: dict[tuple[int, int, int], set[int]]       # (g, h, gateway) -> nodes of h within 2 hops
+
+
+def _metagraph_structure(graph: Graph) -> _MetaGraph:
     L = graph.params["groups"]
-    groups = [[] for _ in range(L)]
-    for n in graph.nodes:
-        groups[n.group].append(n)
+    n = len(graph.nodes)
+    groups: list[list[Node]] = [[] for _ in range(L)]
+    for x in graph.nodes:
+        groups[_group(x)].append(x)
     group_net = {}
     for seg in graph.segments:
         if seg.kind == "lan":
             group_net[int(seg.name[5:])] = (seg.net, seg.plen)
-    # peers[x] = {h: [(peer node, x iface, peer iface)]}, in link order
-    peers = [defaultdict(list) for _ in graph.nodes]
-    linked = defaultdict(list)  # (g, h) -> [(local node, remote node)]
+    peers: list[dict[int, list[Peer]]] = [defaultdict(list) for _ in graph.nodes]
+    linked: dict[tuple[int, int], list[tuple[Node, Node]]] = defaultdict(list)
     for seg in graph.segments:
         if seg.kind != "p2p":
             continue
         (a, ia, _), (b, ib, _) = seg.members
-        peers[a.index][b.group].append((b, ia, ib))
-        peers[b.index][a.group].append((a, ib, ia))
-        linked[a.group, b.group].append((a, b))
-        linked[b.group, a.group].append((b, a))
-    n = len(graph.nodes)
-    routes = [[] for _ in range(n)]
-    lan_dev = [x.primary.name for x in graph.nodes]
-    src = [x.address for x in graph.nodes]
-    gate_of = [[None] * L for _ in range(n)]    # [source][h] -> gateway node, when used
-    covered = {}                                # (g, h, gateway) -> nodes of h within 2 hops
-    for g in range(L):
-        for h in range(L):
-            if h == g:
-                continue
-            net, plen = group_net[h]
-            gates = []
-            for w, _ in linked[g, h]:
-                if w not in gates:
-                    gates.append(w)
-            # Per gateway: the group route through it, and host routes to the
-            # nodes of h linked to this group that its route would take 3 hops
-            # to reach (its own peers are 2 hops either way).
-            extra = []
-            for gw in gates:
-                done = {p.index for p, _, _ in peers[gw.index][h]}
-                hosts = []
-                for w, z in linked[g, h]:
-                    if z.index not in done:
-                        done.add(z.index)
-                        hosts.append((z.address, w.primary.addresses[0]))
-                covered[g, h, gw.index] = done
-                extra.append((gw, gw.primary.addresses[0], hosts))
-            rank = 0
-            for x in groups[g]:
-                xi = x.index
-                own = peers[xi].get(h)
-                if own:
-                    first, xif, pif = own[0]
-                    routes[xi].append(Route(net, plen, pif.addresses[0], xif.name, src[xi]))
-                    seen = {first.index}
-                    for p, xif, pif in own[1:]:
-                        if p.index not in seen:     # a second direct peer in h: 1 hop, not 2
-                            seen.add(p.index)
-                            routes[xi].append(Route(p.address, 32, pif.addresses[0], xif.name,
-                                                    src[xi]))
-                    continue
-                gw, gw_addr, hosts = extra[rank % len(extra)]   # spread by source
-                rank += 1
-                gate_of[xi][h] = gw.index
-                dev, s = lan_dev[xi], src[xi]
-                out = routes[xi]
-                out.append(Route(net, plen, gw_addr, dev, s))
-                for z_addr, w_addr in hosts:
-                    out.append(Route(z_addr, 32, w_addr, dev, s))
-    # Nodes of a group this node is not linked to but one of its peers is:
-    # 2 hops through that peer instead of 3 through the gateway.
+        ga, gb = _group(a), _group(b)
+        peers[a.index][gb].append((b, ia, ib))
+        peers[b.index][ga].append((a, ib, ia))
+        linked[ga, gb].append((a, b))
+        linked[gb, ga].append((b, a))
+    lan_dev = [x.home.name for x in graph.nodes]
+    return _MetaGraph(groups, group_net, peers, linked, lan_dev, [[] for _ in range(n)],
+                      [[None] * L for _ in range(n)], {})
+
+
+def _group(node: Node) -> int:
+    assert node.group is not None, "node %s of a meta-graph has no group" % node.name
+    return node.group
+
+
+def _gateways(mg: _MetaGraph, g: int, h: int) -> list[tuple[Node, int, list[tuple[int, int]]]]:
+    """Nodes of g linked to h, each with its LAN address and the host routes
+    (address, via) to the nodes of h linked to g that its group route would take
+    3 hops to reach (its own peers are 2 hops either way); records what each covers."""
+    gates: list[Node] = []
+    for w, _ in mg.linked[g, h]:
+        if w not in gates:
+            gates.append(w)
+    out = []
+    for gw in gates:
+        done = {p.index for p, _, _ in mg.peers[gw.index][h]}
+        hosts = []
+        for w, z in mg.linked[g, h]:
+            if z.index not in done:
+                done.add(z.index)
+                hosts.append((z.address, w.address))
+        mg.covered[g, h, gw.index] = done
+        out.append((gw, gw.address, hosts))
+    return out
+
+
+def _group_routes(mg: _MetaGraph, g: int, h: int) -> None:
+    """Routes of every node of g to group h: through its own peer in h when it
+    has one (host routes for further peers in h), else through a gateway of its
+    group, gateways dealt round-robin by source."""
+    net, plen = mg.group_net[h]
+    gateways = _gateways(mg, g, h)
+    rank = 0
+    for x in mg.groups[g]:
+        xi, src = x.index, x.address
+        out = mg.routes[xi]
+        own = mg.peers[xi].get(h)
+        if own:
+            first, xif, pif = own[0]
+            out.append(Route(net, plen, pif.addresses[0], xif.name, src))
+            seen = {first.index}
+            for p, xif, pif in own[1:]:
+                if p.index not in seen:     # a second direct peer in h: 1 hop, not 2
+                    seen.add(p.index)
+                    out.append(Route(p.address, 32, pif.addresses[0], xif.name, src))
+            continue
+        gw, gw_addr, hosts = gateways[rank % len(gateways)]
+        rank += 1
+        mg.gate_of[xi][h] = gw.index
+        dev = mg.lan_dev[xi]
+        out.append(Route(net, plen, gw_addr, dev, src))
+        for z_addr, w_addr in hosts:
+            out.append(Route(z_addr, 32, w_addr, dev, src))
+
+
+def _peer_shortcuts(graph: Graph, mg: _MetaGraph) -> None:
+    """Nodes of a group this node is not linked to but one of its peers is:
+    2 hops through that peer instead of 3 through the gateway."""
     for x in graph.nodes:
         xi, g = x.index, x.group
         added = set()
-        for lst in peers[xi].values():
+        for lst in mg.peers[xi].values():
             for k, xif, kif in lst:
-                for h, zs in peers[k.index].items():
-                    gw = gate_of[xi][h]
+                for h, zs in mg.peers[k.index].items():
+                    gw = mg.gate_of[xi][h]
                     if h == g or gw is None:
                         continue
-                    done = covered[g, h, gw]
+                    done = mg.covered[_group(x), h, gw]
                     for z, _, _ in zs:
                         if z.index not in done and z.index not in added:
                             added.add(z.index)
-                            routes[xi].append(Route(z.address, 32, kif.addresses[0],
-                                                    xif.name, src[xi]))
+                            mg.routes[xi].append(Route(z.address, 32, kif.addresses[0],
+                                                       xif.name, x.address))
+
+
+def metagraph(graph: Graph) -> None:
+    """The SC98 testbed rule (see the module's docstring)."""
+    mg = _metagraph_structure(graph)
+    L = len(mg.groups)
+    for g in range(L):
+        for h in range(L):
+            if h != g:
+                _group_routes(mg, g, h)
+    _peer_shortcuts(graph, mg)
     for x in graph.nodes:
-        x.routes = routes[x.index]
+        x.routes = mg.routes[x.index]
     _finish(graph)
 
 
-def route(graph):
+def route(graph: Graph) -> None:
     if graph.family == "metagraph":
         metagraph(graph)
     else:
