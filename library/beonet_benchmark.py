@@ -103,12 +103,13 @@ except ImportError:
     IMPORT_ERROR = traceback.format_exc()
 
 
-def _fail(module, exc):
+def _fail(module: AnsibleModule, exc: Exception) -> None:
+    problems = getattr(exc, "problems", [str(exc)])
     module.fail_json(msg="beonet benchmark: %d problem(s), nothing started\n%s"
-                     % (len(exc.problems), "\n".join(exc.problems)), errors=exc.problems)
+                     % (len(problems), "\n".join(problems)), errors=problems)
 
 
-def _report(module):
+def _report(module: AnsibleModule) -> None:
     p = module.params
     res = report.collect(p["schedule"], p["outputs"], p["plan"])
     written = []
@@ -124,7 +125,7 @@ def _report(module):
                      summary=report.summary_markdown(p["schedule"], res, p["environment"], p["plan"]))
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "tools", "report"]},

@@ -14,10 +14,10 @@ anything starts.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-Plan = dict[str, Any]
+Plan = Mapping[str, Any]                      # a plan (outputs.plan.Plan) as read here
 PathOf = Callable[[str, str], list[str]]      # (a, b) -> hop node names from a to b
 Pair = tuple[str, str, dict[str, Any]]        # (a, b, path_info of a -> b)
 
@@ -33,7 +33,7 @@ CLASS_ORDER = ["same-segment", "cross-switch", "p2p", "bonded",
 # SC98 (Salmon, Stein, Sterling), Table 1: lmbench round-trip latencies (us) and
 # socket bandwidth (MB/s). e = end point, L = Linux router, B = Bay 350T switch,
 # P = Lucent/Prominet Cajun switch.
-SC98_TABLE = [
+SC98_TABLE: list[tuple[str, int, int, float]] = [
     ("e-e", 154, 118, 11.39), ("e-L-e", 214, 176, 11.39), ("e-L-L-e", 287, 240, 11.38),
     ("e-B-e", 173, 137, 11.38), ("e-L-B-e", 232, 197, 11.38),
     ("e-B-L-L-B-e", 324, 281, 11.38), ("e-B-B-e", 192, 156, 11.39),
@@ -44,14 +44,14 @@ SC98_TABLE = [
 class BenchError(Exception):
     """A request that cannot run; .problems lists every reason."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
 
 
 # ---------------------------------------------------------------- latency model
 
-def _solve3(a, b):
+def _solve3(a: list[list[float]], b: list[float]) -> list[float]:
     """Solve the 3x3 system a x = b (Gauss-Jordan with pivoting)."""
     m = [list(a[i]) + [b[i]] for i in range(3)]
     for c in range(3):
@@ -64,7 +64,7 @@ def _solve3(a, b):
     return [m[i][3] / m[i][i] for i in range(3)]
 
 
-def fit_model(rows=None):
+def fit_model(rows: list[tuple[str, int, int, float]] | None = None) -> dict[str, dict[str, float]]:
     """Least-squares fit of round trip = base + switch x switches + router x routers
     to the table rows made of end points, Bay switches (B) and Linux routers (L),
     for TCP and UDP. Returns {"tcp": {...}, "udp": {...}} in microseconds."""
@@ -77,7 +77,7 @@ def fit_model(rows=None):
             parts = row[0].split("-")
             x = [1.0, float(parts.count("B")), float(parts.count("L"))]
             for i in range(3):
-                atb[i] += x[i] * row[col]
+                atb[i] += x[i] * (row[1] if col == 1 else row[2])
                 for j in range(3):
                     ata[i][j] += x[i] * x[j]
         base, switch, router = _solve3(ata, atb)
@@ -89,12 +89,12 @@ def fit_model(rows=None):
 DEFAULT_MODEL = fit_model()
 
 
-def predict_rtt(model, proto, switches, routers):
+def predict_rtt(model: dict[str, Any], proto: str, switches: int, routers: int) -> float:
     m = model[proto]
-    return m["base_us"] + m["switch_us"] * switches + m["router_us"] * routers
+    return float(m["base_us"] + m["switch_us"] * switches + m["router_us"] * routers)
 
 
-def check_model(model):
+def check_model(model: Any) -> list[str]:
     problems = []
     if not isinstance(model, dict):
         return ["latency_model: must be a mapping {tcp: {...}, udp: {...}}"]
@@ -112,7 +112,7 @@ def check_model(model):
 
 # ---------------------------------------------------------------- paths and classes
 
-def _switch_hops(plan, a, b):
+def _switch_hops(plan: Plan, a: str, b: str) -> int:
     """Switches a frame crosses on a LAN between nodes a and b (a tree's leaves
     are joined through their common ancestor)."""
     switches = plan.get("switches")
@@ -129,7 +129,7 @@ def _switch_hops(plan, a, b):
     return up_a.index(common) + up_b.index(common) + 1
 
 
-def _link(plan, a, b):
+def _link(plan: Plan, a: str, b: str) -> tuple[str, int]:
     """(kind, switches) of the hop between neighbours a and b: kind is lan, p2p or bond."""
     seg_a = {i["segment"]: i for i in plan["nodes"][a]["interfaces"] if i.get("addresses")}
     shared = [s for s in plan["nodes"][b]["interfaces"] if s.get("addresses") and s["segment"] in seg_a]
@@ -144,7 +144,7 @@ def _link(plan, a, b):
     return "lan", _switch_hops(plan, a, b)
 
 
-def path_info(plan, hops, src):
+def path_info(plan: Plan, hops: list[str], src: str) -> dict[str, Any]:
     """Class of the path src -> hops[-1]; hops: node names after src (the
     expected traceroute list, whose last entry is the destination)."""
     chain = [src] + list(hops)
@@ -194,11 +194,11 @@ def path_lookup(plan: Plan, paths: dict[str, dict[str, list[str]]]) -> PathOf:
     return path_of
 
 
-def classify(plan, path_of, nodes):
+def classify(plan: Plan, path_of: PathOf, nodes: list[str]) -> dict[str, list[Pair]]:
     """{class: [(a, b, info)]} for unordered pairs of nodes, a before b in plan
     order. path_of(a, b) returns the expected hop node names from a to b."""
     order = [n for n in plan["nodes"] if n in set(nodes)]
-    out = {}
+    out: dict[str, list[Pair]] = {}
     for i, a in enumerate(order):
         for b in order[i + 1:]:
             info = path_info(plan, path_of(a, b), a)
@@ -206,10 +206,11 @@ def classify(plan, path_of, nodes):
     return out
 
 
-def disjoint_pairs(candidates, k):
+def disjoint_pairs(candidates: list[Pair], k: int) -> list[Pair]:
     """Up to k pairs with no node in two pairs, spread over the candidate list
     (deterministic): a greedy pass that skips pairs touching a used node."""
-    used, out = set(), []
+    used: set[str] = set()
+    out: list[Pair] = []
     if k <= 0:
         return out
     for a, b, info in candidates:
@@ -222,7 +223,7 @@ def disjoint_pairs(candidates, k):
     return out
 
 
-def pair_counts(available, requested=None):
+def pair_counts(available: int, requested: list[int] | None = None) -> list[int]:
     """1, 2, 4, ... up to `available` (always including it), or the requested
     counts capped at what the class offers."""
     if requested:
@@ -237,7 +238,7 @@ def pair_counts(available, requested=None):
 
 # ---------------------------------------------------------------- validation
 
-def mss_points(mtu=1500, delta=3):
+def mss_points(mtu: int = 1500, delta: int = 3) -> list[int]:
     """Token sizes a few bytes either side of the TCP MSS (with timestamps) and
     of the UDP payload of one datagram: where a token starts needing two packets."""
     mss = mtu - 52
@@ -352,11 +353,11 @@ def validate(plan: Plan, params: dict[str, Any]) -> dict[str, Any]:
     return p
 
 
-def _few(names, k=6):
+def _few(names: list[str], k: int = 6) -> str:
     return ", ".join(names[:k]) + (", ..." if len(names) > k else "")
 
 
-def check_tools(probe):
+def check_tools(probe: dict[str, str | None]) -> None:
     """probe: {host: compiler path or ''}. Raises BenchError naming every node
     without a C compiler."""
     bad = sorted(h for h, path in probe.items() if not (path or "").strip())
@@ -413,7 +414,8 @@ def _tokex_steps(c: _Ctx, classes: dict[str, list[Pair]],
                  wanted: list[str]) -> tuple[list[dict[str, Any]], dict[str, list[Pair]]]:
     """Per class, token exchange over 1, 2, 4, ... disjoint pairs; and the
     pairs of each class's first step."""
-    steps, pairs_of = [], {}
+    steps: list[dict[str, Any]] = []
+    pairs_of: dict[str, list[Pair]] = {}
     for cls in wanted:
         cands = classes.get(cls, [])
         if not cands:

@@ -180,7 +180,7 @@ def collect(sched: dict[str, Any], outputs: Outputs, plan: Plan) -> Results:
     return res
 
 
-def write_csv(path, rows):
+def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
     keys = []
     for r in rows:
         for k in r:
@@ -193,13 +193,13 @@ def write_csv(path, rows):
             w.writerow(r)
 
 
-def write_json(path, data):
+def write_json(path: str, data: Any) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
         fh.write("\n")
 
 
-def _fmt(v, nd=2):
+def _fmt(v: Any, nd: int = 2) -> str:
     if v is None:
         return "—"
     if isinstance(v, float):
@@ -207,13 +207,13 @@ def _fmt(v, nd=2):
     return str(v)
 
 
-def _table(head, rows):
+def _table(head: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
-def summary_markdown(sched, res, env, plan):
+def summary_markdown(sched: dict[str, Any], res: Results, env: dict[str, Any], plan: Plan) -> str:
     """The human summary: environment, then one table per benchmark."""
     p = sched["params"]
     lines = ["# beonet benchmark: %s" % plan["topology"]["name"], ""]
@@ -269,7 +269,8 @@ def summary_markdown(sched, res, env, plan):
     return "\n".join(lines)
 
 
-def write_results(folder, sched, res, env, plan, raw):
+def write_results(folder: str, sched: dict[str, Any], res: Results, env: dict[str, Any], plan: Plan,
+                  raw: Outputs) -> None:
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "raw.json"), raw)
     write_json(os.path.join(folder, "results.json"), dict(res, environment=env,

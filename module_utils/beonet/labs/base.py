@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
-Plan = dict[str, Any]
+Plan = Mapping[str, Any]                 # a plan (outputs.plan.Plan) as the labs read it
 Record = dict[str, Any]
 
 DOCKER_STATE = "state.json"

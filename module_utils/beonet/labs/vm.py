@@ -92,15 +92,15 @@ while True:
 """
 
 
-def _say(msg):
+def _say(msg: str) -> None:
     print("beonet lab (vm): %s" % msg, flush=True)
 
 
-def _ip(n):
+def _ip(n: int) -> str:
     return "%d.%d.%d.%d" % (n >> 24, (n >> 16) & 255, (n >> 8) & 255, n & 255)
 
 
-def mac(lab_name, node_index, nic_index):
+def mac(lab_name: str, node_index: int, nic_index: int) -> str:
     """Locally administered unicast MAC, unique per (node, NIC) in a lab and
     different between labs: 52:54 (QEMU's range), a lab byte, the node index
     (16 bits), the NIC index (0 = management)."""
@@ -110,14 +110,14 @@ def mac(lab_name, node_index, nic_index):
     return "52:54:%02x:%02x:%02x:%02x" % (lab_byte, node_index >> 8, node_index & 255, nic_index)
 
 
-def mgmt_address(node_index):
+def mgmt_address(node_index: int) -> str:
     """The management address of a VM (198.18.0.0/16, .1 is the namespace)."""
     if node_index + 10 >= (1 << (32 - MGMT_PREFIX)) - 1:
         raise LabError("too many nodes for the management network")
     return _ip(MGMT_NET + 10 + node_index)
 
 
-def _bridges(plan, name):
+def _bridges(plan: Plan, name: str) -> dict[str, tuple[str, bool]]:
     """{network name: (bridge, hub)}: the lab's wires (base.networks) as
     bridges; LANs and bond channels are hubs."""
     out = {}
@@ -127,14 +127,14 @@ def _bridges(plan, name):
     return out
 
 
-def layout(plan, name):
+def layout(plan: Plan, name: str) -> dict[str, Any]:
     """Everything up() creates, as data: bridges, and per VM its management MAC
     and address and its plan NICs (logical name, bridge, tap, MAC, rate)."""
     if plan.get("switches"):
         raise LabError("the VM provider does not build switch trees (uplink bridges); "
                        "use the Docker lab (beonet lab up) for tree topologies")
     bridges = _bridges(plan, name)
-    vms = {}
+    vms: dict[str, dict[str, Any]] = {}
     wires = networks(plan, name)
     for i, node in enumerate(plan["nodes"]):
         nics = []
@@ -148,7 +148,7 @@ def layout(plan, name):
     return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms}
 
 
-def check_mgmt_overlap(plan):
+def check_mgmt_overlap(plan: Plan) -> None:
     """The management network must not overlap the plan's prefixes."""
     lo, hi = MGMT_NET, MGMT_NET + (1 << (32 - MGMT_PREFIX)) - 1
     for seg, s in plan["segments"].items():
@@ -162,13 +162,13 @@ def check_mgmt_overlap(plan):
                            % (seg, s["prefix"], _ip(MGMT_NET), MGMT_PREFIX))
 
 
-def machine_id(lab_name, node):
+def machine_id(lab_name: str, node: str) -> str:
     """A machine-id per VM, stable across reboots. All VMs share one base image;
     with one machine-id, systemd gives every node's bond0 the same MAC address."""
     return hashlib.sha256(("%s/%s" % (lab_name, node)).encode()).hexdigest()[:32]
 
 
-def kernel_cmdline(node, vm, pubkey, lab_name):
+def kernel_cmdline(node: str, vm: dict[str, Any], pubkey: str, lab_name: str) -> str:
     """The guest's kernel command line: root disk, serial console, hostname,
     machine-id, root's SSH key and the management NIC (read by beonet-vm-boot
     in the image)."""
@@ -179,7 +179,8 @@ def kernel_cmdline(node, vm, pubkey, lab_name):
                MGMT_PREFIX))
 
 
-def qemu_argv(node, vm, image_dir, state, pubkey, lab_name, memory_mb=MEMORY_MB):
+def qemu_argv(node: str, vm: dict[str, Any], image_dir: str, state: str, pubkey: str, lab_name: str,
+              memory_mb: int = MEMORY_MB) -> list[str]:
     """The QEMU command that boots one VM (daemonized, inside the lab namespace)."""
     argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc", "-accel", "tcg",
             "-cpu", "max", "-smp", "1", "-m", str(memory_mb),
@@ -199,12 +200,12 @@ def qemu_argv(node, vm, image_dir, state, pubkey, lab_name, memory_mb=MEMORY_MB)
     return argv
 
 
-def proxy_command(netns, state):
+def proxy_command(netns: str, state: str) -> str:
     """The ProxyCommand: the relay script (written by up()) run in the namespace."""
     return "ip netns exec %s python3 %s %%h %%p" % (netns, shlex.quote(os.path.join(state, "proxy.py")))
 
 
-def ssh_options(netns, key, control_dir=None):
+def ssh_options(netns: str, key: str, control_dir: str | None = None) -> list[str]:
     """SSH options reaching a VM through a relay inside the lab namespace."""
     proxy = proxy_command(netns, os.path.dirname(key))
     opts = ["-o", "ProxyCommand=%s" % proxy, "-o", "StrictHostKeyChecking=no",
@@ -216,7 +217,9 @@ def ssh_options(netns, key, control_dir=None):
     return opts
 
 
-def inventory(plan, topology, name, netns, key, layout_, mapping, mgmt_names, images):
+def inventory(plan: Plan, topology: str, name: str, netns: str, key: str, layout_: dict[str, Any],
+              mapping: dict[str, dict[str, str]], mgmt_names: dict[str, str],
+              images: dict[str, str]) -> dict[str, Any]:
     """The Ansible inventory: SSH through the namespace, the real management NIC
     (never touched by site.yml), logical -> real NIC names, the backend."""
     proxy = proxy_command(netns, os.path.dirname(key))
@@ -375,7 +378,7 @@ def _match_nics(name: str, state: str,
     return mapping, mgmt_names
 
 
-def ssh(netns, state, address, command, timeout=30):
+def ssh(netns: str, state: str, address: str, command: str, timeout: int = 30) -> str:
     key = os.path.join(state, "id_ed25519")
     proc = subprocess.run(["ssh", *ssh_options(netns, key), "-o", "BatchMode=yes",
                            "-o", "ConnectTimeout=5", "root@%s" % address, command],
@@ -385,16 +388,16 @@ def ssh(netns, state, address, command, timeout=30):
     return proc.stdout
 
 
-def _port_open(netns, address):
+def _port_open(netns: str, address: str) -> bool:
     probe = ("import socket,sys\ns=socket.socket()\ns.settimeout(1)\n"
              "sys.exit(s.connect_ex((%r, 22)))" % address)
     return subprocess.run(_ns(netns, "python3", "-c", probe), capture_output=True).returncode == 0
 
 
-def _wait_ssh(netns, state, lay, key, t0):
+def _wait_ssh(netns: str, state: str, lay: dict[str, Any], key: str, t0: float) -> None:
     """Wait until every VM answers on SSH, printing progress."""
     pending = dict(lay["vms"])
-    last = 0
+    last = 0.0
     while pending:
         for node in list(pending):
             pid = _pid(state, node)
@@ -421,7 +424,7 @@ def _wait_ssh(netns, state, lay, key, t0):
             time.sleep(2)
 
 
-def _tail(path, lines=15):
+def _tail(path: str, lines: int = 15) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return "".join(fh.readlines()[-lines:])
@@ -429,7 +432,7 @@ def _tail(path, lines=15):
         return "(no console log)"
 
 
-def _pid(state, node):
+def _pid(state: str, node: str) -> int | None:
     try:
         with open(os.path.join(state, node + ".pid"), encoding="utf-8") as fh:
             return int(fh.read().strip())
@@ -437,7 +440,7 @@ def _pid(state, node):
         return None
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -449,7 +452,7 @@ def _alive(pid):
         return False
 
 
-def monitor(state, node, command, timeout=5):
+def monitor(state: str, node: str, command: str, timeout: float = 5) -> str:
     """Send one command to a VM's QEMU monitor; return its reply."""
     path = os.path.join(state, node + ".mon")
     if not os.path.exists(path):
