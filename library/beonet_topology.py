@@ -45,7 +45,7 @@ options:
         when the content differs (reports changed). Honors check mode and diff.
     type: path
 author:
-  - beonet developers
+  - beonet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

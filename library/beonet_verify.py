@@ -39,7 +39,7 @@ options:
     type: int
     default: 8
 author:
-  - beonet developers
+  - beonet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
