@@ -375,3 +375,14 @@ def test_vm_down_of_a_docker_lab_folder_is_refused(tmp_path):
     (folder / base.DOCKER_STATE).write_text("{}")
     with pytest.raises(LabError, match="a Docker lab: take it down with `beonet lab down`"):
         vmlab.down("gone.yml", str(tmp_path), "x")
+
+
+def test_a_lab_is_not_built_over_another_kind_of_lab(host, vmhost, tree, bonded, tmp_path):
+    dlab.up(str(tree), str(tmp_path), "same")
+    with pytest.raises(LabError, match="holds state.json: a Docker lab: take it down with "
+                                       "`beonet lab down` \\(no --provider vm\\) first"):
+        vmlab.up(str(bonded), str(tmp_path), "same")
+    dlab.down(str(tree), str(tmp_path), "same")
+    vmlab.up(str(bonded), str(tmp_path), "same")
+    with pytest.raises(LabError, match="holds vm.json: a VM lab"):
+        dlab.up(str(tree), str(tmp_path), "same")

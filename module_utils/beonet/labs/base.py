@@ -91,6 +91,13 @@ def load_state(folder: str, filename: str) -> Record | None:
     return record
 
 
+def check_kind(folder: str, filename: str) -> None:
+    """Refuse to build a lab in a state folder that holds another kind of lab."""
+    for name, hint in STATE_FILES.items():
+        if name != filename and os.path.exists(os.path.join(folder, name)):
+            raise LabError("%s holds %s: %s first" % (folder, name, hint))
+
+
 def remove_state(folder: str) -> None:
     """Delete a lab's state folder: its files, sockets and SSH control folder."""
     if not os.path.isdir(folder):

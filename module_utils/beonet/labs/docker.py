@@ -31,6 +31,7 @@ from .base import (
     LabError,
     Plan,
     Record,
+    check_kind,
     lab_name,
     load_state,
     networks,
@@ -96,6 +97,7 @@ def up(topology: str, root: str, label: str | None = None) -> str:
 
 def _take_down_existing(lab: str, folder: str) -> None:
     """A lab saved in folder, or containers of the same lab name, go first."""
+    check_kind(folder, STATE)
     record = load_state(folder, STATE) if os.path.exists(os.path.join(folder, STATE)) else None
     if record is None and _run(["docker", "ps", "-aq", "--filter", "label=%s=%s" % (LABEL, lab)]).strip():
         record = {"lab": lab}

@@ -43,6 +43,7 @@ from .base import (
     LabError,
     Plan,
     Record,
+    check_kind,
     lab_name,
     load_state,
     networks,
@@ -302,6 +303,7 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
     images = _images(plan, image, nm_nodes)
     _check_host(images)
     state = state_dir(root, topology, label)
+    check_kind(state, STATE)
     if _netns_exists(name) or os.path.exists(os.path.join(state, STATE)):
         old = load_state(state, STATE) or record(name, topology, lay, images)
         _say("%s exists; taking it down first" % old["lab"])
