@@ -4,18 +4,20 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from . import __version__
 from .agent import apply as node
 from .agent.files import atomic_write
 from .compiler import pipeline
-from .compiler.errors import CompileError, Problem
+from .compiler.errors import CompileError
 from .compiler.schema import SCHEMA
 from .outputs import drawing, dryrun, export, inventory
 from .outputs import plan as render
 
 EXIT_INPUT = 2
+Plan = dict[str, Any]
 
 
 class UsageError(Exception):
@@ -33,7 +35,8 @@ def _write(data: str | bytes, output: str | None) -> None:
     atomic_write(output, data)
 
 
-def _compile(args):
+def _compile(args: argparse.Namespace) -> tuple[pipeline.Compiled, Plan]:
+    """The compiled topology and its plan (NIC names from -i INVENTORY if given)."""
     compiled = pipeline.compile_file(args.topology)
     physical = None
     if getattr(args, "inventory", None):
@@ -47,24 +50,22 @@ def _compile(args):
     return compiled, render.plan(compiled, physical)
 
 
-def cmd_compile(args):
+def cmd_compile(args: argparse.Namespace) -> None:
     compiled, plan = _compile(args)
     if args.paths:
-        plan["paths"] = _all_paths(compiled)
+        plan["paths"] = {}
+        for a, b in _every_pair(plan):
+            plan["paths"].setdefault(a, {})[b] = [h["address"] for h in compiled.path(a, b)]
     _write(render.dumps(plan, args.format), args.output)
 
 
-def _all_paths(compiled, src=None, dst=None):
-    names = [n.name for n in compiled.graph.nodes]
-    out = {}
-    for a in ([src] if src else names):
-        for b in ([dst] if dst else names):
-            if a != b:
-                out.setdefault(a, {})[b] = [h["address"] for h in compiled.path(a, b)]
-    return out
+def _every_pair(plan: Plan) -> list[tuple[str, str]]:
+    """Every ordered (source, destination) pair of nodes, in plan order."""
+    names = list(plan["nodes"])
+    return [(a, b) for a in names for b in names if a != b]
 
 
-def cmd_routes(args):
+def cmd_routes(args: argparse.Namespace) -> None:
     _, plan = _compile(args)
     nodes = plan["nodes"]
     if args.node:
@@ -74,27 +75,22 @@ def cmd_routes(args):
     _write(text, args.output)
 
 
-def _known(plan, name, flag):
+def _known(plan: Plan, name: str, flag: str) -> None:
     if name not in plan["nodes"]:
-        raise CompileError([_usage("%s: no node '%s' in %s" % (flag, name, plan["topology"]["source"]))])
+        raise UsageError("%s: no node '%s' in %s" % (flag, name, plan["topology"]["source"]))
 
 
-def _usage(text):
-    return Problem(text, file="beonet")
-
-
-def _pairs(plan: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+def _pairs(plan: Plan, args: argparse.Namespace) -> list[tuple[str, str]]:
     """The ordered (source, destination) pairs asked for: --all, or --from [--to]."""
     if args.all and args.dst:
         raise UsageError("--to goes with --from, not with --all")
-    names = list(plan["nodes"])
     if args.all:
-        return [(a, b) for a in names for b in names if a != b]
+        return _every_pair(plan)
     _known(plan, args.src, "--from")
     if args.dst:
         _known(plan, args.dst, "--to")
         return [(args.src, args.dst)]
-    return [(args.src, b) for b in names if b != args.src]
+    return [(a, b) for a, b in _every_pair(plan) if a == args.src]
 
 
 def cmd_paths(args: argparse.Namespace) -> None:
@@ -156,7 +152,7 @@ def _bisection_lines(b: dict[str, Any]) -> list[str]:
             + [_named(k, v) for k, v in rest.items()])
 
 
-def _metric_rows(m: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def _metric_rows(m: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """(label, lines) for every metric; keys without a layout of their own are
     listed under their own name, so nothing the compiler reports is left out."""
     rows = [
@@ -187,7 +183,7 @@ def _metric_rows(m: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def metrics_text(name: str, metrics: dict[str, Any]) -> str:
+def metrics_text(name: str, metrics: Mapping[str, Any]) -> str:
     """The metrics as a two-column table for people."""
     out = ["metrics of %s" % name]
     for label, lines in _metric_rows(metrics):
@@ -222,7 +218,7 @@ def cmd_graph(args: argparse.Namespace) -> None:
     _write(data.decode("utf-8") if args.format == "svg" else data, args.output)
 
 
-def cmd_export(args):
+def cmd_export(args: argparse.Namespace) -> None:
     _, plan = _compile(args)
     _write(export.EXPORTS[args.what](plan), args.output)
 
@@ -251,7 +247,7 @@ def cmd_build(args: argparse.Namespace) -> None:
              len(plan["nodes"]), args.output.rstrip("/")))
 
 
-def cmd_schema(args):
+def cmd_schema(args: argparse.Namespace) -> None:
     _write(json.dumps(SCHEMA, indent=2) + "\n", args.output)
 
 
@@ -388,8 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-    except OSError as exc:
-        print("beonet %s: %s" % (args.command, exc), file=sys.stderr)
+    except OSError as exc:               # the output could not be written
+        print("beonet %s: cannot write %s: %s" % (args.command, args.output,
+                                                 exc.strerror or exc), file=sys.stderr)
         return EXIT_INPUT
     return 0
 
