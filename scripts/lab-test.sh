@@ -26,6 +26,10 @@ for t in $TOPOLOGIES; do
   [ "$changed" = 0 ] || { echo "FAIL $t: second site.yml run changed $changed hosts"; fail=1; }
   traced=$(grep -o '[0-9]* pairs traced; [0-9]* mismatches' "$log/$t.verify" || echo "no report")
   beonet lab down "$topo" >/dev/null
+  # Down works from .lab/NAME/state.json and leaves neither containers nor the state folder.
+  if [ -e ".lab/beonet-$t" ] || [ -n "$(docker ps -aq --filter "label=beonet.lab=beonet-$t")" ]; then
+    echo "FAIL $t: lab down left containers or .lab/beonet-$t"; fail=1
+  fi
   printf '%-18s up %5ss  site %5ss  again %5ss (%s hosts changed)  verify %5ss: %s\n' "$t" \
     "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "$(secs "$t2" "$t3")" "$changed" \
     "$(secs "$t3" "$t4")" "$traced"
