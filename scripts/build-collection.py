@@ -28,8 +28,6 @@ FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark")
 ROLES = ("beonet_plan", "beonet_node", "beonet_benchmark")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml")
-# The `beonet` command and the labs belong to the pip-installed CLI: no module imports them.
-PACKAGE_EXCLUDE = ("cli.py", "labs", "__pycache__", "*.pyc")
 # Python packages the compiler needs on the controller (pyproject.toml's dependencies).
 CONTROLLER_REQUIREMENTS = ("netaddr", "PyYAML", "jsonschema")
 REQUIRES_ANSIBLE = ">=2.16.0"
@@ -55,6 +53,53 @@ def package_version(root: Path = ROOT) -> str:
             if isinstance(value, str):
                 return value
     raise BuildError("%s: no __version__ = \"X.Y.Z\" string" % path.relative_to(root))
+
+
+def _resolve(base: Path, parts: list[str]) -> Path | None:
+    for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+        if parts and candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(path: Path, base: Path) -> set[Path]:
+    """Files under base (module_utils) that path imports as ansible.module_utils.beonet.X or relatively."""
+    found = set()
+    package = path.relative_to(base).parent.parts if path.is_relative_to(base) else ()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module or ""
+        if node.level:
+            parts = list(package[:len(package) - node.level + 1]) + module.split(".")
+        elif module.startswith("ansible.module_utils.beonet"):
+            parts = module.split(".")[2:]
+        else:
+            continue
+        parts = [p for p in parts if p]
+        for alias in node.names:
+            # `from pkg import mod` names a module, `from pkg.mod import name` something in it.
+            target = _resolve(base, parts + [alias.name]) or _resolve(base, parts)
+            if target:
+                found.add(target)
+    return found
+
+
+def module_utils_files(root: Path = ROOT) -> set[Path]:
+    """module_utils files the modules import, directly or through each other, with their packages.
+
+    The rest (the `beonet` command, the labs, drawings, exports) is the pip-installed CLI's.
+    """
+    base = root / "module_utils"
+    todo = [root / "library" / ("%s.py" % m) for m in MODULES]
+    files: set[Path] = set()
+    while todo:
+        for path in _imported(todo.pop(), base) - files:
+            files.add(path)
+            todo.append(path)
+    for path in list(files):
+        files.update(p / "__init__.py" for p in path.parents if p.is_relative_to(base / "beonet"))
+    return files
 
 
 def to_collection_imports(text: str) -> str:
@@ -95,8 +140,13 @@ def readme(root: Path, version: str) -> str:
     return "\n".join(head) + (root / "README.md").read_text(encoding="utf-8")
 
 
+def _mkparent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _copy_text(src: Path, dst: Path, rewrite) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    _mkparent(dst)
     dst.write_text(rewrite(src.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copymode(src, dst)
 
@@ -116,8 +166,9 @@ def lay_out(root: Path, dest: Path) -> Path:
     for module in MODULES:
         _copy_text(root / "library" / ("%s.py" % module), dest / "plugins" / "modules" / ("%s.py" % module),
                    lambda t: to_fqcn(to_collection_imports(t)))
-    shutil.copytree(root / "module_utils" / "beonet", dest / "plugins" / "module_utils" / "beonet",
-                    ignore=shutil.ignore_patterns(*PACKAGE_EXCLUDE))
+    for path in sorted(module_utils_files(root)):
+        target = dest / "plugins" / "module_utils" / path.relative_to(root / "module_utils")
+        shutil.copy2(path, _mkparent(target))
     for role in ROLES:
         _copy_tree(root / "roles" / role, dest / "roles" / role, to_fqcn,
                    ignore=shutil.ignore_patterns("__pycache__", "molecule"))

@@ -101,6 +101,31 @@ def test_fqcn_rewrite_touches_module_and_role_calls_only():
         "from ansible.module_utils.basic import AnsibleModule\n")
 
 
+def test_module_utils_are_what_the_modules_import(tmp_path):
+    files = {
+        "library/beonet_topology.py": "try:\n    from ansible.module_utils.beonet.compiler import pipeline\n"
+                                      "except ImportError:\n    pass\n",
+        "module_utils/beonet/__init__.py": "",
+        "module_utils/beonet/cli.py": "from .compiler import unused\n",
+        "module_utils/beonet/compiler/__init__.py": "",
+        "module_utils/beonet/compiler/pipeline.py": "from . import load\nfrom .model import Graph\n",
+        "module_utils/beonet/compiler/load.py": "def f():\n    from ..outputs.plan import render\n",
+        "module_utils/beonet/compiler/model.py": "import yaml\n",
+        "module_utils/beonet/compiler/unused.py": "",
+        "module_utils/beonet/outputs/__init__.py": "",
+        "module_utils/beonet/outputs/plan.py": "",
+    }
+    for module in build.MODULES:
+        files.setdefault("library/%s.py" % module, "")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    base = tmp_path / "module_utils" / "beonet"
+    found = {p.relative_to(base).as_posix() for p in build.module_utils_files(tmp_path)}
+    assert found == {"__init__.py", "compiler/__init__.py", "compiler/pipeline.py", "compiler/load.py",
+                     "compiler/model.py", "outputs/__init__.py", "outputs/plan.py"}
+
+
 def test_version_comes_from_the_package_only(tmp_path):
     (tmp_path / "galaxy.yml").write_text("namespace: beonet\nversion: 1.0.0\n", encoding="utf-8")
     with pytest.raises(build.BuildError, match="galaxy.yml must not set version"):
@@ -131,8 +156,11 @@ def test_built_collection_uses_fqcn_and_collection_imports(built):
             roles = [r["role"] if isinstance(r, dict) else r for r in task.get("roles", [])]
             assert all(r.startswith("beonet.cluster.") for r in roles), "%s: roles %s" % (path.name, roles)
     package = tree / "plugins" / "module_utils" / "beonet"
-    assert not (package / "cli.py").exists() and not (package / "labs").exists()
-    assert not list(package.rglob("__pycache__"))
+    shipped = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
+    assert shipped == {p.relative_to(ROOT / "module_utils" / "beonet").as_posix()
+                       for p in build.module_utils_files()}
+    assert {"compiler/pipeline.py", "agent/apply.py", "benchmarks/plots.py", "outputs/dryrun.py"} <= shipped
+    assert not {"cli.py", "labs/__init__.py", "outputs/drawing.py"} & shipped
 
 
 # --- the installed collection ------------------------------------------------
