@@ -1,9 +1,16 @@
 """What beonet_node does on a node, as pure functions of plan and live state."""
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 from conftest import ROOT, golden
 
 from beonet.agent import apply as node
+from beonet.agent import files, nodeplan
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
 from beonet.outputs import plan as render
@@ -166,8 +173,6 @@ def test_tso_off_is_applied_only_when_the_bond_has_it_on():
 
 def test_tso_is_read_and_set_through_the_ethtool_ioctl():
     """get_tso/set_tso on the loopback of a fresh network namespace (root, as in CI)."""
-    import subprocess
-    import sys
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from beonet.agent import apply as node\n"
             "a = node.get_tso('lo'); node.set_tso('lo', False); b = node.get_tso('lo')\n"
@@ -320,3 +325,247 @@ def test_forwarding_and_ruleset_change_only_where_they_differ(mesh):
     assert node.forwarding_actions(leaf, [], "1", ruleset) == [
         ["sysctl", "-w", "net.ipv4.ip_forward=0"], ["nft", "delete", "table", "inet", "beonet"]]
     assert node.forwarding_actions(leaf, [], "0", None) == []
+
+
+# The beonet_node module, in process with a stand-in for AnsibleModule -------
+
+class _Exit(Exception):
+    def __init__(self, failed, result):
+        super().__init__(result.get("msg", ""))
+        self.failed, self.result = failed, result
+
+
+class _FakeModule:
+    """Answers the module's reads with a blank node's state; any other command is recorded."""
+
+    def __init__(self, lib, params, live, check_mode=True):
+        self.params = {k: v.get("default") for k, v in lib.ARGUMENT_SPEC.items()}
+        self.params.update(params)
+        self.check_mode, self._diff, self.live, self.commands = check_mode, True, live, []
+
+    def run_command(self, cmd, **_):
+        self.commands.append(list(cmd))
+        answers = {("ip", "-j", "link"): self.live["links"], ("ip", "-j", "addr"): self.live["addrs"],
+                   ("ip", "-j", "route"): self.live["routes"]}
+        if tuple(cmd[:3]) in answers:
+            return 0, json.dumps(answers[tuple(cmd[:3])]), ""
+        if cmd[:2] == ["nft", "list"]:
+            return (1, "", "No such file or directory") if self.live["nft_table"] is None \
+                else (0, self.live["nft_table"], "")
+        return 0, "", ""
+
+    from_json = staticmethod(json.loads)
+
+    def get_bin_path(self, _name):
+        return None
+
+    def fail_json(self, **result):
+        raise _Exit(True, result)
+
+    def exit_json(self, **result):
+        raise _Exit(False, result)
+
+
+@pytest.fixture()
+def beonet_node(monkeypatch):
+    """library/beonet_node.py, importing ansible.module_utils.beonet from this tree."""
+    import ansible.module_utils
+    monkeypatch.setattr(ansible.module_utils, "__path__",
+                        [*ansible.module_utils.__path__, str(ROOT / "module_utils")])
+    spec = importlib.util.spec_from_file_location("beonet_node_module", ROOT / "library/beonet_node.py")
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    monkeypatch.setattr(lib, "_bonding_driver", lambda module: True)
+    return lib
+
+
+def _run_module(lib, monkeypatch, params, live, check_mode=True):
+    fake = _FakeModule(lib, params, live, check_mode)
+    monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
+    monkeypatch.setattr(lib, "_read", lambda path: live["forwarding"] if path == lib.beonet.FORWARD
+                        else None)
+    monkeypatch.setattr(lib.beonet, "live_tso", lambda n: dict(live["tso"]))
+    with pytest.raises(_Exit) as exc:
+        lib.main()
+    return exc.value, fake.commands
+
+
+def _module_params(plan, host, plan_format=1):
+    return {"node": host, "plan": plan["nodes"][host], "plan_format": plan_format,
+            "prefixes": render.prefixes(plan)}
+
+
+@pytest.mark.parametrize("topology,host", [("routed-mesh", "node-0-0"), ("bonded-dual-net", "node01"),
+                                           ("custom-example", "b1"), ("single-net", "node01")])
+def test_the_module_reports_on_a_blank_node_what_the_dry_run_prints(beonet_node, monkeypatch,
+                                                                     topology, host):
+    """Check mode on a blank node: the module's actions are the dry run's lines, and it
+    only reads (ip -j, nft list)."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies" / ("%s.yml" % topology))))
+    n = plan["nodes"][host]
+    out, commands = _run_module(beonet_node, monkeypatch, _module_params(plan, host), _blank_node(n))
+    assert not out.failed, out.result
+    assert out.result["actions"] == dryrun.ip_route_text(n, host).splitlines()[1:]
+    assert out.result["changed"] and node.SYSCTL_PATH in out.result["files"]
+    assert all(c[:2] in (["ip", "-j"], ["nft", "list"]) for c in commands), commands
+
+
+def test_the_module_runs_its_actions_in_order_after_the_files(beonet_node, monkeypatch):
+    """Out of check mode the commands run in the reported order, after the files
+    (recorded here, not written). A node that neither forwards nor bonds: every
+    command goes through run_command, none to /proc or the ethtool ioctl."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
+    n = plan["nodes"]["node01"]
+    live = _blank_node(n)
+    written = []
+    monkeypatch.setattr(beonet_node, "atomic_write", lambda path, text, mode: written.append(path))
+    out, commands = _run_module(beonet_node, monkeypatch, _module_params(plan, "node01"), live,
+                                check_mode=False)
+    ran = [c for c in commands if c[:2] not in (["ip", "-j"], ["nft", "list"])]
+    assert not out.failed and [" ".join(c) for c in ran] == out.result["actions"]
+    assert written == sorted(node.persistent_files(n, [], "networkd")) + [node.STATE_PATH]
+
+
+@pytest.mark.parametrize("plan_format,word", [(2, "newer"), (0, "older")])
+def test_the_module_refuses_a_plan_format_it_does_not_understand(beonet_node, monkeypatch,
+                                                                   plan_format, word):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
+    params = _module_params(plan, "node01", plan_format)
+    out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(plan["nodes"]["node01"]))
+    assert out.failed and not out.result["changed"] and commands == []
+    assert out.result["msg"].startswith("node01: plan_format %d is %s than this beonet_node "
+                                        "understands (1)" % (plan_format, word))
+
+
+def test_plan_format_messages_and_the_format_the_compiler_writes():
+    assert nodeplan.PLAN_FORMAT == render.PLAN_FORMAT
+    assert nodeplan.plan_format_problem("node01", render.PLAN_FORMAT) is None
+    assert nodeplan.plan_format_problem("node01", 2) == (
+        "node01: plan_format 2 is newer than this beonet_node understands (1); update the collection")
+    assert nodeplan.plan_format_problem("node01", 0) == (
+        "node01: plan_format 0 is older than this beonet_node understands (1); "
+        "compile the plan again with this collection")
+
+
+def test_the_module_refuses_the_management_interface_before_reading_the_node(beonet_node,
+                                                                             monkeypatch):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
+    params = dict(_module_params(plan, "node01"), management_interface="eth1",
+                  management_address="10.0.0.1")
+    out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(plan["nodes"]["node01"]))
+    assert out.failed and out.result["problems"] == [
+        "node01: the plan would change eth1, the interface Ansible connects through",
+        "node01: the plan would add 10.0.0.1, the address Ansible connects to"]
+    assert all(c[:2] in (["ip", "-j"], ["nft", "list"]) for c in commands)
+
+
+def test_actions_stop_at_the_first_failure_with_a_clear_message():
+    ran = []
+
+    def run(cmd):
+        ran.append(cmd)
+        return (2, "RTNETLINK answers: File exists\n") if cmd[1] == "addr" else (0, "")
+
+    actions = [["ip", "link", "set", "dev", "eth1", "up"],
+               ["ip", "addr", "add", "10.0.0.1/24", "dev", "eth1"],
+               ["ip", "route", "replace", "10.0.1.0/24", "via", "10.0.0.2", "dev", "eth1"]]
+    assert node.apply_actions("node01", actions, run) == (
+        "node01: ip addr add 10.0.0.1/24 dev eth1 failed: RTNETLINK answers: File exists")
+    assert ran == actions[:2]
+    assert node.apply_actions("node01", actions[:1], lambda cmd: (1, "")) == (
+        "node01: ip link set dev eth1 up failed: exit status 1")
+    bond = ["ip", "link", "add", "bond0", "type", "bond", "mode", "balance-rr", "miimon", "100"]
+    assert node.apply_actions("node01", [bond], lambda cmd: (2, "Error: Unknown device type.")) == (
+        "node01: this kernel has no bonding driver (Error: Unknown device type.); bonds need a VM "
+        "or bare metal")
+
+
+def test_forwarding_and_offload_are_set_without_sysctl_or_ethtool():
+    """run_action writes the sysctl to /proc and sets TSO with the ioctl (root, in a
+    fresh network namespace: the host's network is not touched)."""
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from beonet.agent import apply as node\n"
+            "def run(cmd):\n    raise AssertionError(cmd)\n"
+            "err = node.apply_actions('n', [['sysctl', '-w', 'net.ipv4.ip_forward=1'],\n"
+            "                               ['ethtool', '-K', 'lo', 'tso', 'off']], run)\n"
+            "fwd = open('/proc/sys/net/ipv4/ip_forward').read().strip()\n"
+            "bad = node.apply_actions('n', [['ethtool', '-K', 'nosuch0', 'tso', 'off']], run)\n"
+            "print(err, fwd, node.get_tso('lo'), bad, sep='|')\n" % str(ROOT / "module_utils"))
+    out = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True).stdout.strip().split("|")
+    assert out == ["None", "1", "False", "n: ethtool -K nosuch0 tso off failed: [Errno 19] No such device"]
+
+
+def test_refusals_name_the_management_interface_address_and_missing_bonding():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net.yml")))
+    n = plan["nodes"]["node01"]
+    assert node.refusals(n, "node01", "none", "", bonding=True) == []
+    assert node.refusals(n, "node01", "eth2", "10.0.0.1", bonding=False) == [
+        "node01: the plan would change eth2, the interface Ansible connects through",
+        "node01: the plan would add 10.0.0.1, the address Ansible connects to",
+        "node01: this kernel has no bonding driver (no /sys/class/net/bonding_masters, no bonding "
+        "module); the plan's bonds need a VM or bare metal"]
+
+
+# atomic_write ---------------------------------------------------------------
+
+def test_atomic_write_creates_the_folder_and_sets_the_mode(tmp_path):
+    path = tmp_path / "a" / "b" / "beonet-eth1.nmconnection"
+    files.atomic_write(str(path), "one\n", 0o600)
+    assert path.read_text() == "one\n" and path.stat().st_mode & 0o777 == 0o600
+    assert os.listdir(path.parent) == [path.name]
+
+
+def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "plan.json"
+    files.atomic_write(str(path), "new\n")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    path.chmod(0o640)
+    files.atomic_write(str(path), "newer\n")
+    assert path.read_text() == "newer\n" and path.stat().st_mode & 0o777 == 0o640
+
+
+def test_atomic_write_leaves_the_file_and_no_temporary_on_error(tmp_path, monkeypatch):
+    path = tmp_path / "addresses"
+    path.write_text("old\n")
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        files.atomic_write(str(path), "new\n", 0o644)
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["addresses"]
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# The module as Ansible runs it ----------------------------------------------
+
+def _ansible(*args):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), args[0]), *args[1:]],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def test_the_module_documentation_parses():
+    res = _ansible("ansible-doc", "-M", "library", "beonet_node")
+    assert res.returncode == 0, res.stderr
+    assert "plan_format" in res.stdout
+
+
+def test_ansible_refuses_a_newer_plan_format_before_any_change():
+    """Through Ansible (the agent packaged with the module), in check mode, with a NIC
+    this machine does not have: the format is refused first, nothing is read or changed."""
+    plan = {"address": "10.0.0.1", "forwarding": False, "routes": [], "interfaces": [
+        {"name": "beonet-nosuch0", "kind": "ethernet", "segment": "net0", "addresses": ["10.0.0.1/24"]}]}
+    args = json.dumps({"node": "node01", "plan": plan, "plan_format": 2, "prefixes": ["10.0.0.0/24"]})
+    res = _ansible("ansible", "localhost", "-i", "localhost,", "-c", "local", "--check",
+                   "-e", "ansible_python_interpreter=%s" % sys.executable, "-m", "beonet_node", "-a", args)
+    assert res.returncode != 0
+    assert ("node01: plan_format 2 is newer than this beonet_node understands (1); "
+            "update the collection") in res.stdout, res.stdout + res.stderr

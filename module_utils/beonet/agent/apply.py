@@ -333,15 +333,14 @@ def refusals(n: NodePlan, node: str, management_interface: str, management_addre
     there is none); management_address: the address it connects to ("" when
     unknown); bonding: whether the kernel has a bonding driver."""
     problems = []
-    for iface in n["interfaces"]:
-        if management_interface != "none" and management_interface in [iface["name"]] + iface.get(
-                "members", []):
-            problems.append("%s: the plan would change %s, the interface Ansible connects "
-                            "through" % (node, management_interface))
-        for a in iface["addresses"]:
-            if management_address and a.split("/")[0] == management_address:
-                problems.append("%s: the plan would add %s, the address Ansible connects to"
-                                % (node, management_address))
+    names = {name for i in n["interfaces"] for name in [i["name"]] + i.get("members", [])}
+    if management_interface != "none" and management_interface in names:
+        problems.append("%s: the plan would change %s, the interface Ansible connects through"
+                        % (node, management_interface))
+    addresses = {a.split("/")[0] for i in n["interfaces"] for a in i["addresses"]}
+    if management_address and management_address in addresses:
+        problems.append("%s: the plan would add %s, the address Ansible connects to"
+                        % (node, management_address))
     if not bonding and has_bonds(n):
         problems.append("%s: this kernel has no bonding driver (no /sys/class/net/bonding_masters, "
                         "no bonding module); the plan's bonds need a VM or bare metal" % node)
