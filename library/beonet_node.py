@@ -94,7 +94,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
 from ansible.module_utils.beonet.agent import nodeplan
-from ansible.module_utils.beonet.agent.files import atomic_write
+from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
@@ -115,14 +115,6 @@ def _json(module: AnsibleModule, *cmd: str) -> Any:
     return module.from_json(out or "[]")
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
 def _bonding_driver(module: AnsibleModule) -> bool:
     """Whether the kernel has the bonding driver, loaded or as a module."""
     if os.path.exists("/sys/class/net/bonding_masters"):
@@ -136,8 +128,8 @@ def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState
     return {"links": _json(module, "ip", "-j", "link"),
             "addrs": _json(module, "ip", "-j", "addr"),
             "routes": _json(module, "ip", "-j", "route", "show", "table", "main"),
-            "installed": (_read(beonet.STATE_PATH) or "").splitlines(),
-            "forwarding": _read(beonet.FORWARD) or "",
+            "installed": (read_text(beonet.STATE_PATH) or "").splitlines(),
+            "forwarding": read_text(beonet.FORWARD) or "",
             "nft_table": listed if rc == 0 else None,
             "tso": beonet.live_tso(n)}
 
@@ -177,7 +169,7 @@ def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any
     """Write the persistent files that differ, and fix the mode of those that do not."""
     for path, text in sorted(files.items()):
         mode = beonet.file_mode(path)
-        old = _read(path)
+        old = read_text(path)
         if old != text:
             diffs.append({"before_header": path, "after_header": path,
                           "before": old or "", "after": text})

@@ -1,6 +1,8 @@
 #!/usr/bin/python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: beonet_verify
@@ -75,13 +77,58 @@ route_diff:
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet_node
 from ansible.module_utils.beonet.agent import verify
+from ansible.module_utils.beonet.agent.files import read_text
 
 
-def main():
+def _trace_all(module: AnsibleModule) -> dict[str, list[str]]:
+    """{destination: hops seen}, a differing pair traced again before it counts."""
+    p = module.params
+    hops_max = max([len(v) for v in p["expected"].values()] + [1]) + 2
+
+    def trace(item: tuple[str, str], wait: int = 1) -> tuple[str, list[str]]:
+        dst, addr = item
+        rc, out, err = module.run_command(["traceroute", "-n", "-N", "1", "-q", "1",
+                                           "-w", str(wait), "-m", str(hops_max), addr])
+        if rc != 0:
+            return dst, ["error: %s" % err.strip()]
+        return dst, verify.parse_traceroute(out)
+
+    seen: dict[str, list[str]] = {}
+    if p["trace"]:
+        with ThreadPoolExecutor(max_workers=max(1, p["parallel"])) as pool:
+            seen = dict(pool.map(trace, sorted(p["targets"].items())))
+    # A probe lost on a busy machine reads as '*' or an empty trace: trace a
+    # differing pair again (up to twice, waiting longer) before calling it a mismatch.
+    for _ in range(2):
+        again = [(d, p["targets"][d]) for d in sorted(seen)
+                 if not verify.compare(p["expected"].get(d, []), seen[d])]
+        for item in again:
+            seen[item[0]] = trace(item, wait=3)[1]
+    return seen
+
+
+def _state_problems(module: AnsibleModule, name: str, plan: dict[str, Any]) -> list[str]:
+    """Forwarding, bonds and bond offloads against the plan."""
+    problems = []
+    fwd = verify.forwarding_problem(name, read_text("/proc/sys/net/ipv4/ip_forward") or "",
+                                    plan["forwarding"])
+    problems += [fwd] if fwd else []
+    for iface in plan["interfaces"]:
+        if iface["kind"] == "bond":
+            text = read_text("/proc/net/bonding/%s" % iface["name"])
+            problems += verify.bond_problems(name, iface, text)
+    for bond, tso in sorted(beonet_node.live_tso(plan).items()):
+        if tso:
+            problems.append("%s: %s has TCP segmentation offload on, the plan says off" % (name, bond))
+    return problems
+
+
+def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "node": {"type": "str", "required": True},
@@ -95,56 +142,14 @@ def main():
     )
     p = module.params
     name = p["node"]
-    hops_max = max([len(v) for v in p["expected"].values()] + [1]) + 2
-
-    def trace(item, wait=1):
-        dst, addr = item
-        rc, out, err = module.run_command(["traceroute", "-n", "-N", "1", "-q", "1",
-                                           "-w", str(wait), "-m", str(hops_max), addr])
-        if rc != 0:
-            return dst, ["error: %s" % err.strip()]
-        return dst, verify.parse_traceroute(out)
-
-    seen = {}
-    if p["trace"]:
-        with ThreadPoolExecutor(max_workers=max(1, p["parallel"])) as pool:
-            seen = dict(pool.map(trace, sorted(p["targets"].items())))
-    # A probe lost on a busy machine reads as '*' or an empty trace: trace a
-    # differing pair again (up to twice, waiting longer) before calling it a mismatch.
-    for _ in range(2):
-        again = [(d, p["targets"][d]) for d in sorted(seen)
-                 if not verify.compare(p["expected"].get(d, []), seen[d])]
-        for item in again:
-            seen[item[0]] = trace(item, wait=3)[1]
+    seen = _trace_all(module)
     mismatches = []
     for dst in sorted(seen):
         want = p["expected"].get(dst, [])
         if not verify.compare(want, seen[dst]):
             mismatches.append({"pair": "%s -> %s" % (name, dst), "expected": want,
                                "seen": seen[dst]})
-    problems = []
-    with open("/proc/sys/net/ipv4/ip_forward", encoding="utf-8") as fh:
-        fwd = fh.read().strip() == "1"
-    if fwd != p["plan"]["forwarding"]:
-        problems.append("%s: forwarding is %s, the plan says %s"
-                        % (name, "on" if fwd else "off", "on" if p["plan"]["forwarding"] else "off"))
-    for iface in p["plan"]["interfaces"]:
-        if iface["kind"] != "bond":
-            continue
-        try:
-            with open("/proc/net/bonding/%s" % iface["name"], encoding="utf-8") as fh:
-                mode, members = verify.bond_state(fh.read())
-        except OSError:
-            problems.append("%s: bond %s does not exist" % (name, iface["name"]))
-            continue
-        if not mode or iface["mode"] not in mode.replace("load balancing (round-robin)", "balance-rr"):
-            problems.append("%s: %s mode is %s, the plan says %s" % (name, iface["name"], mode, iface["mode"]))
-        for m in iface["members"]:
-            if members.get(m) != "up":
-                problems.append("%s: %s member %s is %s" % (name, iface["name"], m, members.get(m, "absent")))
-    for bond, tso in sorted(beonet_node.live_tso(p["plan"]).items()):
-        if tso:
-            problems.append("%s: %s has TCP segmentation offload on, the plan says off" % (name, bond))
+    problems = _state_problems(module, name, p["plan"])
     rc, out, err = module.run_command(["ip", "-j", "-4", "route", "show", "table", "main"])
     if rc != 0:
         module.fail_json(msg="%s: ip route failed: %s" % (name, err.strip()))

@@ -382,7 +382,7 @@ def beonet_node(monkeypatch):
 def _run_module(lib, monkeypatch, params, live, check_mode=True):
     fake = _FakeModule(lib, params, live, check_mode)
     monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
-    monkeypatch.setattr(lib, "_read", lambda path: live["forwarding"] if path == lib.beonet.FORWARD
+    monkeypatch.setattr(lib, "read_text", lambda path: live["forwarding"] if path == lib.beonet.FORWARD
                         else None)
     monkeypatch.setattr(lib.beonet, "live_tso", lambda n: dict(live["tso"]))
     with pytest.raises(_Exit) as exc:

@@ -92,3 +92,43 @@ def test_underlay_avoids_other_labs_and_keeps_its_own():
     taken["last"] = ("lab63", "100.127.0.0/24")
     with pytest.raises(lab.LabError, match="all 64 underlay"):
         lab._underlay("new", taken)
+
+
+def test_forwarding_differs_from_the_plan():
+    assert verify.forwarding_problem("r1", "1\n", True) is None
+    assert verify.forwarding_problem("r1", "0\n", False) is None
+    assert verify.forwarding_problem("r1", "0\n", True) == "r1: forwarding is off, the plan says on"
+    assert verify.forwarding_problem("r1", "", False) is None      # unreadable reads as off
+
+
+BONDING = """Ethernet Channel Bonding Driver: v6.1.0
+
+Bonding Mode: load balancing (round-robin)
+MII Status: up
+
+Slave Interface: eth1
+MII Status: up
+
+Slave Interface: eth2
+MII Status: down
+"""
+
+
+def test_a_bond_is_checked_for_mode_and_members():
+    bond = {"name": "bond0", "kind": "bond", "segment": "net0", "addresses": [],
+            "members": ["eth1", "eth2", "eth3"], "mode": "balance-rr"}
+    assert verify.bond_problems("n1", bond, None) == ["n1: bond bond0 does not exist"]
+    assert verify.bond_problems("n1", bond, BONDING) == ["n1: bond0 member eth2 is down",
+                                                        "n1: bond0 member eth3 is absent"]
+    assert verify.bond_problems("n1", dict(bond, mode="active-backup", members=["eth1"]), BONDING) == [
+        "n1: bond0 mode is load balancing (round-robin), the plan says active-backup"]
+
+
+def test_the_verify_module_documentation_parses():
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-M", "library",
+                          "beonet_verify"], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and "route_diff" in res.stdout, res.stderr

@@ -56,3 +56,12 @@ def atomic_write(path: str, text: str | bytes, mode: int | None = None) -> None:
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+def read_text(path: str) -> str | None:
+    """A file's text, or None when it cannot be read (missing, no permission)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None

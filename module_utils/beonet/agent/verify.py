@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .nodeplan import NodePlan
+from .nodeplan import Interface, NodePlan
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
 
@@ -42,6 +42,30 @@ def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
         elif key == "MII Status" and current:
             members[current] = value
     return mode, members
+
+
+def forwarding_problem(node: str, live: str, planned: bool) -> str | None:
+    """live: /proc/sys/net/ipv4/ip_forward; planned: the plan's forwarding."""
+    on = live.strip() == "1"
+    if on == planned:
+        return None
+    return "%s: forwarding is %s, the plan says %s" % (node, "on" if on else "off",
+                                                       "on" if planned else "off")
+
+
+def bond_problems(node: str, iface: Interface, proc_text: str | None) -> list[str]:
+    """A planned bond against /proc/net/bonding/<bond> (None: no such file)."""
+    name = iface["name"]
+    if proc_text is None:
+        return ["%s: bond %s does not exist" % (node, name)]
+    mode, members = bond_state(proc_text)
+    problems = []
+    if not mode or iface["mode"] not in mode.replace("load balancing (round-robin)", "balance-rr"):
+        problems.append("%s: %s mode is %s, the plan says %s" % (node, name, mode, iface["mode"]))
+    for m in iface.get("members", []):
+        if members.get(m) != "up":
+            problems.append("%s: %s member %s is %s" % (node, name, m, members.get(m, "absent")))
+    return problems
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
