@@ -34,7 +34,7 @@ def test_dry_run_fails_with_every_error_and_file_line_path(tmp_path):
     topo.write_text("name: bad\nfamily: mesh\nmesh:\n  dims: [4, one]\nlink: {mtu: 5}\n")
     res = play("playbooks/dry_run.yml", "-e", "beonet_topology_file=%s" % topo)
     assert res.returncode != 0
-    assert "%s:4: mesh.dims[1]: must be an integer >= 2" % topo in res.stdout
+    assert "%s:4: mesh.dims[1]: must be an integer from 2 to 1024" % topo in res.stdout
     assert "%s:5: link.mtu: must be an integer from 576 to 65535" % topo in res.stdout
 
 

@@ -4,19 +4,33 @@ YAML is composed node by node so every key path keeps its line number;
 duplicate keys are errors (PyYAML would silently keep the last one). The data
 is then checked against the JSON Schema and by the semantic rules the schema
 cannot express (unique names, pool sizes are checked later by addressing).
+
+Untrusted input stays cheap: a file is at most MAX_BYTES of UTF-8 text, nests
+at most MAX_DEPTH levels and its aliases expand to at most MAX_ALIAS_NODES
+nodes, so no document makes the loader run out of time, memory or stack.
 """
 
 import difflib
+import math
+from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from netaddr import AddrFormatError, IPNetwork
 
 from .errors import Problems
-from .schema import SCHEMA
+from .schema import MAX_LAN, MAX_NODES, SCHEMA
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 50
+MAX_ALIAS_NODES = 100_000
+_TOO_DEEP = "YAML nesting deeper than %d levels" % MAX_DEPTH
+
+PathPart = str | int
+Lines = dict[str, int]
 
 
-def join_path(path, key):
+def join_path(path: str, key: PathPart) -> str:
     if isinstance(key, int):
         return "%s[%d]" % (path, key)
     return "%s.%s" % (path, key) if path else str(key)
@@ -25,93 +39,205 @@ def join_path(path, key):
 class Source:
     """A loaded topology: data, the file it came from and key-path lines."""
 
-    def __init__(self, data, file, lines):
+    def __init__(self, data: dict[str, Any], file: str, lines: Lines) -> None:
         self.data = data
         self.file = file
         self.lines = lines
 
-    def problems(self):
+    def problems(self) -> Problems:
         return Problems(self.file, self.lines)
 
 
-def _build(loader, node, path, lines, problems):
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        out = {}
+class _Refused(Exception):
+    """The document cannot be read any further (too deep, too big, unreadable value)."""
+
+    def __init__(self, message: str, line: int | None, path: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.path = path
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing nesting deeper than MAX_DEPTH.
+
+    Flow collections are counted while scanning (the scanner would otherwise
+    read all of ``[[[[...`` before the composer sees the first one), block
+    ones while composing (the composer recurses once per level)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        if self.flow_level >= MAX_DEPTH:
+            raise _Refused(_TOO_DEEP, self.get_mark().line + 1)
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _Refused(_TOO_DEEP, self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return {int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+
+
+class _Builder:
+    """Python data from the composed node graph, with the line of every key path.
+
+    Aliases make the graph a DAG (or, through an anchor inside itself, a
+    cycle): each node met again counts towards MAX_ALIAS_NODES, a node met
+    inside itself is refused."""
+
+    def __init__(self, loader: _Loader, problems: Problems) -> None:
+        self.loader = loader
+        self.problems = problems
+        self.lines: Lines = {}
+        self.seen: set[int] = set()
+        self.open: set[int] = set()
+        self.expanded = 0
+
+    def build(self, node: yaml.Node, path: str, depth: int = 1) -> Any:
+        key = id(node)
+        if key in self.open:
+            raise _Refused("a YAML alias refers to a collection that contains it", _line(node), path)
+        if depth > MAX_DEPTH:
+            raise _Refused(_TOO_DEEP + " (counting what aliases expand to)", _line(node), path)
+        if key in self.seen:
+            self.expanded += 1
+            if self.expanded > MAX_ALIAS_NODES:
+                raise _Refused("YAML aliases expand to more than %d nodes" % MAX_ALIAS_NODES,
+                               _line(node), path)
+        self.seen.add(key)
+        self.lines.setdefault(path, _line(node))
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            return self.scalar(node, path)
+        self.open.add(key)
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self.mapping(node, path, depth)
+            return [self.build(item, join_path(path, i), depth + 1)
+                    for i, item in enumerate(node.value)]
+        finally:
+            self.open.discard(key)
+
+    def mapping(self, node: yaml.MappingNode, path: str, depth: int) -> dict[str, Any]:
+        self.loader.flatten_mapping(node)
+        out: dict[str, Any] = {}
         for knode, vnode in node.value:
-            key = loader.construct_object(knode, deep=True)
-            if not isinstance(key, (str, int)):
-                problems.add(path, "keys must be strings", line=knode.start_mark.line + 1)
+            if not isinstance(knode, yaml.ScalarNode):
+                self.problems.add(path, "keys must be strings", line=_line(knode))
                 continue
-            sub = join_path(path, str(key))
+            key = self.scalar(knode, path)
+            if not isinstance(key, str):
+                self.problems.add(path, "keys must be strings (got %s)" % _kind(key), line=_line(knode))
+                continue
+            sub = join_path(path, key)
             if key in out:
-                problems.add(sub, "duplicate key (first at line %d)" % lines[sub],
-                             line=knode.start_mark.line + 1)
+                self.problems.add(sub, "duplicate key (first at line %d)" % self.lines[sub],
+                                  line=_line(knode))
                 continue
-            lines[sub] = knode.start_mark.line + 1
-            out[key] = _build(loader, vnode, sub, lines, problems)
+            self.lines[sub] = _line(knode)
+            out[key] = self.build(vnode, sub, depth + 1)
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(loader, item, join_path(path, i), lines, problems)
-                for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+
+    def scalar(self, node: yaml.Node, path: str) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # a tagged scalar PyYAML cannot convert (!!int x, !!bool y, ...)
+            raise _Refused("cannot read the value %.40r as %s (%s)" % (
+                node.value, node.tag.rsplit(":", 1)[-1], exc), _line(node), path) from exc
 
 
-def parse_yaml(text, file):
+def _too_big(size: int) -> str | None:
+    if size <= MAX_BYTES:
+        return None
+    return "over %d MiB, the limit for a topology" % (MAX_BYTES // (1024 * 1024))
+
+
+def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
+    msg = "YAML syntax error: %s" % (exc.problem or exc.context)
+    if exc.context and exc.problem:
+        msg = "YAML syntax error: %s %s" % (exc.context, exc.problem)
+    return msg
+
+
+def parse_yaml(text: str, file: str | None) -> tuple[Any, Lines, Problems]:
     """Parse YAML text; return (data, lines, problems)."""
     problems = Problems(file)
     problems.stage = "load"
-    lines = {}
-    loader = yaml.SafeLoader(text)
+    big = _too_big(len(text))
+    if big:
+        problems.add("", "the topology is " + big)
+        return None, {}, problems
+    loader: _Loader | None = None
+    builder: _Builder | None = None
+    data: Any = None
     try:
+        loader = _Loader(text)
+        builder = _Builder(loader, problems)
         node = loader.get_single_node()
-        data = _build(loader, node, "", lines, problems) if node is not None else None
+        data = builder.build(node, "") if node is not None else None
+    except _Refused as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
+    except yaml.reader.ReaderError as exc:
+        problems.add("", "not YAML text: %s (character #x%04x)" % (exc.reason, exc.character),
+                     line=text.count("\n", 0, exc.position) + 1)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        msg = "YAML syntax error: %s" % (exc.problem or exc.context)
-        if exc.context and exc.problem:
-            msg = "YAML syntax error: %s %s" % (exc.context, exc.problem)
-        problems.add("", msg, line=(mark.line + 1) if mark else None)
-        return None, lines, problems
+        problems.add("", _syntax_message(exc), line=(mark.line + 1) if mark else None)
     except yaml.YAMLError as exc:
         problems.add("", "YAML error: %s" % exc)
-        return None, lines, problems
+    except RecursionError:  # merge keys through aliases (<<: *x) nest beyond the checks above
+        problems.add("", _TOO_DEEP + " (counting merge keys)")
     finally:
-        loader.dispose()
-    return data, lines, problems
+        if loader is not None:
+            loader.dispose()
+    lines = builder.lines if builder is not None else {}
+    return (None if problems else data), lines, problems
 
 
 _format_checker = FormatChecker()
 
 
 @_format_checker.checks("ipv4-network", raises=(AddrFormatError, ValueError, TypeError))
-def _is_ipv4_network(value):
+def _is_ipv4_network(value: object) -> bool:
     if not isinstance(value, str):
         return True
     net = IPNetwork(value, version=4)
     return "/" in value and str(net.cidr) == str(net)
 
 
-_validator = Draft202012Validator(SCHEMA, format_checker=_format_checker)
+def _is_integer(_checker: object, value: object) -> bool:
+    """Integers only: JSON Schema would also take 4.0 (and Python's True is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+_validator = _Validator(SCHEMA, format_checker=_format_checker)
 _TYPE_WORDS = {"integer": "an integer", "string": "a string", "object": "a mapping",
                "array": "a list", "number": "a number", "boolean": "true or false"}
 
 
-def _schema_at(path_parts):
-    """The schema fragment for a key path (for 'did you mean' suggestions)."""
-    node = SCHEMA
-    for part in path_parts:
-        if isinstance(part, int):
-            node = node.get("items", {})
-            if "oneOf" in node:
-                node = next((n for n in node["oneOf"] if n.get("type") == "object"), {})
-        else:
-            node = node.get("properties", {}).get(part, {})
-    return node
-
-
-def _describe(schema):
+def _describe(schema: dict[str, Any]) -> str:
     kind = schema.get("type")
     if kind == "integer":
         lo, hi = schema.get("minimum"), schema.get("maximum")
@@ -126,16 +252,16 @@ def _describe(schema):
         return "must be an IPv4 network in CIDR form (e.g. 10.0.0.0/16)"
     if kind == "string" and "pattern" in schema:
         return "must be %s" % schema.get("description", "a string matching %s" % schema["pattern"])
-    return "must be %s" % _TYPE_WORDS.get(kind, str(kind))
+    return "must be %s" % _TYPE_WORDS.get(str(kind), str(kind))
 
 
-def _schema_messages(error):
+def _schema_messages(error: Any) -> list[tuple[list[PathPart], str]]:
     """Turn one jsonschema error into (key path parts, message) pairs."""
     parts = list(error.absolute_path)
     v = error.validator
     if v == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
-        out = []
+        out: list[tuple[list[PathPart], str]] = []
         for key in sorted(set(error.instance) - set(allowed)):
             hint = difflib.get_close_matches(str(key), allowed, n=1)
             msg = "unknown key"
@@ -160,15 +286,15 @@ def _schema_messages(error):
     return [(parts, error.message)]
 
 
-def path_text(parts):
+def path_text(parts: list[PathPart]) -> str:
     out = ""
     for p in parts:
         out = join_path(out, p)
     return out
 
 
-def _unique(values, base, problems, what):
-    seen = {}
+def _unique(values: list[tuple[int, Any]], base: str, problems: Problems, what: str) -> None:
+    seen: dict[Any, int] = {}
     for i, v in values:
         if v in seen:
             problems.add(join_path(base, i), "duplicate %s '%s' (first at %s)"
@@ -177,7 +303,7 @@ def _unique(values, base, problems, what):
             seen[v] = i
 
 
-def _semantic(data, problems):
+def _semantic(data: dict[str, Any], problems: Problems) -> None:
     """Rules the schema cannot state: unique names and references."""
     custom = data.get("custom")
     if data.get("family") != "custom" or not isinstance(custom, dict):
@@ -185,7 +311,7 @@ def _semantic(data, problems):
     if "nodes" in data:
         problems.add("nodes", "naming applies to generated families; a custom topology "
                      "names its nodes in custom.nodes")
-    names = []
+    names: list[tuple[int, Any]] = []
     for i, n in enumerate(custom.get("nodes", [])):
         names.append((i, n if isinstance(n, str) else n.get("name")))
     _unique(names, "custom.nodes", problems, "node name")
@@ -219,7 +345,25 @@ def _semantic(data, problems):
             problems.add("custom.links[%d].ends" % i, "a link needs two different nodes")
 
 
-def validate(data, file, lines):
+def _size(data: dict[str, Any], problems: Problems) -> None:
+    """Generated families: bound the node count before anything is built."""
+    family = data["family"]
+    p = data[family]
+    if family == "mesh":
+        count, limit, what = math.prod(p["dims"]), MAX_NODES, "the mesh has %d nodes"
+    elif family == "metagraph":
+        count, limit = p["groups"] * p["nodes_per_group"], MAX_NODES
+        what = "the meta-node graph has %d nodes"
+    elif family == "tree":
+        count = p["fanout"] ** (p.get("levels", 2) - 1) * p["nodes_per_leaf"]
+        limit, what = MAX_LAN, "the tree puts %d nodes on its one LAN"
+    else:
+        return
+    if count > limit:
+        problems.add(family, (what + "; beonet supports at most %d") % (count, limit))
+
+
+def validate(data: Any, file: str | None, lines: Lines) -> Problems:
     problems = Problems(file, lines)
     problems.stage = "validate"
     if not isinstance(data, dict):
@@ -237,11 +381,12 @@ def validate(data, file, lines):
         if other != family and other in data:
             problems.add(other, "section does not match family '%s'" % family)
     if not problems:
+        _size(data, problems)
         _semantic(data, problems)
     return problems
 
 
-def load_text(text, file):
+def load_text(text: str, file: str) -> tuple[Source | None, Problems]:
     """Parse and validate; return (Source or None, Problems)."""
     data, lines, problems = parse_yaml(text, file)
     if problems:
@@ -252,13 +397,30 @@ def load_text(text, file):
     return Source(data, file, lines), problems
 
 
-def load_file(path):
+def read_text(path: str) -> tuple[str | None, Problems]:
+    """The file as text: at most MAX_BYTES, UTF-8 (the problems say why not)."""
+    problems = Problems(path)
+    problems.stage = "load"
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        problems = Problems(path)
-        problems.stage = "load"
-        problems.add("", "cannot read file: %s" % exc.strerror)
+        problems.add("", "cannot read file: %s" % (exc.strerror or exc))
+        return None, problems
+    big = _too_big(len(raw))
+    if big:
+        problems.add("", "the file is " + big)
+        return None, problems
+    try:
+        return raw.decode("utf-8"), problems
+    except UnicodeDecodeError as exc:
+        problems.add("", "not UTF-8 text: byte 0x%02x cannot be decoded" % raw[exc.start],
+                     line=raw.count(b"\n", 0, exc.start) + 1)
+        return None, problems
+
+
+def load_file(path: str) -> tuple[Source | None, Problems]:
+    text, problems = read_text(path)
+    if text is None:
         return None, problems
     return load_text(text, path)

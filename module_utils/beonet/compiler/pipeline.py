@@ -51,10 +51,12 @@ def compile_source(source: load.Source) -> Compiled:
 def compile_text(text: str, file: str = "<topology>") -> Compiled:
     source, problems = load.load_text(text, file)
     _check(problems)
+    assert source is not None       # load returns a source whenever it has no problem
     return compile_source(source)
 
 
 def compile_file(path: str) -> Compiled:
     source, problems = load.load_file(path)
     _check(problems)
+    assert source is not None       # load returns a source whenever it has no problem
     return compile_source(source)

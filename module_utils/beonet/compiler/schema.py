@@ -3,19 +3,38 @@
 The shipped ``topologies/beonet.schema.json`` is generated from this dict by
 ``beonet schema`` (a test checks that the two agree), so editors and the
 compiler read the same rules.
+
+Sizes have maxima so that no document makes the compiler build a graph it
+cannot finish: MAX_NODES nodes in all, MAX_LAN hosts on one LAN (the default
+Linux neighbour table, net.ipv4.neigh.default.gc_thresh3, holds 1024 entries).
 """
+
+from collections.abc import Iterable
+from typing import Any
+
+MAX_NODES = 10_000
+MAX_LAN = 1024
+MAX_RATE_MBIT = 10_000_000  # 10 Tbit/s
+MAX_NICS = 16
+MAX_HOST_NUMBER = 2 ** 24 - 2  # the last host of a /8
 
 BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
               "802.3ad", "balance-tlb", "balance-alb"]
 FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
 
-_rate = {"type": "integer", "minimum": 1, "description": "link rate in Mbit/s"}
+_rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
+         "description": "link rate in Mbit/s"}
 _mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
         "description": "MTU in bytes"}
 _name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
          "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
            "description": "a Linux interface name (at most 15 characters)"}
+_FIELD = r"\{(?:index|group|member|coords)(?::[<>^=]?0?[0-9]{0,2}[bdoxXs]?)?\}"
+_pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$" % _FIELD,
+            "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
+                           "and the fields {index}, {group}, {member}, {coords}, each with an "
+                           "optional width and integer format such as {index:03d}"}
 _cidr = {"type": "string", "format": "ipv4-network",
          "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
 _bond = {
@@ -30,8 +49,9 @@ _bond = {
 }
 
 
-def _obj(props, required=(), description=None):
-    out = {"type": "object", "additionalProperties": False, "properties": props}
+def _obj(props: dict[str, Any], required: Iterable[str] = (),
+         description: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": props}
     if required:
         out["required"] = list(required)
     if description:
@@ -49,10 +69,8 @@ SCHEMA = {
         "description": {"type": "string"},
         "family": {"enum": FAMILIES, "description": "the topology family"},
         "nodes": _obj({
-            "pattern": {"type": "string", "minLength": 1,
-                        "description": "node name pattern; fields {index}, {group}, "
-                                       "{member}, {coords}"},
-            "first_index": {"type": "integer", "minimum": 0},
+            "pattern": _pattern,
+            "first_index": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
         }, description="node naming (generated families)"),
         "addressing": _obj({
             "lan": _cidr,
@@ -69,45 +87,46 @@ SCHEMA = {
                             description="the interface Ansible connects through; "
                                         "never touched by a plan"),
         "bonded": _obj({
-            "nodes": {"type": "integer", "minimum": 2},
-            "channels": {"type": "integer", "minimum": 1, "maximum": 16},
+            "nodes": {"type": "integer", "minimum": 2, "maximum": MAX_LAN},
+            "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
             "rate_mbit": _rate,
             **_bond,
         }, required=["nodes"], description="K networks each reaching every node, "
                                             "bonded per node"),
         "mesh": _obj({
             "dims": {"type": "array", "minItems": 1, "maxItems": 8,
-                     "items": {"type": "integer", "minimum": 2}},
+                     "items": {"type": "integer", "minimum": 2, "maximum": MAX_LAN}},
             "rate_mbit": _rate,
         }, required=["dims"], description="routed mesh with gateway nodes"),
         "tree": _obj({
             "levels": {"type": "integer", "minimum": 2, "maximum": 6},
-            "fanout": {"type": "integer", "minimum": 1},
-            "nodes_per_leaf": {"type": "integer", "minimum": 1},
+            "fanout": {"type": "integer", "minimum": 1, "maximum": MAX_LAN},
+            "nodes_per_leaf": {"type": "integer", "minimum": 1, "maximum": MAX_LAN},
             "downlink_mbit": _rate,
             "uplink_mbit": _rate,
         }, required=["fanout", "nodes_per_leaf"], description="tree of switches"),
         "metagraph": _obj({
-            "groups": {"type": "integer", "minimum": 2,
+            "groups": {"type": "integer", "minimum": 2, "maximum": MAX_NODES // 2,
                        "description": "L: number of switch groups"},
-            "nodes_per_group": {"type": "integer", "minimum": 2,
+            "nodes_per_group": {"type": "integer", "minimum": 2, "maximum": MAX_LAN,
                                 "description": "P: nodes per group"},
-            "p2p_per_node": {"type": "integer", "minimum": 1,
+            "p2p_per_node": {"type": "integer", "minimum": 1, "maximum": MAX_NICS,
                              "description": "C: point-to-point NICs per node"},
             "lan_rate_mbit": _rate,
             "p2p_rate_mbit": _rate,
         }, required=["groups", "nodes_per_group", "p2p_per_node"],
             description="fully connected meta-node graph"),
         "custom": _obj({
-            "nodes": {"type": "array", "minItems": 2, "items": {"oneOf": [
+            "nodes": {"type": "array", "minItems": 2, "maxItems": MAX_NODES, "items": {"oneOf": [
                 _name,
-                _obj({"name": _name, "id": {"type": "integer", "minimum": 1}},
+                _obj({"name": _name,
+                      "id": {"type": "integer", "minimum": 1, "maximum": MAX_HOST_NUMBER}},
                      required=["name"]),
             ]}},
             "segments": {"type": "array", "items": _obj({
                 "name": _name,
-                "members": {"type": "array", "items": _name},
-                "channels": {"type": "integer", "minimum": 1, "maximum": 16},
+                "members": {"type": "array", "maxItems": MAX_LAN, "items": _name},
+                "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
                 "prefix": _cidr,
                 "rate_mbit": _rate,
                 "mtu": _mtu,
