@@ -79,6 +79,15 @@ def test_build_writes_into_output(capsys, tmp_path):
     assert json.loads((tmp_path / "b/plan.json").read_text())["topology"]["name"] == "routed-mesh-2x2"
 
 
+def test_outputs_are_not_flushed_one_by_one(capsys, tmp_path, monkeypatch):
+    def no_fsync(fd):
+        raise AssertionError("fsync on a CLI output")
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    code, _, err = run(capsys, "build", MESH, "-o", str(tmp_path / "b"))
+    assert code == 0, err
+    assert (tmp_path / "b/nodes/node-0-0").is_dir()
+
+
 def test_build_into_a_file_is_an_error(capsys, tmp_path):
     blocker = tmp_path / "f"
     blocker.write_text("x")

@@ -25,14 +25,15 @@ class UsageError(Exception):
 
 
 def _write(data: str | bytes, output: str | None) -> None:
-    """Print, or write the file atomically (nothing is written on error)."""
+    """Print, or write the file atomically (nothing is written on error). Outputs
+    are not flushed to disk one by one: a build writes thousands of them."""
     if not output or output == "-":
         if isinstance(data, bytes):
             sys.stdout.buffer.write(data)
         else:
             sys.stdout.write(data)
         return
-    atomic_write(output, data)
+    atomic_write(output, data, durable=False)
 
 
 def _compile(args: argparse.Namespace) -> tuple[pipeline.Compiled, Plan]:

@@ -24,14 +24,17 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, text: str | bytes, mode: int | None = None) -> None:
+def atomic_write(path: str, text: str | bytes, mode: int | None = None,
+                 durable: bool = True) -> None:
     """Write text (UTF-8; bytes as they are) to path through a temporary file in the same folder.
 
     The folder is created (with its parents, mode 0755) when missing. The
     temporary file is written, flushed to disk, given its mode and renamed over
     path. mode: the file's permission bits; None keeps those of the file it
     replaces, or gives a new file the umask's default (as ``open`` would). On
-    any error the temporary file is removed and path is left as it was."""
+    any error the temporary file is removed and path is left as it was.
+    durable=False skips the flushes to disk (still atomic, not crash-safe): for
+    many generated files at once, such as the CLI's outputs."""
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     os.makedirs(folder, 0o755, exist_ok=True)
@@ -47,7 +50,8 @@ def atomic_write(path: str, text: str | bytes, mode: int | None = None) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
@@ -55,7 +59,8 @@ def atomic_write(path: str, text: str | bytes, mode: int | None = None) -> None:
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
-    _fsync_folder(folder)
+    if durable:
+        _fsync_folder(folder)
 
 
 def read_text(path: str) -> str | None:
