@@ -1,6 +1,6 @@
 """Cases that once went wrong."""
 
-from beonet.compiler import pipeline
+from beonet.compiler import address, pipeline, prove, route
 from beonet.outputs import plan as render
 
 
@@ -37,3 +37,52 @@ def test_uneven_metagraph_lists_only_heavier_pairs():
     m = c.metrics["metagraph"]
     assert m["links_per_group_pair"] == 1.6667
     assert m["uneven_pairs"] and all(m["weights"][p] == 2 for p in m["uneven_pairs"])
+
+
+BONDED = "name: b\nfamily: bonded\nbonded: {nodes: 3, channels: 2}\n"
+
+
+def test_address_stage_gives_every_bond_its_mac():
+    """The MAC is part of the compiled graph (02:be + the bond's address), not
+    computed while rendering: the plan shows what the graph holds."""
+    c = pipeline.compile_text(BONDED)
+    bonds = [(n, i) for n in c.graph.nodes for i in n.interfaces if i.kind == "bond"]
+    assert [i.mac for _, i in bonds] == ["02:be:0a:00:00:01", "02:be:0a:00:00:02",
+                                         "02:be:0a:00:00:03"]
+    node, bond = bonds[0]
+    bond.mac = "02:be:00:00:00:99"
+    planned = render.plan(c)["nodes"][node.name]["interfaces"]
+    assert [i["mac"] for i in planned if i["kind"] == "bond"] == ["02:be:00:00:00:99"]
+
+
+def test_a_bond_without_an_address_gets_a_stable_hashed_mac():
+    c = pipeline.compile_text(BONDED)
+    node = c.graph.nodes[0]
+    bond = node.iface("bond0")
+    bond.addresses = []
+    mac = address.bond_mac(node, bond)
+    assert mac.startswith("02:be:") and mac == address.bond_mac(node, bond)
+    assert mac != address.bond_mac(c.graph.nodes[1], c.graph.nodes[1].iface("bond0"))
+
+
+def test_expected_paths_walk_the_tables_the_proof_checked(monkeypatch):
+    c = pipeline.compile_text("name: m\nfamily: mesh\nmesh: {dims: [3, 3]}\n")
+    assert len(c.proof.tables) == len(c.graph.nodes)
+
+    def rebuilt(*_args: object) -> None:
+        raise AssertionError("routing tables rebuilt after the proof")
+    monkeypatch.setattr(prove, "checked_tables", rebuilt)
+    monkeypatch.setattr(route, "tables_for", rebuilt)
+    hops = c.path("node-0-0", "node-2-2")
+    assert [h["node"] for h in hops] in (["node-2-0", "node-2-2"], ["node-0-2", "node-2-2"])
+
+
+def test_parallel_links_get_numbered_names():
+    c = pipeline.compile_text("name: p\nfamily: custom\ncustom:\n  nodes: [a, b, c]\n  links:\n"
+                              "    - {ends: [a, b]}\n    - {ends: [a, b]}\n    - {ends: [b, c]}\n")
+    assert [s.name for s in c.graph.segments] == ["a--b", "a--b-2", "b--c"]
+    c = pipeline.compile_text("name: p\nfamily: metagraph\n"
+                              "metagraph: {groups: 2, nodes_per_group: 2, p2p_per_node: 3}\n")
+    assert [s.name for s in c.graph.segments if s.kind == "p2p"] == [
+        "node01--node03", "node02--node04", "node01--node03-2", "node02--node04-2",
+        "node01--node03-3", "node02--node04-3"]
