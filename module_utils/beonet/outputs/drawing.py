@@ -71,38 +71,40 @@ def _bonds(plan: Plan) -> dict[tuple[str, str], list[str]]:
             for i in node["interfaces"] if i["kind"] == "bond"}
 
 
+def _lan_parts(parts: Parts, seg: str, s: dict[str, Any],
+               bonds: dict[tuple[str, str], list[str]]) -> None:
+    """One LAN hub and its members' edges; members on bonds make it a bonded LAN."""
+    members = s["members"]
+    nics = [bonds.get((m["node"], m["interface"]), []) for m in members]
+    lines = [seg, s.get("prefix") or "channel of %s" % s.get("carries")]
+    if any(nics):
+        lines.append("bonded, %d channels" % max(len(n) for n in nics))
+    parts.hubs.append(Hub("seg:" + seg, "bonded" if any(nics) else "lan", lines))
+    for m, under in zip(members, nics):
+        if under:
+            parts.edges.append(Edge("bond", m["node"], "seg:" + seg, lines=len(under),
+                                    label="%s (%s)" % (m["interface"], "+".join(under))))
+        else:
+            parts.edges.append(Edge("member", m["node"], "seg:" + seg, m["interface"]))
+
+
 def _segment_parts(parts: Parts, plan: Plan) -> None:
-    """Hubs and edges of the IP segments; a tree's LAN is drawn as its switches."""
+    """Hubs and edges of the IP segments. A tree's LAN is drawn as its switches,
+    a bond's channels as the bundle on each node's edge to the LAN they carry."""
     bonds = _bonds(plan)
     switched = bool(plan.get("switches"))
-    carried = {s.get("carries") for s in plan["segments"].values() if s["kind"] == "channel"}
     for seg, s in plan["segments"].items():
-        members = s["members"]
         if s["kind"] == "p2p":
-            a, b = members
+            a, b = s["members"]
             parts.edges.append(Edge("p2p", a["node"], b["node"], a["interface"], b["interface"],
                                     s["prefix"]))
-        elif (s["kind"] == "lan" and switched) or (s["kind"] == "channel" and s["carries"] in
-                                                    plan["segments"]):
-            continue
-        else:
-            kind = "bonded" if seg in carried else "lan"
-            lines = [seg, s.get("prefix") or "channel of %s" % s.get("carries")]
-            if kind == "bonded":
-                width = max(len(bonds.get((m["node"], m["interface"]), [])) for m in members)
-                lines.append("bonded, %d channels" % width)
-            parts.hubs.append(Hub("seg:" + seg, kind, lines))
-            for m in members:
-                nics = bonds.get((m["node"], m["interface"]))
-                if nics:
-                    parts.edges.append(Edge("bond", m["node"], "seg:" + seg,
-                                            label="%s (%s)" % (m["interface"], "+".join(nics)),
-                                            lines=len(nics)))
-                else:
-                    parts.edges.append(Edge("member", m["node"], "seg:" + seg, m["interface"]))
+        elif not ((s["kind"] == "lan" and switched)
+                  or (s["kind"] == "channel" and s.get("carries") in plan["segments"])):
+            _lan_parts(parts, seg, s, bonds)
 
 
 def _switch_parts(parts: Parts, plan: Plan) -> None:
+    """A tree's switches, their uplinks and ports; the LAN they carry goes in the title."""
     switches = plan.get("switches") or {}
     if not switches:
         return
