@@ -3,6 +3,9 @@
 Nodes carry interfaces; segments are IP networks (a LAN or a point-to-point
 link) or layer-2 channels under a bond. Addresses are kept as integers inside
 the compiler (the hot loops of large graphs) and rendered as text at the end.
+
+The classes are slotted dataclasses compared by identity (eq=False): a node
+is itself, not its field values, wherever it is looked up or collected.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from typing import Any
 
 _pack = struct.Struct("!I").pack
 _unpack = struct.Struct("!I").unpack
-
 
 UNASSIGNED = -1                     # Segment.net before the address stage (and of channels)
 
@@ -58,8 +60,8 @@ class Interface:
     mtu: int = 0
     members: list[str] = field(default_factory=list)    # bond: member interface names
     bond: str | None = None         # ethernet under a bond: the bond's name
-    mode: str | None = None
-    miimon: int | None = None
+    mode: str | None = None         # bond: the kernel bonding mode
+    miimon: int | None = None       # bond: link monitoring interval (ms)
     tso: bool | None = None         # bond: False = TCP segmentation offload off
     peer: tuple[str, str] | None = None  # p2p: (node name, interface name) at the other end
     mac: str | None = None          # bond: the MAC address the address stage gives it
@@ -67,6 +69,8 @@ class Interface:
 
 @dataclass(slots=True, eq=False)
 class Node:
+    """A cluster node: its interfaces, static routes and whether it forwards."""
+
     name: str
     index: int                      # 0-based position in the plan
     hostid: int                     # stable host number used in addresses
@@ -103,6 +107,8 @@ Member = tuple[Node, Interface, int]     # (node, its interface, host number)
 
 @dataclass(slots=True, eq=False)
 class Segment:
+    """An IP network (a LAN or a point-to-point link) or a layer-2 channel under bonds."""
+
     name: str
     kind: str                       # "lan", "p2p" or "channel" (layer 2 under bonds)
     rate_mbit: int
@@ -129,6 +135,8 @@ Adjacency = list[list[tuple[int, Segment]]]  # node index -> [(neighbour index, 
 
 @dataclass(slots=True, eq=False)
 class Route:
+    """A static route: net/plen via a gateway on device dev, sourced from src."""
+
     net: int
     plen: int
     via: int
@@ -138,6 +146,8 @@ class Route:
 
 @dataclass(slots=True, eq=False)
 class Switch:
+    """A switch of a tree topology; nodes are the names of the nodes on a leaf."""
+
     name: str
     level: int                      # 0 = root
     parent: Switch | None = None
