@@ -10,6 +10,13 @@ from collections.abc import Iterable
 from typing import Any
 
 
+def printable(text: str) -> str:
+    """Control characters from the topology (in keys, names) escaped: one problem, one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class Problem:
     __slots__ = ("file", "line", "path", "message", "stage")
 
@@ -26,8 +33,8 @@ class Problem:
         if self.line:
             where = "%s:%d" % (where, self.line)
         if self.path:
-            return "%s: %s: %s" % (where, self.path, self.message)
-        return "%s: %s" % (where, self.message)
+            return printable("%s: %s: %s" % (where, self.path, self.message))
+        return printable("%s: %s" % (where, self.message))
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "path": self.path,

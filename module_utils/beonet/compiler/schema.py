@@ -30,11 +30,11 @@ _name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
          "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
            "description": "a Linux interface name (at most 15 characters)"}
-_FIELD = r"\{(?:index|group|member|coords)(?::[<>^=]?0?[0-9]{0,2}[bdoxXs]?)?\}"
+_FIELD = r"\{(?:index|group|member|coords)(?::(?:0[0-9]{1,2})?[bdoxX]?)?\}"
 _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$" % _FIELD,
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
-                           "optional width and integer format such as {index:03d}"}
+                           "optional zero-padded width and integer format such as {index:03d}"}
 _cidr = {"type": "string", "format": "ipv4-network",
          "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
 _bond = {

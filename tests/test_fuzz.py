@@ -1,0 +1,308 @@
+"""Hostile topology files: whatever the bytes, `beonet compile` and the
+beonet_topology module either succeed or report errors naming the file, in
+under TIME_LIMIT seconds each, never with a Python traceback or a hang.
+
+Generated documents are the shipped topologies with values swapped for other
+types, keys deleted and added, random bytes and YAML-like text; fixed ones are
+the known expensive shapes (deep nesting, alias bombs, huge scalars, bad UTF-8).
+"""
+
+import contextlib
+import io
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from beonet import cli
+from beonet.compiler import load
+
+TIME_LIMIT = 2.0
+SHIPPED = sorted((ROOT / "topologies").glob("*.yml")) + sorted((ROOT / "topologies/benchmarks").glob("*.yml"))
+DOCS = {p.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in SHIPPED}
+# BEONET_FUZZ_EXAMPLES=2000 for a longer hunt than the default run's.
+FUZZ = settings(max_examples=int(os.environ.get("BEONET_FUZZ_EXAMPLES", "60")), deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+class Overtime(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise Overtime in the middle of whatever runs longer than `seconds`."""
+    def expire(_sig: int, _frame: object) -> None:
+        raise Overtime("took more than %.1f s" % seconds)
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def compile_cli(path: pathlib.Path) -> tuple[int, str]:
+    """`beonet compile PATH -o plan.json` in-process: (exit code, stderr)."""
+    err = io.StringIO()
+    with tempfile.TemporaryDirectory() as out:
+        plan = os.path.join(out, "plan.json")
+        with time_limit(TIME_LIMIT), contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(io.StringIO()):
+            code = cli.main(["compile", str(path), "-o", plan])
+        assert os.path.exists(plan) == (code == 0), "plan written on error or missing on success"
+    return code, err.getvalue()
+
+
+def assert_compiles_or_names_file(path: pathlib.Path) -> tuple[int, str]:
+    """Compile; on errors every line names the file and the summary ends it."""
+    code, err = compile_cli(path)
+    assert code in (0, 2), err
+    if code == 2:
+        lines = err.splitlines()
+        assert lines and lines[-1].startswith("beonet: ") and lines[-1].endswith(", nothing written")
+        for line in lines[:-1]:
+            assert line.startswith(str(path) + ":"), line
+        assert "Traceback" not in err
+    return code, err
+
+
+def write(tmp: pathlib.Path, content: bytes | str, name: str = "t.yml") -> pathlib.Path:
+    path = tmp / name
+    path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    return path
+
+
+# -- generated documents ---------------------------------------------------
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path into a document (dict keys and list indexes)."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def _parent(doc: Any, path: tuple[Any, ...]) -> Any:
+    for part in path[:-1]:
+        doc = doc[part]
+    return doc
+
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.floats(), st.integers(-3, 3), st.text(max_size=12),
+    st.sampled_from([10**30, -10**30, 2**63, 10**6, 1025, -1, 0, 4.0, "", "10.0.0.0/8",
+                     "{index:999999999}", "x" * 300]),
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6)
+KEYS = st.one_of(st.sampled_from(["name", "family", "nodes", "dims", "channels", "mesh", "tree",
+                                  "custom", "pattern", "first_index", "mtu", "prefix", "id"]),
+                 st.text(max_size=8), st.integers(-2, 2), st.booleans())
+
+
+def _mutate(doc: Any, draw: Callable[..., Any]) -> Any:
+    """One change: a value swapped for another type, a key deleted or added."""
+    paths = _paths(doc)
+    path = draw(st.sampled_from(paths))
+    action = draw(st.sampled_from(["swap", "delete", "add"]))
+    if not path:
+        return draw(VALUES) if action == "swap" else doc
+    parent = _parent(doc, path)
+    if action == "swap":
+        parent[path[-1]] = draw(VALUES)
+    elif action == "delete":
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[draw(KEYS)] = draw(VALUES)
+    else:
+        parent.append(draw(VALUES))
+    return doc
+
+
+@FUZZ
+@given(st.sampled_from(sorted(DOCS)), st.integers(1, 3), st.data())
+def test_mutated_topologies(tmp_path_factory: pytest.TempPathFactory, name: str, count: int,
+                            data: st.DataObject) -> None:
+    doc = json.loads(json.dumps(DOCS[name]))
+    for _ in range(count):
+        doc = _mutate(doc, data.draw)
+    text = yaml.safe_dump(doc, allow_unicode=True)
+    assert_compiles_or_names_file(write(tmp_path_factory.mktemp("fuzz"), text))
+
+
+@FUZZ
+@given(st.binary(max_size=400))
+def test_random_bytes(tmp_path_factory: pytest.TempPathFactory, raw: bytes) -> None:
+    assert_compiles_or_names_file(write(tmp_path_factory.mktemp("fuzz"), raw))
+
+
+@FUZZ
+@given(st.text(alphabet="[]{}:,-&*!<|>'\"#%@`?~\n\t abc019.=\x00\ufeff\u2028", max_size=200))
+def test_yaml_like_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    path = write(tmp_path_factory.mktemp("fuzz"), text.encode("utf-8", "surrogatepass"))
+    assert_compiles_or_names_file(path)
+
+
+def test_every_shipped_topology_compiles() -> None:
+    for path in SHIPPED:
+        assert assert_compiles_or_names_file(path)[0] == 0, path
+
+
+# -- fixed hostile documents -----------------------------------------------
+
+def _laughs(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append("a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)))
+    return "\n".join(lines) + "\n"
+
+
+VALID_HEAD = "name: t\nfamily: bonded\nbonded:\n  nodes: "
+HOSTILE: dict[str, tuple[bytes | str, str]] = {
+    # name: (content, expected message part)
+    "flow-nesting": ("[" * 10_000, "YAML nesting deeper than 50 levels"),
+    "mapping-nesting": ("a: " + "{b: " * 10_000, "YAML nesting deeper than 50 levels"),
+    "block-nesting": ("- " * 10_000 + "x\n", "YAML nesting deeper than 50 levels"),
+    "alias-bomb": (_laughs(), "YAML aliases expand to more than 100000 nodes"),
+    "alias-chain": ("".join("a%d: &a%d [[[[[[[[[[%s]]]]]]]]]]\n" % (i, i, "*a%d" % (i - 1) if i else "x")
+                            for i in range(12)), "YAML nesting deeper than 50 levels"),
+    "recursive-alias": ("a: &a [1, *a]\n", "a YAML alias refers to a collection that contains it"),
+    "recursive-merge": ("a: &a {b: 1, <<: *a}\n", "a.b: duplicate key (first at line 1)"),
+    "merge-chain": ("a0: &a0 {k0: 0}\n" + "".join("a%d: &a%d {<<: *a%d, k%d: 0}\n" % (i, i, i - 1, i)
+                                                 for i in range(1, 600)),
+                    "YAML aliases expand to more than 100000 nodes"),
+    "huge-file": ("name: " + "x" * (load.MAX_BYTES + 1), "the file is over 1 MiB"),
+    "big-scalar": ("name: " + "x" * 200_000 + "\nfamily: bonded\nbonded: {nodes: 2}\n", "name: must be"),
+    "long-integer": (VALID_HEAD + "9" * 5000 + "\n", "cannot read the value '9999"),
+    "bad-utf8": (b"name: \xff\xfe\nfamily: bonded\n", "not UTF-8 text: byte 0xff"),
+    "nul-byte": ("name: a\x00b\n", "not YAML text"),
+    "bad-int-tag": (VALID_HEAD + "!!int many\n", "cannot read the value 'many' as int"),
+    "bad-bool-tag": (VALID_HEAD + "!!bool maybe\n", "cannot read the value 'maybe' as bool"),
+    "bad-timestamp-tag": (VALID_HEAD + "!!timestamp soon\n", "cannot read the value 'soon' as timestamp"),
+    "python-tag": (VALID_HEAD + "!!python/object:os.system x\n", "YAML syntax error"),
+    "float-count": (VALID_HEAD + "4.0\n", "bonded.nodes: must be an integer from 2 to 1024"),
+    "bool-count": (VALID_HEAD + "true\n", "bonded.nodes: must be an integer from 2 to 1024"),
+    "huge-count": (VALID_HEAD + str(10**30) + "\n", "bonded.nodes: must be an integer from 2 to 1024"),
+    "integer-key": (VALID_HEAD + "4\n7: x\n", "keys must be strings (got an integer)"),
+    "list-key": (VALID_HEAD + "4\n? [a]\n: x\n", "keys must be strings"),
+    "big-mesh": ("name: t\nfamily: mesh\nmesh: {dims: [1000, 1000, 1000]}\n",
+                 "the mesh has 1000000000 nodes; beonet supports at most 10000"),
+    "big-tree": ("name: t\nfamily: tree\ntree: {levels: 6, fanout: 1000, nodes_per_leaf: 1000}\n",
+                 "the tree puts %d nodes on its one LAN" % (1000**5 * 1000)),
+    "wide-pattern": ("name: t\nfamily: bonded\nbonded: {nodes: 2}\nnodes: {pattern: 'n{index:999999999}'}\n",
+                     "nodes.pattern: must be a node name pattern"),
+    "attribute-pattern": ("name: t\nfamily: bonded\nbonded: {nodes: 2}\nnodes: {pattern: 'n{index.real}'}\n",
+                          "nodes.pattern: must be a node name pattern"),
+    "multiple-documents": ("name: a\n---\nname: b\n", "YAML syntax error"),
+    "directory": ("", "cannot read file: Is a directory"),
+}
+
+
+def _hostile(tmp: pathlib.Path, name: str) -> pathlib.Path:
+    if name == "directory":
+        (tmp / "dir.yml").mkdir()
+        return tmp / "dir.yml"
+    return write(tmp, HOSTILE[name][0], name + ".yml")
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_document(tmp_path: pathlib.Path, name: str) -> None:
+    code, err = assert_compiles_or_names_file(_hostile(tmp_path, name))
+    assert code == 2, err
+    assert HOSTILE[name][1] in err
+
+
+def test_sizes_inside_the_limits_still_compile(tmp_path: pathlib.Path) -> None:
+    text = "name: t\nfamily: mesh\nmesh: {dims: [2, 2, 2]}\nnodes: {pattern: 'n{coords}x{index:03d}'}\n"
+    assert assert_compiles_or_names_file(write(tmp_path, text))[0] == 0
+    assert load.load_text("a: " + "[" * 49 + "]" * 49 + "\n", "t.yml")[1].texts() == [
+        "t.yml: family: missing required key", "t.yml: name: missing required key",
+        "t.yml:1: a: unknown key (allowed: %s)" % ", ".join(sorted(load.SCHEMA["properties"]))]
+
+
+# -- the Ansible module, run directly as an old-style module ---------------
+
+RUNNER = r'''
+import json, os, runpy, signal, sys, time
+import ansible.module_utils
+ansible.module_utils.__path__.append(sys.argv[1])
+import ansible.module_utils.basic
+import ansible.module_utils.beonet.compiler.pipeline
+module, limit, results = sys.argv[2], float(sys.argv[3]), {}
+for args in sys.argv[4:]:
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        for fd, suffix in ((1, ".out"), (2, ".err")):
+            os.dup2(os.open(args + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        sys.argv = [module, args]
+        try:
+            runpy.run_path(module, run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        sys.stdout.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    out = {suffix: open(args + "." + suffix).read() for suffix in ("out", "err")}
+    results[args] = dict(out, status=status, seconds=time.monotonic() - start)
+print(json.dumps(results))
+'''
+
+
+def run_module(topologies: list[pathlib.Path], tmp: pathlib.Path) -> dict[str, dict[str, Any]]:
+    """library/beonet_topology.py on each topology: {path: module result}."""
+    runner = tmp / "runner.py"
+    runner.write_text(RUNNER, encoding="utf-8")
+    argv = []
+    for i, topo in enumerate(topologies):
+        args = tmp / ("args%d.json" % i)
+        args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"topology": str(topo)}}))
+        argv.append(str(args))
+    proc = subprocess.run([sys.executable, str(runner), str(ROOT / "module_utils"),
+                           str(ROOT / "library/beonet_topology.py"), str(TIME_LIMIT), *argv],
+                          capture_output=True, text=True, timeout=60 + 3 * len(argv), check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = {}
+    for topo, args in zip(topologies, argv):
+        res = json.loads(proc.stdout)[args]
+        assert os.WIFEXITED(res["status"]), "%s: killed after %.1f s" % (topo, res["seconds"])
+        assert "Traceback" not in res["out"] + res["err"], res["out"] + res["err"]
+        out[str(topo)] = dict(json.loads(res["out"]), rc=os.WEXITSTATUS(res["status"]))
+    return out
+
+
+MODULE_SAMPLE = ["flow-nesting", "block-nesting", "alias-bomb", "recursive-alias", "huge-file",
+                 "bad-utf8", "nul-byte", "long-integer", "bad-bool-tag", "big-mesh", "integer-key"]
+
+
+def test_module_fails_naming_the_file(tmp_path: pathlib.Path) -> None:
+    bad = [_hostile(tmp_path, name) for name in MODULE_SAMPLE]
+    good = ROOT / "topologies/metanode-testbed.yml"
+    results = run_module(bad + [good], tmp_path)
+    for topo in bad:
+        res = results[str(topo)]
+        assert res["rc"] == 1 and res["failed"], res
+        assert res["msg"].startswith("beonet: ") and (str(topo) + ":") in res["msg"], res["msg"]
+        assert all(e.startswith(str(topo) + ":") for e in res["errors"]), res["errors"]
+    assert results[str(good)]["rc"] == 0 and len(results[str(good)]["plan"]["nodes"]) == 36
