@@ -1,15 +1,16 @@
 """The dry run: what the node agent would do to each node, as shell commands.
 
 The lines are the commands the node agent runs on a blank node (every planned
-Ethernet NIC present and down, no address, no route, no bond, forwarding off:
+Ethernet NIC present and down with MTU 1500, no address, no route, no bond, forwarding off:
 ``agent.apply.blank_live_state``), produced by the same function that decides
 what it runs on a live node. On a node already configured it runs fewer.
 """
 
 from ..agent import apply as agent
+from ..agent.nodeplan import NodePlan
 
 
-def ip_route_text(node_plan_, name):
+def ip_route_text(node_plan_: NodePlan, name: str) -> str:
     """One node's dry run: a header, then links, bonds, MTUs, addresses,
     forwarding, ruleset, routes and offloads, one command a line."""
     lines = ["# %s  address %s  forwarding %s" % (
