@@ -20,6 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,15 +30,12 @@ FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark")
 ROLES = ("beonet_plan", "beonet_node", "beonet_benchmark")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml")
-# Python packages the compiler needs on the controller (pyproject.toml's dependencies).
-CONTROLLER_REQUIREMENTS = ("netaddr", "PyYAML", "jsonschema")
 REQUIRES_ANSIBLE = ">=2.16.0"
 
 _IMPORT = re.compile(r"\bansible\.module_utils\.beonet\b")
-_NAMES = "|".join(MODULES + ROLES)
 # A task's module key (`  beonet_node:`) or a role entry (`- beonet_plan`, `- role: beonet_plan`).
 _TASK_KEY = re.compile(r"^(\s*(?:- )?)(%s):([ \t]*)$" % "|".join(MODULES), re.M)
-_ROLE_ENTRY = re.compile(r"^(\s*-\s+(?:role:\s*)?)(%s)([ \t]*)$" % "|".join(ROLES), re.M)
+_ROLE_ENTRY = re.compile(r"^([ \t]*-[ \t]+(?:role:[ \t]*)?)(%s)([ \t]*)$" % "|".join(ROLES), re.M)
 
 
 class BuildError(Exception):
@@ -53,6 +52,12 @@ def package_version(root: Path = ROOT) -> str:
             if isinstance(value, str):
                 return value
     raise BuildError("%s: no __version__ = \"X.Y.Z\" string" % path.relative_to(root))
+
+
+def controller_requirements(root: Path = ROOT) -> list[str]:
+    """What the compiler needs on the controller: pyproject.toml's [project] dependencies."""
+    with open(root / "pyproject.toml", "rb") as fh:
+        return list(tomllib.load(fh)["project"]["dependencies"])
 
 
 def _resolve(base: Path, parts: list[str]) -> Path | None:
@@ -122,7 +127,7 @@ def galaxy_yml(root: Path, version: str) -> str:
     return text + "version: %s\n" % version
 
 
-def readme(root: Path, version: str) -> str:
+def readme(root: Path, version: str, requirements: list[str]) -> str:
     """A short collection preamble (install, controller requirements, FQCNs), then README.md."""
     modules = ", ".join("%s.%s" % (FQCN, m) for m in MODULES)
     roles = ", ".join("%s.%s" % (FQCN, r) for r in ROLES)
@@ -131,7 +136,7 @@ def readme(root: Path, version: str) -> str:
         "# Ansible collection %s %s" % (FQCN, version), "",
         "Install the collection and, on the controller, the Python packages of the compiler:", "",
         "    ansible-galaxy collection install %s-%s-%s.tar.gz" % (NAMESPACE, NAME, version),
-        "    pip install %s   # the requirements.txt of this collection" % " ".join(CONTROLLER_REQUIREMENTS),
+        "    pip install %s   # the requirements.txt of this collection" % " ".join(requirements),
         "", "Nodes need only Python 3 and iproute2.", "",
         "- Modules: %s" % modules, "- Roles: %s" % roles, "- Playbooks: %s" % playbooks, "",
         "Run a playbook by name, e.g. `ansible-playbook -i INVENTORY %s.dry_run`." % FQCN, "",
@@ -145,14 +150,14 @@ def _mkparent(path: Path) -> Path:
     return path
 
 
-def _copy_text(src: Path, dst: Path, rewrite) -> None:
+def _copy_text(src: Path, dst: Path, rewrite: Callable[[str], str]) -> None:
     _mkparent(dst)
     dst.write_text(rewrite(src.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copymode(src, dst)
 
 
-def _copy_tree(src: Path, dst: Path, rewrite, ignore=None) -> None:
-    shutil.copytree(src, dst, ignore=ignore)
+def _copy_tree(src: Path, dst: Path, rewrite: Callable[[str], str]) -> None:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in dst.rglob("*.yml"):
         path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
 
@@ -170,18 +175,18 @@ def lay_out(root: Path, dest: Path) -> Path:
         target = dest / "plugins" / "module_utils" / path.relative_to(root / "module_utils")
         shutil.copy2(path, _mkparent(target))
     for role in ROLES:
-        _copy_tree(root / "roles" / role, dest / "roles" / role, to_fqcn,
-                   ignore=shutil.ignore_patterns("__pycache__", "molecule"))
+        _copy_tree(root / "roles" / role, dest / "roles" / role, to_fqcn)
     for playbook in PLAYBOOKS:
         _copy_text(root / "playbooks" / playbook, dest / "playbooks" / playbook, to_fqcn)
     (dest / "meta").mkdir()
     (dest / "meta" / "runtime.yml").write_text('---\nrequires_ansible: "%s"\n' % REQUIRES_ANSIBLE,
                                                encoding="utf-8")
     (dest / "galaxy.yml").write_text(galaxy_yml(root, version), encoding="utf-8")
-    (dest / "README.md").write_text(readme(root, version), encoding="utf-8")
+    requirements = controller_requirements(root)
+    (dest / "README.md").write_text(readme(root, version, requirements), encoding="utf-8")
     (dest / "requirements.txt").write_text(
         "# Python packages the beonet compiler needs on the Ansible controller.\n"
-        + "".join("%s\n" % r for r in CONTROLLER_REQUIREMENTS), encoding="utf-8")
+        + "".join("%s\n" % r for r in requirements), encoding="utf-8")
     if not (root / "LICENSE").exists():
         raise BuildError("LICENSE is missing at the repository root")
     shutil.copyfile(root / "LICENSE", dest / "LICENSE")
