@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from beonet import cli
 from beonet.compiler import load
+from beonet.compiler.schema import MAX_HOST_NUMBER
 
 TIME_LIMIT = 2.0
 SHIPPED = sorted((ROOT / "topologies").glob("*.yml")) + sorted((ROOT / "topologies/benchmarks").glob("*.yml"))
@@ -149,6 +150,69 @@ def test_mutated_topologies(tmp_path_factory: pytest.TempPathFactory, name: str,
     assert_compiles_or_names_file(write(tmp_path_factory.mktemp("fuzz"), text))
 
 
+CIDRS = st.sampled_from(["10.0.0.0/8", "10.0.0.0/16", "10.1.0.0/24", "10.2.0.0/28", "192.168.0.0/30",
+                         "172.16.0.0/31", "0.0.0.0/0", "255.255.255.255/32"])
+NAMES = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+
+
+def _custom(draw: Callable[..., Any]) -> dict[str, Any]:
+    names = draw(st.lists(NAMES, min_size=2, max_size=6, unique=True))
+    nodes: list[Any] = [draw(st.sampled_from([n, {"name": n}, {"name": n, "id": draw(
+        st.sampled_from([1, 2, 3, 254, 255, 256, 65534, MAX_HOST_NUMBER]))}])) for n in names]
+    member = st.sampled_from(names)
+    segments = [dict({"name": "s%d" % i, "members": draw(st.lists(member, min_size=2, unique=True))},
+                     **draw(st.fixed_dictionaries({}, optional={
+                         "channels": st.integers(1, 3), "prefix": CIDRS, "mtu": st.sampled_from([576, 9000]),
+                         "mode": st.sampled_from(["802.3ad", "balance-rr"]), "tso": st.booleans()})))
+                for i in range(draw(st.integers(0, 3)))]
+    links = [dict({"ends": draw(st.lists(member, min_size=2, max_size=2, unique=True))},
+                  **draw(st.fixed_dictionaries({}, optional={"prefix": CIDRS})))
+             for _ in range(draw(st.integers(0, 4)))]
+    return {"nodes": nodes, "segments": segments, "links": links}
+
+
+def _family(draw: Callable[..., Any], family: str) -> dict[str, Any]:
+    small = st.integers(2, 4)
+    if family == "bonded":
+        return {"nodes": draw(st.integers(2, 12)), "channels": draw(st.integers(1, 16)),
+                "miimon": draw(st.sampled_from([0, 100, 60000]))}
+    if family == "mesh":
+        return {"dims": draw(st.lists(small, min_size=1, max_size=3))}
+    if family == "tree":
+        return {"levels": draw(st.integers(2, 6)), "fanout": draw(st.integers(1, 2)),
+                "nodes_per_leaf": draw(st.integers(1, 3))}
+    if family == "metagraph":
+        return {"groups": draw(st.integers(2, 7)), "nodes_per_group": draw(small),
+                "p2p_per_node": draw(st.integers(1, 3))}
+    return _custom(draw)
+
+
+_optional = st.fixed_dictionaries
+COMMON_SECTIONS = {
+    "addressing": _optional({}, optional={"lan": CIDRS, "p2p": CIDRS, "lan_prefix": st.integers(8, 30),
+                                          "p2p_prefix": st.sampled_from([30, 31])}),
+    "management": _optional({"interface": st.sampled_from(["eth0", "eth1", "bond0", "ens3"])}),
+    "link": _optional({}, optional={"rate_mbit": st.sampled_from([1, 1000, 10_000_000]),
+                                    "mtu": st.sampled_from([576, 1500, 65535])}),
+}
+COMMON = _optional({}, optional=COMMON_SECTIONS)
+COMMON_GENERATED = _optional({}, optional=dict(COMMON_SECTIONS, nodes=_optional({}, optional={
+    "pattern": st.sampled_from(["n{index}", "g{group}m{member}", "x{coords}", "n{index:03d}", "same",
+                                "n{coords:03d}", "n{index:x}"]),
+    "first_index": st.sampled_from([0, 1, 1_000_000])})))
+
+
+@FUZZ
+@given(st.sampled_from(["bonded", "mesh", "tree", "metagraph", "custom"]), st.data())
+def test_generated_topologies(tmp_path_factory: pytest.TempPathFactory, family: str,
+                              data: st.DataObject) -> None:
+    """Documents the schema accepts, with edge values: the later stages must cope too."""
+    doc = {"name": "gen", "family": family, family: _family(data.draw, family)}
+    doc.update(data.draw(COMMON if family == "custom" else COMMON_GENERATED))
+    code, err = assert_compiles_or_names_file(write(tmp_path_factory.mktemp("fuzz"), yaml.safe_dump(doc)))
+    event("%s: %s" % (family, "compiles" if code == 0 else err.split(": ", 2)[-1][:40]))
+
+
 @FUZZ
 @given(st.binary(max_size=400))
 def test_random_bytes(tmp_path_factory: pytest.TempPathFactory, raw: bytes) -> None:
@@ -188,7 +252,7 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
     "recursive-alias": ("a: &a [1, *a]\n", "a YAML alias refers to a collection that contains it"),
     "recursive-merge": ("a: &a {b: 1, <<: *a}\n", "a.b: duplicate key (first at line 1)"),
     "merge-chain": ("a0: &a0 {k0: 0}\n" + "".join("a%d: &a%d {<<: *a%d, k%d: 0}\n" % (i, i, i - 1, i)
-                                                 for i in range(1, 600)),
+                                                 for i in range(1, 460)),
                     "YAML aliases expand to more than 100000 nodes"),
     "huge-file": ("name: " + "x" * (load.MAX_BYTES + 1), "the file is over 1 MiB"),
     "big-scalar": ("name: " + "x" * 200_000 + "\nfamily: bonded\nbonded: {nodes: 2}\n", "name: must be"),

@@ -128,8 +128,8 @@ def _seg_path(graph: Graph, source: Source, seg: Segment) -> str:
 
 
 def _check_overlap(graph: Graph, source: Source, problems: Problems) -> None:
-    nets = sorted((s.net, s.net + (1 << (32 - s.plen)) - 1, s) for s in graph.segments
-                  if s.routed)
+    nets = sorted(((s.net, s.net + (1 << (32 - s.plen)) - 1, s) for s in graph.segments
+                   if s.routed), key=lambda t: (t[0], t[1]))
     for (_a0, a1, sa), (b0, _b1, sb) in zip(nets, nets[1:]):
         if b0 <= a1:
             problems.add(_seg_path(graph, source, sb), "%s of segment '%s' overlaps %s of '%s'"
