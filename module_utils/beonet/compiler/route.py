@@ -53,6 +53,7 @@ def _spread(requests: dict[Request, list[tuple[int, list[Candidate]]]]
 
 
 def generic(graph: Graph) -> None:
+    """Segment routes by multi-source BFS, then host routes where those are longer than shortest."""
     nodes = graph.nodes
     adj = graph.neighbours()
     on = _iface_on(graph)
@@ -177,6 +178,7 @@ class _MetaGraph:
 
 
 def _metagraph_structure(graph: Graph) -> _MetaGraph:
+    """Groups, their LANs and the point-to-point links between them, before any route."""
     L = graph.params["groups"]
     n = len(graph.nodes)
     groups: list[list[Node]] = [[] for _ in range(L)]
