@@ -1,5 +1,11 @@
 """Cases that once went wrong."""
 
+import os
+import typing
+
+import pytest
+from conftest import ROOT
+
 from beonet.compiler import address, pipeline, prove, route
 from beonet.outputs import plan as render
 
@@ -86,3 +92,28 @@ def test_parallel_links_get_numbered_names():
     assert [s.name for s in c.graph.segments if s.kind == "p2p"] == [
         "node01--node03", "node02--node04", "node01--node03-2", "node02--node04-2",
         "node01--node03-3", "node02--node04-3"]
+
+
+def _conforms(value: object, hint: object, where: str) -> None:
+    """value has every required key of the TypedDicts in hint and no other key, all the way down."""
+    if isinstance(hint, type) and hasattr(hint, "__required_keys__"):
+        assert isinstance(value, dict), where
+        keys = set(value)
+        assert hint.__required_keys__ <= keys, (where, hint.__required_keys__ - keys)
+        assert keys <= hint.__required_keys__ | hint.__optional_keys__, (where, keys)
+        hints = typing.get_type_hints(hint)
+        for k, v in value.items():
+            _conforms(v, hints[k], "%s.%s" % (where, k))
+    elif typing.get_origin(hint) is list:
+        for i, v in enumerate(value):
+            _conforms(v, typing.get_args(hint)[0], "%s[%d]" % (where, i))
+    elif typing.get_origin(hint) is dict:
+        for k, v in value.items():
+            _conforms(v, typing.get_args(hint)[1], "%s.%s" % (where, k))
+
+
+@pytest.mark.parametrize("topology", ["bonded-dual-net", "switch-tree", "metanode-testbed",
+                                      "routed-mesh", "custom-example"])
+def test_plans_have_the_shape_of_their_types(topology):
+    c = pipeline.compile_file(os.path.join(ROOT, "topologies", topology + ".yml"))
+    _conforms(render.plan(c, {c.graph.nodes[0].name: {"eth1": "ens4"}}), render.Plan, "plan")

@@ -2,15 +2,18 @@
 
 Dumped as JSON or YAML; the dry run lives in ``dryrun.py``, exports for other
 tools in ``export.py`` and drawings in ``drawing.py``. The TypedDicts below are
-its shape, key for key.
+its shape, key for key; a node's part is the one the node agent reads
+(``agent/nodeplan.py``, which travels to the nodes without the compiler).
 """
-
-from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
+from ..agent.nodeplan import Interface as InterfacePlan
+from ..agent.nodeplan import NodePlan
+from ..agent.nodeplan import Peer as PeerPlan
+from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
 from ..compiler.model import Interface, Node, Segment, Switch, ip_text, net_text
 from ..compiler.pipeline import Compiled
@@ -19,49 +22,13 @@ PLAN_FORMAT = 1
 
 Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NIC name}
 
-
-class PeerPlan(TypedDict):
-    node: str
-    interface: str
-
-
-class InterfacePlan(TypedDict):
-    name: str                           # the physical NIC name
-    kind: str                           # "ethernet" or "bond"
-    segment: str
-    addresses: list[str]                # "address/plen"
-    logical: NotRequired[str]           # the topology's name, when the NIC is renamed
-    rate_mbit: int
-    mtu: int
-    members: NotRequired[list[str]]     # bond
-    mac: NotRequired[str]               # bond
-    mode: NotRequired[str]              # bond
-    miimon: NotRequired[int]            # bond
-    tso: NotRequired[bool]              # bond
-    bond: NotRequired[str]              # ethernet under a bond
-    peer: NotRequired[PeerPlan]         # point-to-point
+__all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
+           "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "dumps", "node_plan",
+           "plan", "prefixes", "segment_plan"]
 
 
 class _Logical(TypedDict, total=False):
     logical: str
-
-
-class RoutePlan(TypedDict):
-    to: str
-    via: str
-    dev: str
-    src: str
-
-
-class NodePlan(TypedDict):
-    index: int
-    address: str
-    forwarding: bool
-    interfaces: list[InterfacePlan]
-    routes: list[RoutePlan]
-    group: NotRequired[int]             # meta-graph
-    coords: NotRequired[list[int]]      # mesh
-    switch: NotRequired[str]            # tree: its leaf switch
 
 
 class MemberPlan(TypedDict):
