@@ -5,9 +5,10 @@ duplicate keys are errors (PyYAML would silently keep the last one). The data
 is then checked against the JSON Schema and by the semantic rules the schema
 cannot express (unique names, pool sizes are checked later by addressing).
 
-Untrusted input stays cheap: a file is at most MAX_BYTES of UTF-8 text, nests
+Untrusted input stays bounded: a file is at most MAX_BYTES of UTF-8 text, nests
 at most MAX_DEPTH levels and its aliases expand to at most MAX_ALIAS_NODES
-nodes, so no document makes the loader run out of time, memory or stack.
+nodes, so no document exhausts the stack or memory, and loading time grows
+with the file size only.
 """
 
 import difflib
