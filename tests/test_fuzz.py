@@ -276,6 +276,10 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
                      "nodes.pattern: must be a node name pattern"),
     "attribute-pattern": ("name: t\nfamily: bonded\nbonded: {nodes: 2}\nnodes: {pattern: 'n{index.real}'}\n",
                           "nodes.pattern: must be a node name pattern"),
+    "netmask-prefix": (VALID_HEAD + "2\naddressing: {lan: 10.0.0.0/255.0.0.0}\n",
+                       "addressing.lan: must be an IPv4 network in CIDR form"),
+    "spaced-prefix": (VALID_HEAD + "2\naddressing: {lan: '10.0.0.0/8 '}\n",
+                      "addressing.lan: must be an IPv4 network in CIDR form"),
     "multiple-documents": ("name: a\n---\nname: b\n", "YAML syntax error"),
     "directory": ("", "cannot read file: Is a directory"),
 }

@@ -221,8 +221,7 @@ _format_checker = FormatChecker()
 def _is_ipv4_network(value: object) -> bool:
     if not isinstance(value, str):
         return True
-    net = IPNetwork(value, version=4)
-    return "/" in value and str(net.cidr) == str(net)
+    return str(IPNetwork(value, version=4).cidr) == value   # canonical: no host bits, mask, spaces
 
 
 def _is_integer(_checker: object, value: object) -> bool:
