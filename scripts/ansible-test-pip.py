@@ -1,9 +1,10 @@
 """Pip bootstrap for ansible-test's virtual environments, from Python's own ensurepip.
 
 ansible-test creates its virtual environments without pip and runs a pip bootstrap
-script that it downloads from ci-files.testing.ansible.com into
-~/.ansible/test/cache/get_pip_<version>.py. Where that host is not reachable,
-scripts/collection-sanity.sh puts this file there instead. Called like the
+script that it would download from its project's file host into
+~/.ansible/test/cache/get_pip_<version>.py. scripts/collection-sanity.sh puts
+this file there first, so nothing is fetched from outside the package index.
+Called like the
 original, with pip install arguments (`--disable-pip-version-check pip==X`,
 optionally --no-setuptools and --no-wheel): installs the bundled pip with
 ensurepip, then the requested packages from the package index.

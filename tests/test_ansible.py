@@ -24,9 +24,9 @@ def test_dry_run_prints_every_routing_table_without_touching_nodes():
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("forwarding on") == 16
     assert "ip route replace 10.0.1.0/24 via 10.0.128.2 dev enp2s0 src 10.0.0.1 proto 250" in res.stdout
-    recap = [l for l in res.stdout.splitlines() if " : ok=" in l]
+    recap = [line for line in res.stdout.splitlines() if " : ok=" in line]
     assert len(recap) == 16
-    assert all("changed=0" in l and "unreachable=0" in l and "failed=0" in l for l in recap)
+    assert all("changed=0" in r and "unreachable=0" in r and "failed=0" in r for r in recap)
 
 
 def test_dry_run_fails_with_every_error_and_file_line_path(tmp_path):
