@@ -119,8 +119,8 @@ def to_fqcn(text: str) -> str:
 
 
 def galaxy_yml(root: Path, version: str) -> str:
-    """The repository's galaxy.yml with the package version added."""
-    text = (root / "galaxy.yml").read_text(encoding="utf-8")
+    """collection/galaxy.yml with the package version added."""
+    text = (root / "collection" / "galaxy.yml").read_text(encoding="utf-8")
     if re.search(r"^version\s*:", text, re.M):
         raise BuildError("galaxy.yml must not set version: it is __version__ of "
                          "module_utils/beonet/__init__.py")

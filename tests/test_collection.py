@@ -127,7 +127,9 @@ def test_module_utils_are_what_the_modules_import(tmp_path):
 
 
 def test_version_comes_from_the_package_only(tmp_path):
-    (tmp_path / "galaxy.yml").write_text("namespace: beonet\nversion: 1.0.0\n", encoding="utf-8")
+    (tmp_path / "collection").mkdir()
+    (tmp_path / "collection" / "galaxy.yml").write_text("namespace: beonet\nversion: 1.0.0\n",
+                                                        encoding="utf-8")
     with pytest.raises(build.BuildError, match="galaxy.yml must not set version"):
         build.galaxy_yml(tmp_path, "0.2.0")
     init = tmp_path / "module_utils" / "beonet" / "__init__.py"
