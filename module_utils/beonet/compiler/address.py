@@ -2,13 +2,13 @@
 
 Each IP segment takes a subnet from its pool at its stable slot (or the
 prefix the topology gives it); each member takes the host number the family
-chose. Pools are carved with netaddr; everything after this stage uses ints.
+chose. Pools are read with the standard ipaddress module; everything after this
+stage uses ints.
 """
 
 import hashlib
+from ipaddress import IPv4Network
 from typing import Any
-
-from netaddr import IPNetwork
 
 from .errors import Problems
 from .load import Source
@@ -30,9 +30,9 @@ def assign(graph: Graph, source: Source) -> Problems:
     problems: Problems = source.problems()
     problems.stage = "address"
     cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {}))
-    lan_pool = IPNetwork(cfg["lan"])
-    p2p_pool = IPNetwork(cfg["p2p"])
-    if lan_pool.first <= p2p_pool.last and p2p_pool.first <= lan_pool.last:
+    lan_pool = IPv4Network(cfg["lan"], strict=False)
+    p2p_pool = IPv4Network(cfg["p2p"], strict=False)
+    if lan_pool.overlaps(p2p_pool):
         problems.add("addressing.p2p", "pool %s overlaps the LAN pool %s" % (p2p_pool, lan_pool))
         return problems
     if not (_carve_lans(graph, cfg, lan_pool, problems)
@@ -49,7 +49,7 @@ def assign(graph: Graph, source: Source) -> Problems:
     return problems
 
 
-def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: Any, problems: Problems) -> bool:
+def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: IPv4Network, problems: Problems) -> bool:
     """Prefix of every pooled LAN at its slot (a mesh: in its dimension's block
     of the pool). False, with the problem added, when the pool is too small."""
     lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
@@ -70,7 +70,7 @@ def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: Any, problems: Problems
     worst = 0
     for seg in lans:
         worst = max(worst, seg.pool_slot + 1)
-        seg.net = pool.first + ((seg.pool_dim * block + seg.pool_slot) << (32 - wanted))
+        seg.net = int(pool.network_address) + ((seg.pool_dim * block + seg.pool_slot) << (32 - wanted))
         seg.plen = wanted
     if worst > block:
         what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
@@ -81,19 +81,19 @@ def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: Any, problems: Problems
     return True
 
 
-def _carve_p2ps(graph: Graph, plen: int, pool: Any, problems: Problems) -> bool:
+def _carve_p2ps(graph: Graph, plen: int, pool: IPv4Network, problems: Problems) -> bool:
     """Prefix of every pooled point-to-point link at its slot; False when the pool is too small."""
     p2ps = [s for s in graph.segments if s.kind == "p2p" and s.prefix_fixed is None]
     if not p2ps:
         return True
     size = 1 << (32 - plen)
     need = max(s.pool_slot for s in p2ps) + 1
-    if need * size > pool.size:
+    if need * size > pool.num_addresses:
         problems.add("addressing.p2p", "pool %s holds %d /%d links; the topology needs %d"
-                     % (pool, pool.size // size, plen, need))
+                     % (pool, pool.num_addresses // size, plen, need))
         return False
     for seg in p2ps:
-        seg.net = pool.first + seg.pool_slot * size
+        seg.net = int(pool.network_address) + seg.pool_slot * size
         seg.plen = plen
     return True
 
