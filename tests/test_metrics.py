@@ -142,7 +142,7 @@ def test_metagraph_uneven_ports_spread_within_one(L, P, C):
     assert max(counts) - min(counts) <= 1
     meta = c.metrics["metagraph"]
     if (P * C) % (L - 1):
-        # the heavier pairs (README: "lists the heavier pairs")
+        # the metrics list the heavier pairs of groups
         assert meta["uneven_pairs"], "P*C=%d over %d pairs is uneven" % (P * C, L - 1)
         assert sorted(meta["uneven_pairs"]) == sorted(
             "group%d-group%d" % (g, h) for g in range(L) for h in range(g + 1, L)
