@@ -54,7 +54,7 @@ options:
     description: Results folder to write, for I(action=report).
     type: path
 author:
-  - beonet developers
+  - beonet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

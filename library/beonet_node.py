@@ -63,7 +63,7 @@ options:
     type: bool
     default: false
 author:
-  - beonet developers
+  - beonet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

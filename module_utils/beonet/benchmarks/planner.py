@@ -433,8 +433,9 @@ def _iperf_step(c: _Ctx, cls: str, pair: Pair) -> dict[str, Any]:
     a, b, info = pair
     sid = "iperf3-%s" % cls
     secs = c.p["iperf_seconds"]
-    parts = ["sleep 1", _q(["iperf3", "-c", c.addr[b], "-p", IPERF_PORT, "-t", secs, "-O", 1,
-                             "-J", "--logfile", "%s/%s.json" % (c.out, sid)])]
+    iperf = ["iperf3", "-c", c.addr[b], "-p", IPERF_PORT, "-t", secs, "-O", 1,
+             "-J", "--logfile", "%s/%s.json" % (c.out, sid)]
+    parts = ["sleep 1", _q(iperf)]
     for mode, size in (("stream", 8192), ("stream", 65536), ("window", 8192)):
         n = max(50, int(secs * 12.5e6 / size))      # about `secs` at 100 Mbit/s
         extra = ["--mode", "stream"] if mode == "stream" else ["--window", c.p["window"]]

@@ -6,6 +6,8 @@ A message names the file, the line (when the loader knows it) and the key
 path: ``topologies/x.yml:12: mesh.dims[1]: must be an integer >= 2``.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from typing import Any
 

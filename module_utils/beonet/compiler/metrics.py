@@ -9,11 +9,13 @@ allow. The worst bisection is searched exhaustively up to 16 nodes and over
 structure-aligned cuts (groups, mesh dimensions, leaves) above that.
 """
 
+from __future__ import annotations
+
 import itertools
 import statistics
 from collections.abc import Iterable, Iterator
 from math import comb
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 from .model import Graph, Switch
 from .prove import Proof
@@ -23,15 +25,18 @@ EXHAUSTIVE_UP_TO = 16
 Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 
 
-class Bisection(TypedDict):
+class _FamilyBisection(TypedDict, total=False):
+    paper_closed_form: float            # meta-graph: (C/4)(L/(L-1))
+    uplink_per_node_mbit: float         # tree
+    oversubscription: float             # tree
+
+
+class Bisection(_FamilyBisection):
     crossing_mbit: int
     per_node_mbit: float
     link_mbit: int
     fraction_of_link: float
     method: str
-    paper_closed_form: NotRequired[float]       # meta-graph: (C/4)(L/(L-1))
-    uplink_per_node_mbit: NotRequired[float]    # tree
-    oversubscription: NotRequired[float]        # tree
 
 
 class RoutesPerNode(TypedDict):
@@ -52,7 +57,11 @@ class MetagraphMetrics(TypedDict):
     weights: dict[str, int]
 
 
-class Metrics(TypedDict):
+class _FamilyMetrics(TypedDict, total=False):
+    metagraph: MetagraphMetrics
+
+
+class Metrics(_FamilyMetrics):
     nodes: int
     segments: int
     links: int
@@ -64,7 +73,6 @@ class Metrics(TypedDict):
     forwarding_nodes: int
     gateway_load: GatewayLoad
     bisection: Bisection
-    metagraph: NotRequired[MetagraphMetrics]
 
 
 def _links(graph: Graph) -> list[Link]:
@@ -117,7 +125,8 @@ def _balance(side: list[int], links: list[Link]) -> int:
                 delta += _cost(kind, rate, *moved) - _cost(kind, rate, *c)
             if best is None or delta < best[0]:
                 best = (delta, i)
-        assert best is not None         # the larger side has a node
+        if best is None:
+            raise AssertionError("the larger side of a cut has no node")
         i = best[1]
         side[i] = 1 - big
         for k in member_of[i]:

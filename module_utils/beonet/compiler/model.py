@@ -92,14 +92,13 @@ class Node:
     @property
     def home(self) -> Interface:
         """The interface carrying the node's address."""
-        assert self.primary is not None, "node %s is on no segment" % self.name
+        if self.primary is None:
+            raise AssertionError("node %s is on no segment" % self.name)
         return self.primary
 
     @property
     def address(self) -> int:
-        primary = self.primary
-        assert primary is not None, "node %s is on no segment" % self.name
-        return primary.addresses[0]
+        return self.home.addresses[0]
 
 
 Member = tuple[Node, Interface, int]     # (node, its interface, host number)

@@ -6,6 +6,8 @@ pool slots are chosen here so that growing a bonded net, a mesh row or a
 custom graph never renumbers what already exists.
 """
 
+from __future__ import annotations
+
 import itertools
 from collections.abc import Iterable
 from typing import Any
@@ -15,8 +17,8 @@ from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
 
 DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
-            "mode": "balance-rr", "miimon": 100, "channels": 2,
-            "tree_levels": 2}
+                            "mode": "balance-rr", "miimon": 100, "channels": 2,
+                            "tree_levels": 2}
 DEFAULT_PATTERN = {"mesh": "node-{coords}", "bonded": "node{index:02d}",
                    "tree": "node{index:02d}", "metagraph": "node{index:02d}"}
 

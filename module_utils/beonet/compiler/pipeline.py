@@ -4,7 +4,10 @@ Each stage reports all of its problems; the pipeline stops after the first
 stage that has any and raises CompileError with them.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TypeVar
 
 from . import address, load, normalise, prove, route
 from . import metrics as metrics_stage
@@ -12,6 +15,8 @@ from .errors import CompileError, Problems
 from .metrics import Metrics
 from .model import Graph
 from .prove import PathHop, Proof
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, eq=False)
@@ -34,29 +39,28 @@ def _check(problems: Problems) -> None:
         raise CompileError(problems.items)
 
 
-def compile_source(source: load.Source) -> Compiled:
-    graph, problems = normalise.normalise(source)
+def _passed(result: T | None, problems: Problems) -> T:
+    """A stage's result; CompileError when the stage reported problems."""
     _check(problems)
-    assert graph is not None        # normalise returns a graph whenever it has no problem
+    if result is None:
+        raise AssertionError("a stage returned no result and reported no problem")
+    return result
+
+
+def compile_source(source: load.Source) -> Compiled:
+    graph = _passed(*normalise.normalise(source))
     _check(address.assign(graph, source))
     route.route(graph)
     proof, problems = prove.prove(graph)
     for p in problems.items:
         p.file = source.file
-    _check(problems)
-    assert proof is not None        # prove returns a proof whenever it has no problem
+    proof = _passed(proof, problems)
     return Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof))
 
 
 def compile_text(text: str, file: str = "<topology>") -> Compiled:
-    source, problems = load.load_text(text, file)
-    _check(problems)
-    assert source is not None       # load returns a source whenever it has no problem
-    return compile_source(source)
+    return compile_source(_passed(*load.load_text(text, file)))
 
 
 def compile_file(path: str) -> Compiled:
-    source, problems = load.load_file(path)
-    _check(problems)
-    assert source is not None       # load returns a source whenever it has no problem
-    return compile_source(source)
+    return compile_source(_passed(*load.load_file(path)))

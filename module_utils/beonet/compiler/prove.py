@@ -16,6 +16,8 @@ for meta-graphs; per-source sums are compared, and since no walk can be
 shorter than the shortest path, equal sums mean every path is shortest.
 """
 
+from __future__ import annotations
+
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TypedDict

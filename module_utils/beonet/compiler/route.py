@@ -18,6 +18,8 @@ Every route carries ``src`` = the node's address, so replies and ICMP errors
 always come back to an address the whole cluster routes.
 """
 
+from __future__ import annotations
+
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
@@ -205,7 +207,8 @@ def _metagraph_structure(graph: Graph) -> _MetaGraph:
 
 
 def _group(node: Node) -> int:
-    assert node.group is not None, "node %s of a meta-graph has no group" % node.name
+    if node.group is None:
+        raise AssertionError("node %s of a meta-graph has no group" % node.name)
     return node.group
 
 
@@ -298,5 +301,3 @@ def route(graph: Graph) -> None:
         metagraph(graph)
     else:
         generic(graph)
-
-

@@ -9,6 +9,8 @@ cannot finish: MAX_NODES nodes in all, MAX_LAN hosts on one LAN (the default
 Linux neighbour table, net.ipv4.neigh.default.gc_thresh3, holds 1024 entries).
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,15 +86,15 @@ SCHEMA = {
         "link": _obj({"rate_mbit": _rate, "mtu": _mtu},
                      description="defaults for every link"),
         "management": _obj({"interface": _ifname},
-                            description="the interface Ansible connects through; "
-                                        "never touched by a plan"),
+                           description="the interface Ansible connects through; "
+                                       "never touched by a plan"),
         "bonded": _obj({
             "nodes": {"type": "integer", "minimum": 2, "maximum": MAX_LAN},
             "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
             "rate_mbit": _rate,
             **_bond,
-        }, required=["nodes"], description="K networks each reaching every node, "
-                                            "bonded per node"),
+        }, required=["nodes"],
+            description="K networks each reaching every node, bonded per node"),
         "mesh": _obj({
             "dims": {"type": "array", "minItems": 1, "maxItems": 8,
                      "items": {"type": "integer", "minimum": 2, "maximum": MAX_LAN}},

@@ -6,9 +6,11 @@ its shape, key for key; a node's part is the one the node agent reads
 (``agent/nodeplan.py``, which travels to the nodes without the compiler).
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from ..agent.nodeplan import Interface as InterfacePlan
 from ..agent.nodeplan import NodePlan
@@ -31,24 +33,29 @@ class _Logical(TypedDict, total=False):
     logical: str
 
 
-class MemberPlan(TypedDict):
+class _Address(TypedDict, total=False):
+    address: str                        # IP segments
+
+
+class MemberPlan(_Address):
     node: str
     interface: str
-    address: NotRequired[str]           # IP segments
-
-
-class SegmentPlan(TypedDict):
-    kind: str                           # "lan", "p2p" or "channel"
-    prefix: NotRequired[str | None]     # IP segments
-    rate_mbit: int
-    mtu: int
-    members: list[MemberPlan]
-    carries: NotRequired[str]           # channel: the IP segment its bonds carry
-    groups: NotRequired[list[int]]      # meta-graph link: the two groups
 
 
 class _Prefix(TypedDict, total=False):
-    prefix: str | None
+    prefix: str | None                  # IP segments
+
+
+class _SegmentExtras(_Prefix, total=False):
+    carries: str                        # channel: the IP segment its bonds carry
+    groups: list[int]                   # meta-graph link: the two groups
+
+
+class SegmentPlan(_SegmentExtras):
+    kind: str                           # "lan", "p2p" or "channel"
+    rate_mbit: int
+    mtu: int
+    members: list[MemberPlan]
 
 
 class SwitchPlan(TypedDict):
@@ -73,14 +80,17 @@ class ManagementPlan(TypedDict):
     interface: str
 
 
-class Plan(TypedDict):
+class _Switches(TypedDict, total=False):
+    switches: dict[str, SwitchPlan]     # tree
+
+
+class Plan(_Switches):
     beonet: FormatPlan
     topology: TopologyPlan
     management: ManagementPlan
     nodes: dict[str, NodePlan]
     segments: dict[str, SegmentPlan]
     metrics: Metrics
-    switches: NotRequired[dict[str, SwitchPlan]]   # tree
 
 
 def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> InterfacePlan:
