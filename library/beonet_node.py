@@ -124,7 +124,7 @@ def _bonding_driver(module: AnsibleModule) -> bool:
 
 
 def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState:
-    rc, listed, _ = module.run_command(["nft", "list", "table", "inet", "beonet"])
+    rc, listed, _err = module.run_command(["nft", "list", "table", "inet", "beonet"])
     return {"links": _json(module, "ip", "-j", "link"),
             "addrs": _json(module, "ip", "-j", "addr"),
             "routes": _json(module, "ip", "-j", "route", "show", "table", "main"),
@@ -182,7 +182,7 @@ def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any
 
 def _run(module: AnsibleModule, actions: list[list[str]], result: dict[str, Any]) -> None:
     def run(cmd: list[str]) -> tuple[int, str]:
-        rc, _, err = module.run_command(cmd)
+        rc, _out, err = module.run_command(cmd)
         return rc, err
 
     error = beonet.apply_actions(module.params["node"], actions, run)
@@ -197,7 +197,7 @@ def _reload_networkmanager(module: AnsibleModule, result: dict[str, Any]) -> Non
     and addresses in place instead of racing 'ip link add'."""
     nmcli = module.get_bin_path("nmcli")
     if nmcli:
-        rc, _, err = module.run_command([nmcli, "connection", "reload"])
+        rc, _out, err = module.run_command([nmcli, "connection", "reload"])
         if rc:
             module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
 

@@ -104,7 +104,7 @@ def _trace_all(module: AnsibleModule) -> dict[str, list[str]]:
             seen = dict(pool.map(trace, sorted(p["targets"].items())))
     # A probe lost on a busy machine reads as '*' or an empty trace: trace a
     # differing pair again (up to twice, waiting longer) before calling it a mismatch.
-    for _ in range(2):
+    for _attempt in range(2):
         again = [(d, p["targets"][d]) for d in sorted(seen)
                  if not verify.compare(p["expected"].get(d, []), seen[d])]
         for item in again:

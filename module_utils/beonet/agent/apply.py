@@ -353,7 +353,7 @@ def has_bonds(n: NodePlan) -> bool:
 
 def _write_sysctl(setting: str) -> None:
     """`sysctl -w KEY=VALUE` without the sysctl binary."""
-    key, _, value = setting.partition("=")
+    key, _sep, value = setting.partition("=")
     with open("/proc/sys/" + key.replace(".", "/"), "w", encoding="utf-8") as fh:
         fh.write(value + "\n")
 

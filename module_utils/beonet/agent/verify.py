@@ -33,7 +33,7 @@ def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
     members: dict[str, str] = {}
     current = None
     for line in text.splitlines():
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if key == "Bonding Mode":
             mode = value

@@ -71,7 +71,7 @@ def fit_model(rows: list[tuple[str, int, int, float]] | None = None) -> dict[str
     rows = [r for r in (rows or SC98_TABLE) if "P" not in r[0].split("-")]
     out = {}
     for col, proto in ((1, "tcp"), (2, "udp")):
-        ata = [[0.0] * 3 for _ in range(3)]
+        ata = [[0.0] * 3 for _row in range(3)]
         atb = [0.0] * 3
         for row in rows:
             parts = row[0].split("-")
@@ -394,7 +394,7 @@ def _tokex_step(c: _Ctx, cls: str, chosen: list[Pair]) -> dict[str, Any]:
     sid = "tokex-%s-%dp" % (cls, len(chosen))
     sizes = ",".join(str(s) for s in p["sizes"])
     hosts = {}
-    for a, b, _ in chosen:
+    for a, b, _info in chosen:
         hosts[a] = _q([c.tokex, "client", "-H", c.addr[b], "-p", TOKEX_PORT, "--proto",
                        "both" if p["exchange_window"] == 1 else "tcp",
                        "--window", p["exchange_window"],
@@ -402,7 +402,7 @@ def _tokex_step(c: _Ctx, cls: str, chosen: list[Pair]) -> dict[str, Any]:
                        "--deadline", c.deadline, "--piddir", c.piddir,
                        "--out", "%s/%s.json" % (c.out, sid)])
         hosts[a] = hosts[a].replace("--proto", "--start-at @START@ --proto", 1)
-    shown = ", ".join("%s<->%s" % (a, b) for a, b, _ in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
+    shown = ", ".join("%s<->%s" % (a, b) for a, b, _info in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
     label = "token exchange%s, %s, %d pair(s): %s; sizes %d..%d, %d exchanges" % (
         "" if p["exchange_window"] == 1 else " (window %d)" % p["exchange_window"],
         cls, len(chosen), shown, p["sizes"][0], p["sizes"][-1], p["count"])
@@ -455,7 +455,7 @@ def _copy_step(c: _Ctx, r: int, mb: int, remote: list[Pair], local: list[str]) -
     src = "%s/src-%dmb" % (c.workdir, mb)
     make = _q([c.tokex, "mkfile", src, mb * 1000000]) + " >/dev/null"
     hosts = {}
-    for a, b, _ in remote:
+    for a, b, _info in remote:
         hosts[a] = " && ".join([
             make,
             _q([c.tokex, "fsend", src, "-H", c.addr[b], "-p", TOKEX_PORT, "--dest",
@@ -469,7 +469,7 @@ def _copy_step(c: _Ctx, r: int, mb: int, remote: list[Pair], local: list[str]) -
                 "--out", "%s/%s.json" % (c.out, sid)]).replace("--deadline", "--start-at @START@ --deadline"),
             "rm -f %s %s" % (shlex.quote(src), shlex.quote(src + ".copy"))])
     return {"id": sid, "kind": "copy", "remote": r, "file_mb": mb,
-            "pairs": [{"client": a, "server": b} for a, b, _ in remote], "local": local,
+            "pairs": [{"client": a, "server": b} for a, b, _info in remote], "local": local,
             "label": "file copy, %d MB, %d remote + %d local" % (mb, r, len(local)), "hosts": hosts}
 
 
@@ -481,7 +481,7 @@ def _copy_steps(c: _Ctx, pool: list[Pair]) -> list[dict[str, Any]]:
         remote = disjoint_pairs(pool, r)
         if len(remote) < r:
             continue
-        busy = {n for a, b, _ in remote for n in (a, b)}
+        busy = {n for a, b, _info in remote for n in (a, b)}
         local = [n for n in c.p["nodes"] if n not in busy][:c.p["copies"] - r]
         if len(local) < c.p["copies"] - r:
             continue

@@ -79,7 +79,7 @@ def _links(graph: Graph) -> list[Link]:
     """(segment, rate, member node indexes) that a cut may split."""
     out = []
     for seg in graph.segments:
-        if seg.kind == "lan" and any(i.kind == "bond" for _, i, _ in seg.members):
+        if seg.kind == "lan" and any(i.kind == "bond" for _node, i, _host in seg.members):
             continue                    # counted through its channels
         out.append((seg.kind, seg.rate_mbit, [m[0].index for m in seg.members]))
     return out
@@ -104,9 +104,9 @@ def _balance(side: list[int], links: list[Link]) -> int:
     """Move nodes from the larger side until the sides differ by at most one,
     each time the node whose move costs least; then return the crossing."""
     n = len(side)
-    member_of: list[list[int]] = [[] for _ in range(n)]
+    member_of: list[list[int]] = [[] for _node in range(n)]
     count = []
-    for k, (_, _, members) in enumerate(links):
+    for k, (_kind, _rate, members) in enumerate(links):
         a = sum(side[m] for m in members)
         count.append([len(members) - a, a])
         for m in members:
@@ -119,7 +119,7 @@ def _balance(side: list[int], links: list[Link]) -> int:
                 continue
             delta = 0
             for k in member_of[i]:
-                kind, rate, _ = links[k]
+                kind, rate, _members = links[k]
                 c = count[k]
                 moved = [c[0] + (1 if big else -1), c[1] + (-1 if big else 1)]
                 delta += _cost(kind, rate, *moved) - _cost(kind, rate, *c)

@@ -44,7 +44,7 @@ def net_text(net: int, plen: int) -> str:
 
 
 def parse_net(text: str) -> tuple[int, int]:
-    addr, _, plen = text.partition("/")
+    addr, _slash, plen = text.partition("/")
     return ip_int(addr), int(plen)
 
 
@@ -182,14 +182,14 @@ class Graph:
         out = {}
         for seg in self.segments:
             if seg.routed:
-                for node, iface, _ in seg.members:
+                for node, iface, _host in seg.members:
                     for a in iface.addresses:
                         out[a] = node
         return out
 
     def neighbours(self) -> Adjacency:
         """node index -> list of (neighbour index, segment), over IP segments."""
-        adj: Adjacency = [[] for _ in self.nodes]
+        adj: Adjacency = [[] for _node in self.nodes]
         for seg in self.segments:
             if not seg.routed:
                 continue
@@ -210,7 +210,7 @@ class Graph:
             queue.append(s)
         while queue:
             a = queue.popleft()
-            for b, _ in adj[a]:
+            for b, _seg in adj[a]:
                 if dist[b] < 0:
                     dist[b] = dist[a] + 1
                     queue.append(b)

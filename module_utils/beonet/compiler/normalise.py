@@ -184,7 +184,7 @@ class Builder:
         for level in range(1, levels):
             nxt: list[Switch] = []
             for parent in tier:
-                for _ in range(fan):
+                for _child in range(fan):
                     i = len(nxt)
                     name = "leaf%d" % i if level == levels - 1 else "agg%d-%d" % (level, i)
                     sw = Switch(name, level)
@@ -197,7 +197,7 @@ class Builder:
         index = 0
         for leaf in tier:
             leaf.downlink_mbit = down
-            for _ in range(per_leaf):
+            for _leaf_node in range(per_leaf):
                 node = self.new_node(self.node_name(index), index + 1)
                 node.switch = leaf.name
                 leaf.nodes.append(node.name)

@@ -367,7 +367,7 @@ def _metagraph_sums(graph: Graph) -> list[int]:
     peers = defaultdict(set)
     for seg in graph.segments:
         if seg.kind == "p2p":
-            (a, _, _), (b, _, _) = seg.members
+            (a, _ia, _ha), (b, _ib, _hb) = seg.members
             peers[a.index].add(b.index)
             peers[b.index].add(a.index)
     group = [node.group for node in graph.nodes]
@@ -408,7 +408,7 @@ def expected_path(graph: Graph, tables: list[RouteTable], src: int, dst: int
     sender = first[1]
     hops: list[PathHop] = []
     cur = src
-    for _ in range(len(nodes) + 1):
+    for _step in range(len(nodes) + 1):
         entry = tables[cur].lookup(target)
         if entry is None:
             return None

@@ -35,7 +35,7 @@ def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
     out = {}
     for seg in graph.segments:
         if seg.routed:
-            for node, iface, _ in seg.members:
+            for node, iface, _host in seg.members:
                 out[node.index, seg.name] = iface
     return out
 
@@ -151,7 +151,7 @@ def _finish(graph: Graph) -> None:
                 table = {(x.net, x.plen) for x in node.routes}
                 table.update((i.segment.net, i.segment.plen) for i in node.interfaces
                              if i.addresses)
-                plens = sorted({p for _, p in table}, reverse=True)
+                plens = sorted({p for _net, p in table}, reverse=True)
             lo = bisect_left(addresses, r.net)
             hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
             for a in addresses[lo:hi]:
@@ -183,27 +183,27 @@ def _metagraph_structure(graph: Graph) -> _MetaGraph:
     """Groups, their LANs and the point-to-point links between them, before any route."""
     L = graph.params["groups"]
     n = len(graph.nodes)
-    groups: list[list[Node]] = [[] for _ in range(L)]
+    groups: list[list[Node]] = [[] for _group in range(L)]
     for x in graph.nodes:
         groups[_group(x)].append(x)
     group_net = {}
     for seg in graph.segments:
         if seg.kind == "lan":
             group_net[int(seg.name[5:])] = (seg.net, seg.plen)
-    peers: list[dict[int, list[Peer]]] = [defaultdict(list) for _ in graph.nodes]
+    peers: list[dict[int, list[Peer]]] = [defaultdict(list) for _node in graph.nodes]
     linked: dict[tuple[int, int], list[tuple[Node, Node]]] = defaultdict(list)
     for seg in graph.segments:
         if seg.kind != "p2p":
             continue
-        (a, ia, _), (b, ib, _) = seg.members
+        (a, ia, _ha), (b, ib, _hb) = seg.members
         ga, gb = _group(a), _group(b)
         peers[a.index][gb].append((b, ia, ib))
         peers[b.index][ga].append((a, ib, ia))
         linked[ga, gb].append((a, b))
         linked[gb, ga].append((b, a))
     lan_dev = [x.home.name for x in graph.nodes]
-    return _MetaGraph(groups, group_net, peers, linked, lan_dev, [[] for _ in range(n)],
-                      [[None] * L for _ in range(n)], {})
+    return _MetaGraph(groups, group_net, peers, linked, lan_dev, [[] for _node in range(n)],
+                      [[None] * L for _node in range(n)], {})
 
 
 def _group(node: Node) -> int:
@@ -217,12 +217,12 @@ def _gateways(mg: _MetaGraph, g: int, h: int) -> list[tuple[Node, int, list[tupl
     (address, via) to the nodes of h linked to g that its group route would take
     3 hops to reach (its own peers are 2 hops either way); records what each covers."""
     gates: list[Node] = []
-    for w, _ in mg.linked[g, h]:
+    for w, _z in mg.linked[g, h]:
         if w not in gates:
             gates.append(w)
     out = []
     for gw in gates:
-        done = {p.index for p, _, _ in mg.peers[gw.index][h]}
+        done = {p.index for p, _own, _theirs in mg.peers[gw.index][h]}
         hosts = []
         for w, z in mg.linked[g, h]:
             if z.index not in done:
@@ -275,7 +275,7 @@ def _peer_shortcuts(graph: Graph, mg: _MetaGraph) -> None:
                     if h == g or gw is None:
                         continue
                     done = mg.covered[_group(x), h, gw]
-                    for z, _, _ in zs:
+                    for z, _own, _theirs in zs:
                         if z.index not in done and z.index not in added:
                             added.add(z.index)
                             mg.routes[xi].append(Route(z.address, 32, kif.addresses[0],

@@ -109,7 +109,7 @@ def _switch_parts(parts: Parts, plan: Plan) -> None:
     if not switches:
         return
     lans = [(seg, s) for seg, s in plan["segments"].items() if s["kind"] == "lan"]
-    nic = {m["node"]: m["interface"] for _, s in lans for m in s["members"]}
+    nic = {m["node"]: m["interface"] for _name, s in lans for m in s["members"]}
     parts.title += "".join(": LAN %s %s" % (seg, s["prefix"]) for seg, s in lans)
     for name, sw in switches.items():
         parts.hubs.append(Hub("sw:" + name, "switch", [name]))

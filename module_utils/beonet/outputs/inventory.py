@@ -58,7 +58,7 @@ def _lines(path):
     if not path or not path.endswith((".yml", ".yaml")) or not os.path.isfile(path):
         return {}
     with open(path, encoding="utf-8") as fh:
-        _, lines, _ = parse_yaml(fh.read(), path)
+        _data, lines, _problems = parse_yaml(fh.read(), path)
     return lines
 
 

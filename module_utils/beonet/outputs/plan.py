@@ -139,7 +139,7 @@ def node_plan(node: Node, everyone: Physical | None = None) -> NodePlan:
 
 def segment_plan(seg: Segment, everyone: Physical) -> SegmentPlan:
     members: list[MemberPlan] = []
-    for n, i, _ in seg.members:
+    for n, i, _host in seg.members:
         member: MemberPlan = {"node": n.name, "interface": everyone.get(n.name, {}).get(i.name, i.name)}
         if i.addresses and seg.routed:
             member["address"] = ip_text(i.addresses[0])
