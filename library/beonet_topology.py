@@ -93,13 +93,13 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from ansible.module_utils.beonet.compiler import pipeline
+    from ansible.module_utils.beonet.compiler import load, pipeline
     from ansible.module_utils.beonet.compiler.errors import CompileError, Problem
     from ansible.module_utils.beonet.outputs import dryrun, inventory
     from ansible.module_utils.beonet.outputs import plan as render
-    IMPORT_ERROR = None
-except ImportError as exc:  # netaddr, jsonschema or PyYAML missing on the controller
-    IMPORT_ERROR = exc
+    IMPORT_ERROR = load.missing_libraries()
+except ImportError as exc:  # beonet's module_utils incomplete on the controller
+    IMPORT_ERROR = str(exc)
 
 
 def _fail(module, problems):
@@ -171,8 +171,8 @@ def main():
         supports_check_mode=True,
     )
     if IMPORT_ERROR is not None:
-        module.fail_json(msg="beonet needs netaddr, jsonschema and PyYAML on the controller "
-                             "(run `make setup`): %s" % IMPORT_ERROR)
+        module.fail_json(msg="beonet needs the Python packages PyYAML and jsonschema on the "
+                             "controller (run `make setup`); missing: %s" % IMPORT_ERROR)
     run(module)
 
 

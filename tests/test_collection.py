@@ -25,7 +25,7 @@ from conftest import ROOT
 BIN = os.path.dirname(sys.executable)
 TOPOLOGY = ROOT / "topologies" / "routed-mesh-2x2.yml"
 NODES = ("node-0-0", "node-0-1", "node-1-0", "node-1-1")
-CORE = {"netaddr", "pyyaml", "jsonschema"}
+CORE = {"pyyaml", "jsonschema"}
 EXTRAS = {"lab", "plots", "dev"}
 
 
@@ -145,7 +145,7 @@ def test_built_collection_uses_fqcn_and_collection_imports(built):
     assert tarball.endswith("beonet-cluster-%s.tar.gz" % version)
     assert yaml.safe_load((tree / "galaxy.yml").read_text())["version"] == version
     assert yaml.safe_load((tree / "meta" / "runtime.yml").read_text())["requires_ansible"] == ">=2.16.0"
-    assert (tree / "requirements.txt").read_text().split()[-3:] == ["netaddr", "PyYAML", "jsonschema"]
+    assert (tree / "requirements.txt").read_text().split()[-2:] == ["PyYAML", "jsonschema"]
     for module in build.MODULES:
         text = (tree / "plugins" / "modules" / ("%s.py" % module)).read_text()
         assert "ansible.module_utils.beonet" not in text

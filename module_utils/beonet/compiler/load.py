@@ -9,16 +9,33 @@ Untrusted input stays bounded: a file is at most MAX_BYTES of UTF-8 text, nests
 at most MAX_DEPTH levels and its aliases expand to at most MAX_ALIAS_NODES
 nodes, so no document exhausts the stack or memory, and loading time grows
 with the file size only.
+
+PyYAML and jsonschema are imported when present: the command line always has
+them, an Ansible controller may not, and loading then raises ImportError
+naming what is missing (``missing_libraries``).
 """
 
+from __future__ import annotations
+
 import difflib
+import functools
 import math
 import re
-from typing import Any
+from ipaddress import IPv4Network
+from typing import Any, TypeAlias
 
-import yaml
-from jsonschema import Draft202012Validator, FormatChecker, validators
-from netaddr import AddrFormatError, IPNetwork
+try:
+    import yaml
+except ImportError as exc:
+    YAML_IMPORT_ERROR: ImportError | None = exc
+else:
+    YAML_IMPORT_ERROR = None
+try:
+    from jsonschema import Draft202012Validator, FormatChecker, validators
+except ImportError as exc:
+    JSONSCHEMA_IMPORT_ERROR: ImportError | None = exc
+else:
+    JSONSCHEMA_IMPORT_ERROR = None
 
 from .errors import Problems
 from .schema import MAX_LAN, MAX_NODES, SCHEMA
@@ -28,10 +45,25 @@ MAX_DEPTH = 50
 MAX_ALIAS_NODES = 100_000
 _TOO_DEEP = "YAML nesting deeper than %d levels" % MAX_DEPTH
 _BRACKETS = re.compile(r"[\[\]{}]")
-_FAST: type | None = getattr(yaml, "CSafeLoader", None)
+_FAST: type | None = None if YAML_IMPORT_ERROR else getattr(yaml, "CSafeLoader", None)
+_SafeLoader: Any = object if YAML_IMPORT_ERROR else yaml.SafeLoader
 
-PathPart = str | int
+PathPart: TypeAlias = "str | int"
 Lines = dict[str, int]
+
+
+def missing_libraries() -> str | None:
+    """None when loading can work here, else which of PyYAML and jsonschema are missing and why."""
+    missing = ["%s (%s)" % (name, error) for name, error in
+               (("PyYAML", YAML_IMPORT_ERROR), ("jsonschema", JSONSCHEMA_IMPORT_ERROR)) if error]
+    return ", ".join(missing) or None
+
+
+def _require_libraries() -> None:
+    missing = missing_libraries()
+    if missing:
+        raise ImportError("loading a topology needs the Python packages PyYAML and jsonschema; "
+                          "missing: %s" % missing)
 
 
 def join_path(path: str, key: PathPart) -> str:
@@ -66,7 +98,7 @@ def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(_SafeLoader):
     """The safe loader, refusing nesting deeper than MAX_DEPTH.
 
     Flow collections are counted while scanning (the scanner would otherwise
@@ -193,6 +225,7 @@ def _flow_depth(text: str) -> int:
 
 def _compose(text: str, problems: Problems, loader_class: type) -> tuple[Any, Lines]:
     """Compose with one loader class and build the data; problems collects what is wrong."""
+    _require_libraries()
     loader: Any = None
     builder: _Builder | None = None
     data: Any = None
@@ -242,14 +275,10 @@ def parse_yaml(text: str, file: str | None) -> tuple[Any, Lines, Problems]:
     return (None if problems else data), lines, problems
 
 
-_format_checker = FormatChecker()
-
-
-@_format_checker.checks("ipv4-network", raises=(AddrFormatError, ValueError, TypeError))
 def _is_ipv4_network(value: object) -> bool:
     if not isinstance(value, str):
         return True
-    return str(IPNetwork(value, version=4).cidr) == value   # canonical: no host bits, mask, spaces
+    return str(IPv4Network(value, strict=False)) == value   # canonical: no host bits, mask, spaces
 
 
 def _is_integer(_checker: object, value: object) -> bool:
@@ -257,10 +286,18 @@ def _is_integer(_checker: object, value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_Validator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
-_validator = _Validator(SCHEMA, format_checker=_format_checker)
+@functools.cache
+def _schema_validator() -> Any:
+    """The JSON Schema validator of topologies, with beonet's formats and integer type."""
+    _require_libraries()
+    format_checker = FormatChecker()
+    format_checker.checks("ipv4-network", raises=(ValueError, TypeError))(_is_ipv4_network)
+    validator_class = validators.extend(
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+    return validator_class(SCHEMA, format_checker=format_checker)
+
+
 _TYPE_WORDS = {"integer": "an integer", "string": "a string", "object": "a mapping",
                "array": "a list", "number": "a number", "boolean": "true or false"}
 
@@ -346,7 +383,7 @@ def _semantic(data: dict[str, Any], problems: Problems) -> None:
     ids = [(i, n.get("id")) for i, n in enumerate(custom.get("nodes", []))
            if isinstance(n, dict) and "id" in n]
     _unique(ids, "custom.nodes", problems, "node id")
-    known = {v for _, v in names}
+    known = {v for _index, v in names}
     segs = custom.get("segments", [])
     links = custom.get("links", [])
     _unique([(i, s["name"]) for i, s in enumerate(segs)], "custom.segments",
@@ -398,7 +435,7 @@ def validate(data: Any, file: str | None, lines: Lines) -> Problems:
         problems.add("", "a topology must be a YAML mapping (got %s)"
                      % ("an empty file" if data is None else type(data).__name__))
         return problems
-    for error in sorted(_validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+    for error in sorted(_schema_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         if error.validator in ("if", "allOf"):
             continue
         for parts, msg in _schema_messages(error):
