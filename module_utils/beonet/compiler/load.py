@@ -22,7 +22,7 @@ import functools
 import math
 import re
 from ipaddress import IPv4Network
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 try:
     import yaml
@@ -46,7 +46,10 @@ MAX_ALIAS_NODES = 100_000
 _TOO_DEEP = "YAML nesting deeper than %d levels" % MAX_DEPTH
 _BRACKETS = re.compile(r"[\[\]{}]")
 _FAST: type | None = None if YAML_IMPORT_ERROR else getattr(yaml, "CSafeLoader", None)
-_SafeLoader: Any = object if YAML_IMPORT_ERROR else yaml.SafeLoader
+if TYPE_CHECKING:
+    from yaml import SafeLoader as _SafeLoader
+else:
+    _SafeLoader = object if YAML_IMPORT_ERROR else yaml.SafeLoader
 
 PathPart: TypeAlias = "str | int"
 Lines = dict[str, int]
