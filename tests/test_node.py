@@ -569,3 +569,10 @@ def test_ansible_refuses_a_newer_plan_format_before_any_change():
     assert res.returncode != 0
     assert ("node01: plan_format 2 is newer than this beonet_node understands (1); "
             "update the collection") in res.stdout, res.stdout + res.stderr
+
+
+def test_atomic_write_writes_into_a_device_instead_of_replacing_it():
+    import stat
+    files.atomic_write("/dev/null", "plan\n")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert not [n for n in os.listdir("/dev") if n.startswith(".null.")]

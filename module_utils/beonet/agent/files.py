@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 
 
 def _fsync_folder(folder: str) -> None:
@@ -24,6 +25,20 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
+def _is_special(path: str) -> bool:
+    """Whether path is an existing device, pipe or socket (``-o /dev/null``, a FIFO)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _write_through(path: str, text: str | bytes) -> None:
+    """Write into a device or pipe as it is: renaming over it would replace it."""
+    with open(path, "wb") as fh:
+        fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+
+
 def atomic_write(path: str, text: str | bytes, mode: int | None = None,
                  durable: bool = True) -> None:
     """Write text (UTF-8; bytes as they are) to path through a temporary file in the same folder.
@@ -32,10 +47,14 @@ def atomic_write(path: str, text: str | bytes, mode: int | None = None,
     temporary file is written, flushed to disk, given its mode and renamed over
     path. mode: the file's permission bits; None keeps those of the file it
     replaces, or gives a new file the umask's default (as ``open`` would). On
-    any error the temporary file is removed and path is left as it was.
+    any error the temporary file is removed and path is left as it was. An
+    existing device, pipe or socket (``/dev/null``) is written into, never replaced.
     durable=False skips the flushes to disk (still atomic, not crash-safe): for
     many generated files at once, such as the CLI's outputs."""
     path = os.path.abspath(path)
+    if _is_special(path):
+        _write_through(path, text)
+        return
     folder = os.path.dirname(path)
     os.makedirs(folder, 0o755, exist_ok=True)
     if mode is None:
