@@ -296,8 +296,8 @@ def test_the_dry_run_shows_links_mtu_bonds_forwarding_ruleset_and_offloads():
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/custom-example.yml")))
     head = dryrun.ip_route_text(plan["nodes"]["head"], "head")
     assert head.splitlines()[1:] == [
-        "sysctl -w net.ipv4.ip_forward=1",
         "nft -f /etc/nftables.d/beonet.nft",
+        "sysctl -w net.ipv4.ip_forward=1",
         "ip link add bond0 address 02:be:0a:14:00:01 type bond mode balance-rr miimon 100",
         "ip link set eth1 down", "ip link set eth1 master bond0",
         "ip link set eth2 down", "ip link set eth2 master bond0",
@@ -318,7 +318,7 @@ def test_forwarding_and_ruleset_change_only_where_they_differ(mesh):
     digest, ruleset = node.forward_ruleset(["10.0.0.0/24"])
     assert node.forwarding_actions(n, ["10.0.0.0/24"], "1\n", ruleset) == []
     assert node.forwarding_actions(n, ["10.0.0.0/24"], "0\n", None) == [
-        ["sysctl", "-w", "net.ipv4.ip_forward=1"], ["nft", "-f", node.NFT_PATH]]
+        ["nft", "-f", node.NFT_PATH], ["sysctl", "-w", "net.ipv4.ip_forward=1"]]  # filter first
     other = node.forward_ruleset(["10.9.0.0/24"])[1]          # another topology's ruleset
     assert node.forwarding_actions(n, ["10.0.0.0/24"], "1", other) == [["nft", "-f", node.NFT_PATH]]
     leaf = dict(n, forwarding=False)

@@ -270,15 +270,17 @@ def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
 
     forwarding: the live /proc/sys/net/ipv4/ip_forward; nft_table: the live
     ``nft list table inet beonet`` (None when there is no such table). The
-    ruleset is loaded from the persistent file, written before."""
+    ruleset is loaded from the persistent file, written before. The filter is in
+    place before forwarding is turned on, and forwarding is off before it goes."""
     want = "1" if n["forwarding"] else "0"
-    actions = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
+    sysctl = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
     if n["forwarding"]:
         if "beonet-ruleset %s" % forward_ruleset(prefixes)[0] not in (nft_table or ""):
-            actions.append(["nft", "-f", NFT_PATH])
-    elif nft_table is not None:
-        actions.append(["nft", "delete", "table", "inet", "beonet"])
-    return actions
+            return [["nft", "-f", NFT_PATH]] + sysctl
+        return sysctl
+    if nft_table is not None:
+        return sysctl + [["nft", "delete", "table", "inet", "beonet"]]
+    return sysctl
 
 
 def _tso_off_bonds(n: NodePlan) -> list[str]:
