@@ -132,3 +132,11 @@ def test_the_verify_module_documentation_parses():
     res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-M", "library",
                           "beonet_verify"], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0 and "route_diff" in res.stdout, res.stderr
+
+
+def test_an_inventory_that_is_not_utf8_is_an_input_error(tmp_path, capsys):
+    inv = tmp_path / "hosts.yml"
+    inv.write_bytes(b"beonet_nodes:\n  hosts:\n    node01: {}\n# caf\xe9\n")
+    assert cli.main(["routes", str(ROOT / "topologies/single-net.yml"), "-i", str(inv)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith(str(inv) + ":")

@@ -6,25 +6,30 @@ be an inventory host, every logical NIC of a host with a map must be mapped,
 and no NIC may map to the management interface.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 from ..compiler.errors import Problems
-from ..compiler.load import parse_yaml
+from ..compiler.load import parse_yaml, read_text
+from ..compiler.model import Graph
+
+HostVars = dict[str, dict[str, Any]]
 
 VAR = "beonet_interfaces"
 
 
-def read_inventory(path):
+def read_inventory(path: str) -> tuple[HostVars, Problems]:
     """Return ({host: vars}, problems) using ansible-inventory (any format)."""
     problems = Problems(path)
     problems.stage = "inventory"
-    exe = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
-    if not os.path.exists(exe):
-        exe = shutil.which("ansible-inventory")
+    beside = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
+    exe = beside if os.path.exists(beside) else shutil.which("ansible-inventory")
     if not os.path.exists(path):
         problems.add("", "no such inventory")
         return {}, problems
@@ -37,7 +42,7 @@ def read_inventory(path):
         problems.add("", "ansible-inventory failed: %s" % proc.stderr.strip().splitlines()[-1:])
         return {}, problems
     data = json.loads(proc.stdout)
-    hosts = dict(data.get("_meta", {}).get("hostvars", {}))
+    hosts: HostVars = dict(data.get("_meta", {}).get("hostvars", {}))
     for group, body in data.items():
         if group != "_meta" and isinstance(body, dict):
             for h in body.get("hosts", []):
@@ -45,7 +50,7 @@ def read_inventory(path):
     return hosts, problems
 
 
-def management_of(hosts):
+def management_of(hosts: HostVars) -> str | None:
     """The inventory's beonet_management_interface, when every host that sets it
     agrees (as the beonet_topology module receives it); otherwise None, and the
     topology's own management interface applies."""
@@ -54,15 +59,17 @@ def management_of(hosts):
     return values.pop() if len(values) == 1 else None
 
 
-def _lines(path):
+def _lines(path: str) -> dict[str, int]:
     if not path or not path.endswith((".yml", ".yaml")) or not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8") as fh:
-        _data, lines, _problems = parse_yaml(fh.read(), path)
+    text, _unreadable = read_text(path)   # not UTF-8 or too big: no line numbers
+    if text is None:
+        return {}
+    _data, lines, _problems = parse_yaml(text, path)
     return lines
 
 
-def _key(lines, host, *rest):
+def _key(lines: dict[str, int], host: str, *rest: str) -> tuple[str, int | None]:
     """The inventory's own key path for a host variable, and its line."""
     tail = ".".join(("hosts", host) + rest)
     for path, line in lines.items():
@@ -74,14 +81,15 @@ def _key(lines, host, *rest):
     return tail, None
 
 
-def physical_names(graph, hosts, file, management=None):
+def physical_names(graph: Graph, hosts: HostVars, file: str, management: str | None = None
+                   ) -> tuple[dict[str, dict[str, str]], Problems]:
     """Return ({node: {logical: physical}}, Problems). management overrides the
     topology's management interface ("none": Ansible uses no NIC, as in labs)."""
     management = graph.management if management is None else management
     lines = _lines(file)
     problems = Problems(file, lines)
     problems.stage = "inventory"
-    out = {}
+    out: dict[str, dict[str, str]] = {}
     for node in graph.nodes:
         if node.name not in hosts:
             problems.add("hosts.%s" % node.name, "the inventory lacks node '%s' of the topology"
@@ -95,8 +103,8 @@ def physical_names(graph, hosts, file, management=None):
             problems.add(path, "must be a mapping of logical to physical NIC names",
                          file=file, line=line)
             continue
-        mapping = {}
-        used = {}
+        mapping: dict[str, str] = {}
+        used: dict[str, str] = {}
         for iface in node.interfaces:
             if iface.kind != "ethernet":
                 continue
