@@ -87,10 +87,8 @@ errors:
   elements: str
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 try:
     from ansible.module_utils.beonet.compiler import load, pipeline
@@ -140,21 +138,14 @@ def run(module):
                                for b in plan["nodes"] if b != a} for a in plan["nodes"]}
     if p["dest"]:
         text = render.dumps(plan)
-        old = None
-        if os.path.exists(p["dest"]):
-            with open(p["dest"], encoding="utf-8") as fh:
-                old = fh.read()
+        old = read_text(p["dest"])
         if old != text:
             result["changed"] = True
             if module._diff:
                 result["diff"] = {"before": old or "", "after": text,
                                   "before_header": p["dest"], "after_header": p["dest"]}
             if not module.check_mode:
-                folder = os.path.dirname(os.path.abspath(p["dest"]))
-                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".beonet-")
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                module.atomic_move(tmp, p["dest"])
+                atomic_write(p["dest"], text)
     module.exit_json(**result)
 
 

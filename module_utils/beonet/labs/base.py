@@ -15,6 +15,8 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
+from ..agent.files import atomic_write
+
 Plan = Mapping[str, Any]                 # a plan (outputs.plan.Plan) as the labs read it
 Record = dict[str, Any]
 
@@ -63,12 +65,7 @@ def state_dir(root: str, topology: str, name: str | None = None) -> str:
 
 def save_state(folder: str, filename: str, record: Record) -> None:
     """Write the state record (atomically: a crash never leaves half a record)."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, filename)
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(record, fh, indent=2)
-        fh.write("\n")
-    os.replace(path + ".tmp", path)
+    atomic_write(os.path.join(folder, filename), json.dumps(record, indent=2) + "\n")
 
 
 def load_state(folder: str, filename: str) -> Record | None:
