@@ -120,6 +120,8 @@ class Segment:
     pool_dim: int = 0               # mesh: the dimension whose block of the pool holds the slot
     channel_of: Segment | None = None  # channel: the IP segment its bonds carry
     groups: tuple[int, int] | None = None  # metagraph p2p: (g, h)
+    ports: int | None = None        # port count of its switches (None: not given)
+    ports_key: str = "switch.ports"  # the topology key that gives `ports`
 
     @property
     def routed(self) -> bool:

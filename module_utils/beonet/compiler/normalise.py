@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from ..cabling import sheet as cabling
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
@@ -54,6 +55,7 @@ class Builder:
         mgmt = self.data.get("management", {}).get("interface", DEFAULTS["management"])
         self.graph = Graph(self.data["name"], self.data["family"])
         self.graph.management = mgmt
+        self.ports: int | None = self.data.get("switch", {}).get("ports")
         self.names = _Names(mgmt)
 
     # -- helpers shared by the families ------------------------------------
@@ -79,7 +81,8 @@ class Builder:
 
     def segment(self, name: str, kind: str, rate: int, mtu: int | None = None, slot: int = 0,
                 dim: int = 0) -> Segment:
-        seg = Segment(name, kind, rate, mtu or self.mtu, pool_slot=slot, pool_dim=dim)
+        seg = Segment(name, kind, rate, mtu or self.mtu, pool_slot=slot, pool_dim=dim,
+                      ports=self.ports)
         self.graph.segments.append(seg)
         return seg
 
@@ -126,6 +129,7 @@ class Builder:
         for k in range(count):
             ch = self.segment("%s-ch%d" % (seg.name, k), "channel", seg.rate_mbit, seg.mtu)
             ch.channel_of = seg
+            ch.ports, ch.ports_key = seg.ports, seg.ports_key
             out.append(ch)
         return out
 
@@ -277,6 +281,8 @@ class Builder:
             rate = s.get("rate_mbit", self.rate)
             seg = self.segment(s["name"], "lan", rate, s.get("mtu"), slot=i)
             seg.prefix_fixed = s.get("prefix")
+            if "ports" in s:
+                seg.ports, seg.ports_key = s["ports"], "custom.segments[%d].ports" % i
             k = s.get("channels", 1)
             chans = self.channels_for(seg, k) if k > 1 else None
             for m in s["members"]:
@@ -377,4 +383,6 @@ def normalise(source: Source) -> tuple[Graph | None, Problems]:
         getattr(b, family)(source.data[family])
     except _Stop:
         pass
+    if not b.problems:
+        cabling.check_ports(b.graph, b.problems)
     return (None if b.problems else b.graph), b.problems

@@ -1,0 +1,1 @@
+"""The cabling sheet: every cable of a compiled topology with both of its ends."""
