@@ -1,0 +1,450 @@
+"""Discovery of how a node's NICs are really cabled: what the ``beonet_discover`` module runs.
+
+Standard library only, Python 3.8 (it travels to the node inside the module).
+
+Every candidate NIC (Ethernet, not loopback, not a management NIC, not a
+bridge, bond, VLAN, tunnel or other virtual device; veths only when asked)
+sends a small beacon frame, broadcast with the local experimental EtherType
+0x88B5, every quarter second for the window, while the node records the
+beacons of the same run that each NIC receives. Every node of the cluster runs
+the same window at about the same time, so each NIC ends up with the list of
+NICs (node, NIC, MAC) it reaches at layer 2: through a cable, a hub or a switch.
+
+No address is touched. A NIC that was down is brought up for the window with
+IPv6 turned off on it (so the kernel gives it no link-local address and sends
+nothing of its own), and is put back down, with IPv6 as it was, afterwards,
+also on error or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import ipaddress
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+FORMAT = 1
+ETHERTYPE = 0x88B5                 # IEEE local experimental EtherType 1
+ETH_P_ALL = 0x0003
+BROADCAST = b"\xff" * 6
+MIN_FRAME = 60                     # shortest Ethernet frame without its FCS
+MAX_PAYLOAD = 1500
+PACKET_OUTGOING = 4                # pkttype of our own frames seen by an ETH_P_ALL socket
+SO_ATTACH_FILTER = 26
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+SIOCETHTOOL = 0x8946
+ETHTOOL_GDRVINFO = 0x3
+IFF_UP = 0x1
+ARPHRD_ETHER = 1
+INTERVAL = 0.25                    # seconds between two beacons of a NIC
+CARRIER_WAIT = 3.0                 # seconds a NIC brought up gets to find its carrier (probe only)
+MAX_WINDOW = 3600.0
+SYS = "/sys/class/net"
+PROC = "/proc"
+# uevent DEVTYPE of the virtual devices that are never candidates
+DEVTYPES = {"bridge": "bridge", "bond": "bond", "vlan": "vlan", "wlan": "wireless",
+            "macvlan": "macvlan", "ipvlan": "ipvlan", "vxlan": "vxlan"}
+# (sysfs entry, why): a device with that entry is never a candidate
+MARKERS = (("bridge", "bridge"), ("bonding", "bond"), ("tun_flags", "tun"),
+           ("wireless", "wireless"), ("phy80211", "wireless"))
+
+if TYPE_CHECKING:
+    Neighbour = tuple[str, str, str]   # (node, NIC, MAC)
+    Driver = Callable[[str], str | None]
+
+
+class DiscoveryError(Exception):
+    """Discovery could not run; the message names the node and the NIC."""
+
+
+def mac_bytes(mac: str) -> bytes:
+    parts = mac.split(":")
+    if len(parts) != 6:
+        raise ValueError("not a MAC address: %r" % mac)
+    return bytes(int(p, 16) for p in parts)
+
+
+def encode_beacon(run: str, node: str, nic: str, mac: str) -> bytes:
+    """The broadcast frame NIC nic of node sends in run (padded to the shortest frame)."""
+    payload = json.dumps({"beonet": 1, "run": run, "node": node, "nic": nic, "mac": mac},
+                         sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if len(payload) > MAX_PAYLOAD:
+        raise DiscoveryError("%s: the beacon of %s is %d bytes, more than a frame holds "
+                             "(shorten the node name or the run id)" % (node, nic, len(payload)))
+    frame = BROADCAST + mac_bytes(mac) + struct.pack("!H", ETHERTYPE) + payload
+    return frame.ljust(MIN_FRAME, b"\0")
+
+
+def decode_beacon(frame: bytes, run: str) -> Neighbour | None:
+    """(node, NIC, MAC) of a beacon of this run; None for any other frame."""
+    if len(frame) < 15 or frame[12:14] != struct.pack("!H", ETHERTYPE):
+        return None
+    try:
+        data = json.loads(frame[14:].rstrip(b"\0").decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("beonet") != 1 or data.get("run") != run:
+        return None
+    fields = (data.get("node"), data.get("nic"), data.get("mac"))
+    if not all(isinstance(f, str) and f for f in fields):
+        return None
+    return (str(fields[0]), str(fields[1]), str(fields[2]))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def ethtool_driver(name: str) -> str | None:
+    """The driver of a NIC (ETHTOOL_GDRVINFO), None when the kernel does not say."""
+    import array
+    import fcntl
+    buf = array.array("B", struct.pack("=I", ETHTOOL_GDRVINFO) + b"\0" * 192)
+    ifreq = struct.pack("16sP", name.encode()[:15], buf.buffer_info()[0]).ljust(40, b"\0")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+    except OSError:
+        return None
+    return buf.tobytes()[4:36].split(b"\0", 1)[0].decode("ascii", "replace") or None
+
+
+def _devtype(base: str) -> str | None:
+    for line in (_read(os.path.join(base, "uevent")) or "").splitlines():
+        if line.startswith("DEVTYPE="):
+            return line[len("DEVTYPE="):]
+    return None
+
+
+def _virtual_kind(base: str) -> str | None:
+    """Why a device is a bridge, bond, VLAN, tunnel, wireless...; None for a plain NIC."""
+    devtype = _devtype(base)
+    if devtype:
+        return DEVTYPES.get(devtype, devtype)
+    for entry, why in MARKERS:
+        if os.path.exists(os.path.join(base, entry)):
+            return why
+    return None
+
+
+def skip_reason(name: str, sysfs: str, management: Iterable[str], include_virtual: bool,
+                exclude: Iterable[str], driver: Driver = ethtool_driver) -> str | None:
+    """Why NIC name is not a candidate for discovery; None when it is one."""
+    base = os.path.join(sysfs, name)
+    kind = _read(os.path.join(base, "type"))
+    if name == "lo" or kind == "772":
+        return "loopback"
+    if name in management:
+        return "management"
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in exclude):
+        return "excluded"
+    if kind != str(ARPHRD_ETHER):
+        return "not Ethernet (type %s)" % (kind or "unknown")
+    virtual = _virtual_kind(base)
+    if virtual:
+        return virtual
+    if os.path.exists(os.path.join(base, "device")):
+        return None
+    found = driver(name)
+    if found == "veth":
+        return None if include_virtual else "veth (include_virtual admits it)"
+    return found or "virtual"
+
+
+def candidates(sysfs: str, management: Iterable[str], include_virtual: bool,
+               exclude: Iterable[str], driver: Driver = ethtool_driver
+               ) -> tuple[list[str], list[dict[str, str]]]:
+    """(candidate NIC names, [{name, why}] of the others), both sorted by name."""
+    management = set(management)
+    exclude = list(exclude)
+    chosen: list[str] = []
+    skipped: list[dict[str, str]] = []
+    for name in sorted(os.listdir(sysfs)):
+        why = skip_reason(name, sysfs, management, include_virtual, exclude, driver)
+        if why is None:
+            chosen.append(name)
+        else:
+            skipped.append({"name": name, "why": why})
+    return chosen, skipped
+
+
+def default_route_nics(proc: str = PROC) -> set[str]:
+    """The NICs holding an IPv4 or IPv6 default route."""
+    found: set[str] = set()
+    for line in (_read(os.path.join(proc, "net/route")) or "").splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8 and f[1] == "00000000" and f[7] == "00000000":
+            found.add(f[0])
+    for line in (_read(os.path.join(proc, "net/ipv6_route")) or "").splitlines():
+        f = line.split()
+        if len(f) == 10 and f[0] == "0" * 32 and f[1] == "00" and f[9] != "lo":
+            found.add(f[9])
+    return found
+
+
+def address_nics(address: str, ip_output: str) -> set[str]:
+    """The NICs of ``ip -o addr show`` output that hold address."""
+    try:
+        wanted = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return set()
+    found: set[str] = set()
+    for line in ip_output.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[2] in ("inet", "inet6"):
+            try:
+                if ipaddress.ip_interface(f[3]).ip == wanted:
+                    found.add(f[1].split("@")[0])
+            except ValueError:
+                continue
+    return found
+
+
+def _connection_nics() -> set[str]:
+    """The NICs holding the address this SSH session came in on (none without SSH)."""
+    fields = os.environ.get("SSH_CONNECTION", "").split()
+    if len(fields) != 4:
+        return set()
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True,
+                             timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return address_nics(fields[2], out)
+
+
+def management_nics(explicit: Iterable[str], proc: str = PROC) -> list[str]:
+    """The NICs discovery never touches: those given, the default route's and the SSH session's."""
+    return sorted(set(explicit) | default_route_nics(proc) | _connection_nics())
+
+
+def _ifreq_flags(name: str, flags: int | None = None) -> int:
+    """The interface flags of name (SIOCGIFFLAGS), or set them (SIOCSIFFLAGS)."""
+    import fcntl
+    request = struct.pack("16sH", name.encode()[:15], flags or 0).ljust(40, b"\0")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        reply = fcntl.ioctl(s.fileno(), SIOCGIFFLAGS if flags is None else SIOCSIFFLAGS, request)
+    return int(struct.unpack("16sH", reply[:18])[1])
+
+
+def is_up(name: str) -> bool:
+    return bool(_ifreq_flags(name) & IFF_UP)
+
+
+def set_up(name: str, up: bool) -> None:
+    flags = _ifreq_flags(name)
+    _ifreq_flags(name, flags | IFF_UP if up else flags & ~IFF_UP)
+
+
+def _has_ipv6_address(name: str, proc: str) -> bool:
+    return any(line.split()[-1:] == [name]
+               for line in (_read(os.path.join(proc, "net/if_inet6")) or "").splitlines())
+
+
+def _silence_ipv6(name: str, proc: str) -> str | None:
+    """Turn IPv6 off on a down NIC that has no IPv6 address; the path to turn it back on."""
+    path = os.path.join(proc, "sys/net/ipv6/conf", name, "disable_ipv6")
+    if _read(path) != "0" or _has_ipv6_address(name, proc):
+        return None
+    _write(path, "1")
+    return path
+
+
+@contextlib.contextmanager
+def links_up(node: str, names: Iterable[str], proc: str = PROC) -> Iterator[list[str]]:
+    """Bring the NICs that are down up, and yield their names; put them back as they were
+    on leaving, also on error."""
+    raised: list[tuple[str, str | None]] = []
+    try:
+        for name in names:
+            try:
+                if is_up(name):
+                    continue
+                raised.append((name, None))
+                raised[-1] = (name, _silence_ipv6(name, proc))
+                set_up(name, True)
+            except OSError as exc:
+                raise DiscoveryError("%s: bringing %s up for discovery failed: %s"
+                                     % (node, name, exc)) from exc
+        yield [name for name, _ in raised]
+    finally:
+        _put_back(node, raised)
+
+
+def _put_back(node: str, raised: list[tuple[str, str | None]]) -> None:
+    failures = []
+    for name, ipv6 in reversed(raised):
+        try:
+            set_up(name, False)
+            if ipv6:
+                _write(ipv6, "0")
+        except OSError as exc:
+            failures.append("%s: putting %s back down failed: %s" % (node, name, exc))
+    if failures:
+        raise DiscoveryError("; ".join(failures))
+
+
+def carrier(sysfs: str, name: str) -> bool:
+    return _read(os.path.join(sysfs, name, "carrier")) == "1"
+
+
+def wait_for_carrier(sysfs: str, names: list[str], seconds: float = CARRIER_WAIT) -> None:
+    """Wait until every NIC of names has its carrier, at most seconds."""
+    end = time.monotonic() + seconds
+    while names and time.monotonic() < end and not all(carrier(sysfs, n) for n in names):
+        time.sleep(0.1)
+
+
+def _bpf_beacons_only() -> bytes:
+    """A classic BPF program keeping the frames of EtherType 0x88B5 only."""
+    return b"".join(struct.pack("=HBBI", *insn) for insn in (
+        (0x28, 0, 0, 12),           # ldh [12]
+        (0x15, 0, 1, ETHERTYPE),    # jeq #ETHERTYPE, keep, drop
+        (0x06, 0, 0, 0xFFFF),       # keep: ret #65535
+        (0x06, 0, 0, 0)))           # drop: ret #0
+
+
+def open_socket(node: str, name: str) -> socket.socket:
+    """A raw socket on NIC name seeing every frame the NIC receives (bond and bridge
+    members too), filtered to beacons where the kernel allows."""
+    import array
+    try:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    except OSError as exc:
+        raise DiscoveryError("%s: opening a raw socket failed (discovery runs as root): %s"
+                             % (node, exc)) from exc
+    try:
+        program = array.array("B", _bpf_beacons_only())
+        fprog = struct.pack("HP", len(program) // 8, program.buffer_info()[0])
+        with contextlib.suppress(OSError):
+            s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+        s.bind((name, ETH_P_ALL))
+        s.setblocking(False)
+    except OSError as exc:
+        s.close()
+        raise DiscoveryError("%s: listening on %s failed: %s" % (node, name, exc)) from exc
+    return s
+
+
+def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbour]) -> None:
+    """Record every beacon of this run waiting on socket s (not our own)."""
+    while True:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+        if len(addr) > 2 and addr[2] == PACKET_OUTGOING:
+            continue
+        beacon = decode_beacon(frame, run)
+        if beacon and beacon[:2] != (node, nic):
+            heard.add(beacon)
+
+
+def exchange(node: str, run: str, socks: dict[str, socket.socket], frames: dict[str, bytes],
+             window: float) -> dict[str, set[Neighbour]]:
+    """Send every NIC's beacon every INTERVAL (jittered) for window seconds and record,
+    per NIC, the beacons it receives."""
+    heard: dict[str, set[Neighbour]] = {name: set() for name in socks}
+    by_fd = {s.fileno(): name for name, s in socks.items()}
+    end = time.monotonic() + window
+    next_send = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            return heard
+        if now >= next_send:
+            for name, s in socks.items():
+                with contextlib.suppress(OSError):     # no carrier yet: try again next time
+                    s.send(frames[name])
+            next_send = now + INTERVAL * random.uniform(0.8, 1.2)
+        ready, _w, _x = select.select(list(socks.values()), [], [],
+                                      max(0.0, min(next_send, end) - time.monotonic()))
+        for s in ready:
+            name = by_fd[s.fileno()]
+            _receive(s, name, node, run, heard[name])
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit while discovery runs, so links are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit("discovery stopped by signal %d" % signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _listen(node: str, run: str, nics: list[str], sysfs: str,
+            window: float) -> dict[str, set[Neighbour]]:
+    socks: dict[str, socket.socket] = {}
+    try:
+        for name in nics:
+            socks[name] = open_socket(node, name)
+        frames = {name: encode_beacon(run, node, name, _read(os.path.join(sysfs, name, "address"))
+                                      or "00:00:00:00:00:00") for name in nics}
+        return exchange(node, run, socks, frames, window)
+    finally:
+        for s in socks.values():
+            s.close()
+
+
+def check_window(window: float) -> str | None:
+    if not 0 < window <= MAX_WINDOW:
+        return "window must be more than 0 and at most %d seconds, not %s" % (MAX_WINDOW, window)
+    return None
+
+
+def discover(node: str, run: str, window: float, management: Iterable[str] = (),
+             include_virtual: bool = False, exclude: Iterable[str] = (),
+             probe_only: bool = False, sysfs: str = SYS, proc: str = PROC) -> dict[str, Any]:
+    """The discovery report of this node (see the module's RETURN)."""
+    problem = check_window(window)
+    if problem and not probe_only:
+        raise DiscoveryError("%s: %s" % (node, problem))
+    mgmt = management_nics(management, proc)
+    nics, skipped = candidates(sysfs, mgmt, include_virtual, exclude)
+    heard: dict[str, set[Neighbour]] = {name: set() for name in nics}
+    with _sigterm_as_exit(), links_up(node, nics, proc) as raised:
+        if probe_only:
+            wait_for_carrier(sysfs, raised)
+        else:
+            heard = _listen(node, run, nics, sysfs, window)
+        carriers = {name: carrier(sysfs, name) for name in nics}
+    return {"format": FORMAT, "node": node, "run": run, "management": mgmt,
+            "probe_only": probe_only,
+            "nics": [{"name": name, "mac": _read(os.path.join(sysfs, name, "address")) or "",
+                      "carrier": carriers[name], "was_up": name not in raised,
+                      "neighbours": [{"node": n, "nic": i, "mac": m} for n, i, m in sorted(heard[name])]}
+                     for name in nics],
+            "skipped": skipped}

@@ -1,0 +1,365 @@
+"""Discovery of the real cabling: beacon frames, candidate NICs, and a real run
+in network namespaces (a switch, a hub, a cable, a NIC going nowhere, a NIC that
+was down and must be put back down)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+
+from beonet.agent import discover as d
+
+RUN = "r1"
+
+
+# -- beacon frames ---------------------------------------------------------------------------
+
+def test_a_beacon_round_trips_and_is_a_broadcast_of_the_experimental_ethertype():
+    frame = d.encode_beacon(RUN, "node07", "enp3s0f1", "02:00:00:00:00:07")
+    assert frame[:6] == b"\xff" * 6
+    assert frame[6:12] == bytes([2, 0, 0, 0, 0, 7])
+    assert frame[12:14] == b"\x88\xb5"
+    assert len(frame) >= d.MIN_FRAME
+    assert d.decode_beacon(frame, RUN) == ("node07", "enp3s0f1", "02:00:00:00:00:07")
+
+
+def test_a_beacon_padded_on_the_way_still_decodes():
+    frame = d.encode_beacon("", "n", "e", "02:00:00:00:00:01") + b"\0" * 30
+    assert d.decode_beacon(frame, "") == ("n", "e", "02:00:00:00:00:01")
+
+
+def _frame(payload, ethertype=b"\x88\xb5"):
+    return b"\xff" * 6 + b"\x02" * 6 + ethertype + payload
+
+
+@pytest.mark.parametrize("frame", [
+    d.encode_beacon("other-run", "n", "e", "02:00:00:00:00:01"),
+    _frame(json.dumps({"beonet": 1, "run": RUN, "node": "n", "nic": "e", "mac": "m"}).encode(),
+           ethertype=b"\x08\x00"),
+    _frame(b"not json"),
+    _frame(b"\xff\xfe"),
+    _frame(b"[1, 2]"),
+    _frame(json.dumps({"beonet": 2, "run": RUN, "node": "n", "nic": "e", "mac": "m"}).encode()),
+    _frame(json.dumps({"beonet": 1, "run": RUN, "node": "n", "nic": 3, "mac": "m"}).encode()),
+    _frame(json.dumps({"beonet": 1, "run": RUN, "node": "", "nic": "e", "mac": "m"}).encode()),
+    b"\xff" * 12,
+], ids=["other run", "other ethertype", "not json", "not utf-8", "not an object",
+        "other format", "nic not a string", "empty node", "truncated"])
+def test_anything_but_a_beacon_of_this_run_is_ignored(frame):
+    assert d.decode_beacon(frame, RUN) is None
+
+
+def test_a_beacon_too_long_for_a_frame_is_refused_naming_node_and_nic():
+    with pytest.raises(d.DiscoveryError, match="node07: the beacon of eth1 is .* bytes"):
+        d.encode_beacon("x" * 1600, "node07", "eth1", "02:00:00:00:00:01")
+
+
+@pytest.mark.parametrize("window", [0, -1, d.MAX_WINDOW + 1])
+def test_a_window_out_of_range_is_refused(window):
+    assert "window must be more than 0" in d.check_window(window)
+    with pytest.raises(d.DiscoveryError, match="^node07: window must"):
+        d.discover("node07", RUN, window, sysfs="/nonexistent")
+
+
+# -- candidate NICs from a fake /sys/class/net ---------------------------------------------------
+
+def _nic(root, name, kind="1", devtype=None, entries=(), physical=False):
+    base = root / name
+    base.mkdir()
+    (base / "type").write_text(kind + "\n")
+    (base / "address").write_text("02:00:00:00:00:%02x\n" % (len(name)))
+    (base / "uevent").write_text("INTERFACE=%s\n%s" % (name, "DEVTYPE=%s\n" % devtype if devtype else ""))
+    for entry in entries + (("device",) if physical else ()):
+        (base / entry).mkdir()
+
+
+@pytest.fixture
+def fake_sys(tmp_path):
+    root = tmp_path / "net"
+    root.mkdir()
+    _nic(root, "lo", kind="772")
+    _nic(root, "eno1", physical=True)
+    _nic(root, "enp3s0f1", physical=True)
+    _nic(root, "enp3s0f0", physical=True)
+    _nic(root, "docker0", devtype="bridge", entries=("bridge",))
+    _nic(root, "br1", entries=("bridge",))
+    _nic(root, "bond0", devtype="bond", entries=("bonding",))
+    _nic(root, "enp3s0f1.10", devtype="vlan")
+    _nic(root, "tun0", kind="65534", entries=("tun_flags",))
+    _nic(root, "tap0", entries=("tun_flags",))
+    _nic(root, "wlp2s0", devtype="wlan", physical=True)
+    _nic(root, "ib0", kind="32", physical=True)
+    _nic(root, "dummy0")
+    _nic(root, "veth1a2b")
+    return root
+
+
+def _driver(name):
+    return {"dummy0": "dummy", "veth1a2b": "veth"}.get(name)
+
+
+def test_only_physical_ethernet_nics_are_candidates(fake_sys):
+    chosen, skipped = d.candidates(str(fake_sys), ["eno1"], False, [], _driver)
+    assert chosen == ["enp3s0f0", "enp3s0f1"]
+    assert {s["name"]: s["why"] for s in skipped} == {
+        "lo": "loopback", "eno1": "management", "docker0": "bridge", "br1": "bridge",
+        "bond0": "bond", "enp3s0f1.10": "vlan", "tun0": "not Ethernet (type 65534)",
+        "tap0": "tun", "wlp2s0": "wireless", "ib0": "not Ethernet (type 32)",
+        "dummy0": "dummy", "veth1a2b": "veth (include_virtual admits it)"}
+
+
+def test_include_virtual_admits_veths_and_exclude_takes_names_and_globs(fake_sys):
+    chosen, skipped = d.candidates(str(fake_sys), [], True, ["enp3s0f*"], _driver)
+    assert chosen == ["eno1", "veth1a2b"]
+    assert {"name": "enp3s0f0", "why": "excluded"} in skipped
+
+
+def test_a_nic_whose_driver_is_unknown_is_virtual(fake_sys):
+    assert d.skip_reason("dummy0", str(fake_sys), [], True, [], lambda _n: None) == "virtual"
+
+
+def test_default_routes_of_both_families_mark_management_nics(tmp_path):
+    net = tmp_path / "net"
+    net.mkdir()
+    (net / "route").write_text(
+        "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t0100A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "enp1s0\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n")
+    (net / "ipv6_route").write_text(
+        "%s 00 %s 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003 eno2\n"
+        "%s 00 %s 00 %s ffffffff 00000001 00000000 00200200 lo\n"
+        "fe800000000000000000000000000000 40 %s 00 %s 00000100 00000001 00000000 00000001 enp1s0\n"
+        % ("0" * 32, "0" * 32, "0" * 32, "0" * 32, "0" * 32, "0" * 32, "0" * 32))
+    assert d.default_route_nics(str(tmp_path)) == {"eth0", "eno2"}
+    assert d.default_route_nics(str(tmp_path / "missing")) == set()
+
+
+def test_the_nic_holding_the_connection_address_is_found():
+    out = ("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n"
+           "2: eth0    inet 192.0.2.10/24 brd 192.0.2.255 scope global eth0\n"
+           "3: enp1s0@if7    inet6 2001:db8::5/64 scope global\n"
+           "4: bad    inet notanaddress\n")
+    assert d.address_nics("192.0.2.10", out) == {"eth0"}
+    assert d.address_nics("2001:db8::5", out) == {"enp1s0"}
+    assert d.address_nics("198.51.100.1", out) == set()
+    assert d.address_nics("not-an-address", out) == set()
+
+
+def test_management_nics_join_the_given_ones_and_the_default_route(tmp_path, monkeypatch):
+    monkeypatch.delenv("SSH_CONNECTION", raising=False)
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net/route").write_text("Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n"
+                                        "eth0\t00000000\t0100A8C0\t0003\t0\t0\t0\t00000000\n")
+    assert d.management_nics(["ib9"], str(tmp_path)) == ["eth0", "ib9"]
+
+
+# -- a real run in network namespaces -------------------------------------------------------------
+
+needs_netns = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"),
+                                 reason="needs root and iproute2 (network namespaces)")
+PREFIX = "bdisc%d" % (os.getpid() % 10000)
+
+
+def _ip(*args, ns=None, check=True):
+    cmd = ["ip"] + (["netns", "exec", ns, "ip"] if ns else []) + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+class Lab:
+    """Namespaces: one per node, and SW holding a switch (br0) and a hub (hub0, no learning)."""
+
+    def __init__(self):
+        self.namespaces = []
+
+    def ns(self, short):
+        name = "%s%s" % (PREFIX, short)
+        if name not in self.namespaces:
+            _ip("netns", "add", name)
+            self.namespaces.append(name)
+            _ip("link", "set", "lo", "up", ns=name)
+        return name
+
+    def cable(self, a, a_nic, b, b_nic, up=True):
+        """A veth pair from NIC a_nic of namespace a to b_nic of namespace b."""
+        tmp = "t%s" % PREFIX[-6:]
+        _ip("link", "add", a_nic, "netns", self.ns(a), "type", "veth", "peer", "name", tmp,
+            "netns", self.ns(b))
+        _ip("link", "set", tmp, "name", b_nic, ns=self.ns(b))
+        for ns, nic in ((a, a_nic), (b, b_nic)):
+            if up:
+                _ip("link", "set", nic, "up", ns=self.ns(ns))
+
+    def port(self, node, nic, switch, port):
+        self.cable(node, nic, "SW", port)
+        _ip("link", "set", port, "master", switch, ns=self.ns("SW"))
+
+    def switch(self, name, learning=True):
+        _ip("link", "add", name, "type", "bridge", "ageing_time", "30000" if learning else "0",
+            ns=self.ns("SW"))
+        _ip("link", "set", name, "up", ns=self.ns("SW"))
+
+    def delete(self):
+        for name in self.namespaces:
+            _ip("netns", "del", name, check=False)
+
+
+@pytest.fixture
+def lab():
+    made = Lab()
+    try:
+        yield made
+    finally:
+        made.delete()
+
+
+AGENT = ("import json, sys\nfrom beonet.agent import discover\n"
+         "print(json.dumps(discover.discover(*json.loads(sys.argv[1]), **json.loads(sys.argv[2]))))\n")
+
+
+def _agent(lab, node, window, **options):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "module_utils"))
+    env.pop("SSH_CONNECTION", None)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", lab.ns(node), sys.executable, "-c", AGENT,
+         json.dumps([node, RUN, window]), json.dumps(dict({"include_virtual": True}, **options))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _reports(procs):
+    out = {}
+    for node, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, "%s: %s" % (node, stderr)
+        out[node] = json.loads(stdout)
+    return out
+
+
+def _neighbours(report):
+    return {nic["name"]: sorted((n["node"], n["nic"]) for n in nic["neighbours"])
+            for nic in report["nics"]}
+
+
+def _flags(lab, node, nic):
+    return json.loads(_ip("-j", "link", "show", "dev", nic, ns=lab.ns(node)).stdout)[0]["flags"]
+
+
+def _wired(lab):
+    """A, B, C on a switch; A and B on a cable (B's end down); C twice on a hub with A;
+    C's enp9s0 goes nowhere; A has a management NIC with the default route and a bridge."""
+    lab.switch("br0")
+    lab.switch("hub0", learning=False)
+    lab.port("A", "enp3s0f1", "br0", "pa")
+    lab.port("B", "enp4s0", "br0", "pb")
+    lab.port("C", "eth7", "br0", "pc")
+    lab.cable("A", "enp3s0f0", "B", "enp3s0f0")
+    _ip("link", "set", "enp3s0f0", "down", ns=lab.ns("B"))
+    lab.port("A", "ens9", "hub0", "ha")
+    lab.port("C", "ens9", "hub0", "hc1")
+    lab.port("C", "ens10", "hub0", "hc2")
+    lab.cable("C", "enp9s0", "SW", "nowhere", up=False)
+    _ip("link", "set", "enp9s0", "up", ns=lab.ns("C"))
+    lab.cable("A", "eth0", "SW", "mgmt")
+    _ip("link", "set", "mgmt", "up", ns=lab.ns("SW"))
+    _ip("addr", "add", "10.250.0.1/24", "dev", "eth0", ns=lab.ns("A"))
+    _ip("route", "add", "default", "via", "10.250.0.254", ns=lab.ns("A"))
+    _ip("link", "add", "docker0", "type", "bridge", ns=lab.ns("A"))
+
+
+@needs_netns
+def test_discovery_finds_switch_hub_and_cable_neighbours_and_restores_links(lab):
+    _wired(lab)
+    before = _ip("-j", "addr", "show", "dev", "enp3s0f0", ns=lab.ns("B")).stdout
+    procs = {node: _agent(lab, node, 2.0) for node in ("A", "B", "C")}
+    reports = _reports(procs)
+    assert _neighbours(reports["A"]) == {
+        "enp3s0f0": [("B", "enp3s0f0")],
+        "enp3s0f1": [("B", "enp4s0"), ("C", "eth7")],
+        "ens9": [("C", "ens10"), ("C", "ens9")]}
+    assert _neighbours(reports["B"]) == {
+        "enp3s0f0": [("A", "enp3s0f0")], "enp4s0": [("A", "enp3s0f1"), ("C", "eth7")]}
+    assert _neighbours(reports["C"]) == {
+        "enp9s0": [], "eth7": [("A", "enp3s0f1"), ("B", "enp4s0")],
+        "ens10": [("A", "ens9"), ("C", "ens9")], "ens9": [("A", "ens9"), ("C", "ens10")]}
+    a = reports["A"]
+    assert a["management"] == ["eth0"] and {"name": "eth0", "why": "management"} in a["skipped"]
+    assert {"name": "docker0", "why": "bridge"} in a["skipped"]
+    assert {"name": "lo", "why": "loopback"} in a["skipped"]
+    b_cable = [n for n in reports["B"]["nics"] if n["name"] == "enp3s0f0"][0]
+    assert b_cable["was_up"] is False and b_cable["carrier"] is True
+    c_nowhere = [n for n in reports["C"]["nics"] if n["name"] == "enp9s0"][0]
+    assert c_nowhere["carrier"] is False and c_nowhere["was_up"] is True
+    mac = _ip("-j", "link", "show", "dev", "enp4s0", ns=lab.ns("B")).stdout
+    assert json.loads(mac)[0]["address"] in [n["mac"] for n in a["nics"][1]["neighbours"]]
+    assert "UP" not in _flags(lab, "B", "enp3s0f0")
+    assert _ip("-j", "addr", "show", "dev", "enp3s0f0", ns=lab.ns("B")).stdout == before
+    assert _ip("-j", "addr", "show", "dev", "eth0", ns=lab.ns("A")).stdout.count("10.250.0.1") == 1
+
+
+@needs_netns
+def test_probe_only_reads_carrier_without_beacons_and_puts_the_nic_back_down(lab):
+    lab.cable("A", "enp1s0", "B", "enp1s0")
+    _ip("link", "set", "enp1s0", "down", ns=lab.ns("A"))
+    report = _reports({"A": _agent(lab, "A", 0, probe_only=True)})["A"]
+    assert report["probe_only"] is True
+    assert [(n["name"], n["carrier"], n["was_up"], n["neighbours"]) for n in report["nics"]] == [
+        ("enp1s0", True, False, [])]
+    assert "UP" not in _flags(lab, "A", "enp1s0")
+
+
+def _ipv6_off(lab, node, nic):
+    return subprocess.run(["ip", "netns", "exec", lab.ns(node), "cat",
+                           "/proc/sys/net/ipv6/conf/%s/disable_ipv6" % nic],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@needs_netns
+def test_a_nic_brought_up_is_put_back_down_when_discovery_is_terminated(lab):
+    lab.cable("A", "enp1s0", "B", "enp1s0")
+    _ip("link", "set", "enp1s0", "down", ns=lab.ns("A"))
+    proc = _agent(lab, "A", 30)
+    deadline = time.monotonic() + 10
+    while "UP" not in _flags(lab, "A", "enp1s0") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "UP" in _flags(lab, "A", "enp1s0") and _ipv6_off(lab, "A", "enp1s0") == "1"
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=10)
+    assert proc.returncode != 0 and "discovery stopped by signal" in err
+    assert "UP" not in _flags(lab, "A", "enp1s0") and _ipv6_off(lab, "A", "enp1s0") == "0"
+    assert "inet6" not in _ip("-j", "addr", "show", "dev", "enp1s0", ns=lab.ns("A")).stdout
+
+
+def _python_in(lab, node, code):
+    return subprocess.run(["ip", "netns", "exec", lab.ns(node), sys.executable, "-c", code],
+                          capture_output=True, text=True, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "module_utils")))
+
+
+@needs_netns
+def test_a_nic_brought_up_is_put_back_down_on_error(lab):
+    lab.cable("A", "enp1s0", "B", "enp1s0")
+    _ip("link", "set", "enp1s0", "down", ns=lab.ns("A"))
+    code = ("from beonet.agent import discover\n"
+            "with discover.links_up('A', ['enp1s0']) as raised:\n"
+            "    assert raised == ['enp1s0'] and discover.is_up('enp1s0')\n"
+            "    raise RuntimeError('inside the window')\n")
+    proc = _python_in(lab, "A", code)
+    assert "RuntimeError: inside the window" in proc.stderr
+    assert "UP" not in _flags(lab, "A", "enp1s0")
+
+
+@needs_netns
+def test_a_nic_that_cannot_be_brought_up_is_reported_by_name(lab):
+    code = ("from beonet.agent import discover\n"
+            "try:\n"
+            "    with discover.links_up('A', ['nosuch0']):\n"
+            "        pass\n"
+            "except discover.DiscoveryError as exc:\n"
+            "    print(exc)\n")
+    proc = _python_in(lab, "A", code)
+    assert proc.stdout.startswith("A: bringing nosuch0 up for discovery failed:")
