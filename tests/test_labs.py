@@ -48,23 +48,31 @@ class FakeDockerHost:
         if cmd[:3] == ["docker", "network", "create"]:
             self.networks[cmd[-1]] = cmd[cmd.index("--label") + 1].split("=", 1)[1]
         elif cmd[:2] == ["docker", "run"]:
+            first = cmd[cmd.index("--network") + 1]
             self.containers[cmd[cmd.index("--name") + 1]] = {
                 "label": cmd[cmd.index("--label") + 1].split("=", 1)[1],
-                "networks": [cmd[cmd.index("--network") + 1]]}
+                "networks": [] if first == "none" else [first]}
         elif cmd[:3] == ["docker", "network", "connect"]:
             self.containers[cmd[4]]["networks"].append(cmd[3])
         elif cmd[:2] == ["docker", "inspect"]:
             nets = self.containers[cmd[2]]["networks"]
-            return json.dumps([{"NetworkSettings": {"Networks": {
-                n: {"MacAddress": self._mac(cmd[2], n)} for n in nets}}}])
+            return json.dumps([{"State": {"Pid": list(self.containers).index(cmd[2]) + 100},
+                                "NetworkSettings": {"Networks": {
+                                    n: {"MacAddress": self._mac(cmd[2], n)} for n in nets}}}])
         elif cmd[:2] == ["docker", "exec"] and cmd[3:] == ["ip", "-j", "link"]:
-            nets = self.containers[cmd[2]]["networks"]
+            cont = self.containers[cmd[2]]
             return json.dumps([{"ifname": "eth%d" % i, "address": self._mac(cmd[2], n)}
-                               for i, n in enumerate(nets)])
+                               for i, n in enumerate(cont["networks"])] + cont.get("spares", []))
         elif cmd[:3] == ["docker", "rm", "-f"]:
-            del self.containers[cmd[3]]
+            self.links -= set(self.containers.pop(cmd[3]).get("host_ends", []))  # veths go with the netns
         elif cmd == ["ip", "-j", "link"]:
             return "[]"
+        elif cmd[:3] == ["ip", "link", "add"] and "netns" in cmd:       # a spare NIC
+            self.links.add(cmd[3])
+            cont = list(self.containers)[int(cmd[-1]) - 100]
+            self.containers[cont].setdefault("host_ends", []).append(cmd[3])
+            self.containers[cont].setdefault("spares", []).append(
+                {"ifname": cmd[cmd.index("name") + 1], "address": cmd[cmd.index("address") + 1]})
         elif cmd[:3] == ["ip", "link", "add"]:
             self.links.add(cmd[3])
             if "peer" in cmd:
@@ -234,6 +242,136 @@ def test_cli_lab_down_without_state_exits_0(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     cli.main(["lab", "down", "missing.yml"])
     assert "nothing to do" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ scrambled wiring
+
+@pytest.fixture
+def testbed(tmp_path):
+    path = tmp_path / "testbed.yml"
+    shutil.copy(ROOT / "topologies" / "metanode-testbed.yml", path)
+    return path
+
+
+def _wiring(tmp_path, folder="beonet-testbed"):
+    return json.loads((tmp_path / ".lab" / folder / dlab.WIRING).read_text())
+
+
+def test_scrambled_lab_looks_like_a_new_cluster(host, testbed, tmp_path):
+    """Realistic names unrelated to the plan, one or two spare NICs per node,
+    no mapping in the inventory, the truth in wiring.json."""
+    inv = json.loads(open(dlab.up(str(testbed), str(tmp_path), wiring="scrambled", seed=3)).read())
+    v = inv["beonet_nodes"]["vars"]
+    assert v["beonet_discover_include_virtual"] is True
+    assert v["beonet_host_vars_dir"] == str(tmp_path / ".lab" / "beonet-testbed" / "host_vars")
+    assert all(set(h) == {"ansible_host"} for h in inv["beonet_nodes"]["hosts"].values())
+    truth = _wiring(tmp_path)
+    assert truth["moved"] == [] and len(truth["nodes"]) == 36
+    kinds = set()
+    for node, t in truth["nodes"].items():
+        names = [n["name"] for n in t["nics"]]
+        assert len(set(names)) == len(names) and not {"eth1", "eth2"} & set(names)
+        assert all(len(n) <= 15 for n in names)
+        assert sorted(t["mapping"]) == ["eth1", "eth2"]
+        spares = [n for n in t["nics"] if n["logical"] is None]
+        assert 1 <= len(spares) <= 2 and all(n["segment"] is None for n in spares)
+        kinds.update(name[:3] for name in names)
+        # A container NIC is named as recorded, found by its MAC.
+        live = {n["address"]: n for n in host.containers["beonet-metanode-testbed-" + node]
+                .get("spares", [])}
+        assert all(n["mac"] in live for n in spares)
+    assert kinds >= {"enp", "ens", "eno", "enx", "eth"}
+    enx = [n for t in truth["nodes"].values() for n in t["nics"] if n["name"].startswith("enx")]
+    assert all(n["name"] == "enx" + n["mac"].replace(":", "") for n in enx)
+
+
+def test_scrambled_rename_goes_through_temporary_names(host, testbed, tmp_path):
+    dlab.up(str(testbed), str(tmp_path), wiring="scrambled")
+    script = next(c[-1] for c in host.log if c[:3] == ["docker", "exec", "beonet-metanode-testbed-node01"]
+                  and c[3:5] == ["sh", "-c"])
+    nics = _wiring(tmp_path)["nodes"]["node01"]["nics"]
+    lines = script.splitlines()
+    first = [i for i, line in enumerate(lines) if " name bt" in line and "&&" in line]
+    final = [i for i, line in enumerate(lines) if line.startswith("ip link set dev bt")]
+    assert len(first) == len(final) == len(nics) and max(first) < min(final)
+    for n in nics:
+        assert ("ip link set dev %s up" % n["name"] in lines) == n["up"]
+
+
+def test_scrambled_wiring_is_drawn_from_the_seed(testbed):
+    plan = dlab.render.plan(dlab.pipeline.compile_file(str(testbed)))
+    nets = base.networks(plan, "lab")
+    same = [dlab.scramble(plan, nets, "lab", 2, 7) for _ in range(2)]
+    assert same[0] == same[1]
+    assert dlab.scramble(plan, nets, "lab", 2, 8) != same[0]
+    orders = {tuple(n["logical"] for n in nics) for nics in same[0][0].values()}
+    assert len(orders) > 3                      # the NICs are attached in random order
+
+
+def test_miswire_moves_one_p2p_and_one_switch_cable(host, testbed, tmp_path):
+    dlab.up(str(testbed), str(tmp_path), wiring="scrambled", miswire=2, seed=5)
+    truth = _wiring(tmp_path)
+    p2p, switch = truth["moved"]
+    nodes = truth["nodes"]
+    assert p2p["kind"] == "p2p" and switch["kind"] == "switch"
+    # The p2p cable left its planned NIC (now without carrier) for a spare NIC
+    # of a node that is not its far end.
+    left = next(n for n in nodes[p2p["node"]]["nics"] if n["name"] == p2p["name"])
+    assert left["logical"] == p2p["nic"] and left["segment"] is None and not left["carrier"]
+    spare = next(n for n in nodes[p2p["to_node"]]["nics"] if n["name"] == p2p["to_name"])
+    assert spare["logical"] is None and spare["segment"] == p2p["segment"]
+    assert p2p["to_node"] not in (p2p["far_node"], p2p["node"])
+    moved = next(n for n in nodes[switch["node"]]["nics"] if n["name"] == switch["name"])
+    assert moved["segment"] == switch["to"] != switch["from"] and switch["to"].startswith("group")
+    assert len({p2p["node"], p2p["far_node"], p2p["to_node"], switch["node"]}) == 4
+    # The spare carrying the moved cable is a Docker NIC of the p2p link.
+    to = host.containers["beonet-metanode-testbed-" + p2p["to_node"]]
+    assert "beonet-metanode-testbed-" + p2p["segment"] in to["networks"]
+
+
+def test_scrambled_lab_goes_down_from_state(host, testbed, tmp_path):
+    before = _lab_state(host)
+    dlab.up(str(testbed), str(tmp_path), wiring="scrambled", miswire=1)
+    saved = json.loads((tmp_path / ".lab" / "beonet-testbed" / base.DOCKER_STATE).read_text())
+    spares = [link for link in saved["links"] if link.startswith("bx")]
+    assert spares and set(spares) <= host.links
+    host_vars = tmp_path / ".lab" / "beonet-testbed" / "host_vars" / "node01"
+    host_vars.mkdir(parents=True)                  # what discovery writes
+    (host_vars / "beonet_interfaces.yml").write_text("beonet_interfaces: {}\n")
+    testbed.unlink()
+    dlab.down(str(testbed), str(tmp_path))
+    assert _lab_state(host) == before
+    assert not (tmp_path / ".lab" / "beonet-testbed").exists()
+
+
+def test_plan_wiring_is_unchanged(host, testbed, tmp_path):
+    inv = json.loads(open(dlab.up(str(testbed), str(tmp_path))).read())
+    assert inv["beonet_nodes"]["hosts"]["node01"]["beonet_interfaces"] == {"eth1": "eth0", "eth2": "eth1"}
+    assert "beonet_discover_include_virtual" not in inv["beonet_nodes"]["vars"]
+    assert not (tmp_path / ".lab" / "beonet-testbed" / dlab.WIRING).exists()
+    assert not any(c[:3] == ["ip", "link", "add"] for c in host.log)
+
+
+def test_miswire_errors(host, tmp_path, testbed, capsys, monkeypatch):
+    single = tmp_path / "single.yml"
+    shutil.copy(ROOT / "topologies" / "single-net.yml", single)
+    with pytest.raises(LabError, match="--miswire 1: only 0 cables of single-net can be moved"):
+        dlab.up(str(single), str(tmp_path), wiring="scrambled", miswire=1)
+    with pytest.raises(LabError, match="--miswire needs --wiring scrambled"):
+        dlab.up(str(testbed), str(tmp_path), miswire=1)
+    assert host.log == []                          # nothing was built
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["lab", "up", str(testbed), "--miswire", "2"])
+    assert exited.value.code == 1
+    assert "--miswire needs --wiring scrambled" in capsys.readouterr().err
+
+
+def test_cli_passes_the_wiring_options(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(dlab, "main", lambda argv, name, **kw: seen.update(kw, argv=argv) or 0)
+    cli.main(["lab", "up", "t.yml", "--wiring", "scrambled", "--miswire", "2", "--seed", "9"])
+    assert seen == {"argv": ["up", "t.yml"], "wiring": "scrambled", "miswire": 2, "seed": 9}
 
 
 # ------------------------------------------------------------------ the VM lab

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from typing import Any
@@ -95,16 +96,20 @@ def check_kind(folder: str, filename: str) -> None:
             raise LabError("%s holds %s: %s first" % (folder, name, hint))
 
 
+# Folders a lab's state folder may hold: the SSH control sockets of the VM lab,
+# and the host variables discovery writes beside a scrambled lab's inventory.
+STATE_SUBFOLDERS = ("cp", "host_vars")
+
+
 def remove_state(folder: str) -> None:
-    """Delete a lab's state folder: its files, sockets and SSH control folder."""
+    """Delete a lab's state folder: its files, sockets, SSH control folder and
+    the host variables written beside its inventory."""
     if not os.path.isdir(folder):
         return
     for entry in sorted(os.listdir(folder)):
         path = os.path.join(folder, entry)
-        if entry == "cp" and os.path.isdir(path):
-            for sock in os.listdir(path):
-                os.unlink(os.path.join(path, sock))
-            os.rmdir(path)
+        if entry in STATE_SUBFOLDERS and os.path.isdir(path):
+            shutil.rmtree(path)
         elif not os.path.isdir(path):
             os.unlink(path)
     os.rmdir(folder)

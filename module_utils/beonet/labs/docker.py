@@ -12,6 +12,15 @@ generated inventory maps the plan's logical names to the container's names.
 name, containers, networks, bridges, veths, DOCKER-USER rules); `lab down`
 works from that record alone, so it needs neither the topology file nor the
 plan it was built from.
+
+With `--wiring scrambled` the lab looks like a new bare-metal cluster: NICs
+named as firmware and udev name them (enp3s0f1, ens5, eno2, enx<MAC>, eth7),
+attached in random order, one or two spare NICs per node going nowhere (a
+veth whose host end is down: no carrier, or up: a wire to nothing), some
+NICs left down, and `--miswire N` cables moved (a point-to-point cable to a
+wrong node's spare NIC, a switch cable to another segment's switch), all
+drawn from the seed. The inventory maps no NIC; the truth (every NIC, the
+moved cables) is saved in .lab/NAME/wiring.json.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -51,7 +61,11 @@ IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-2")
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
 LABEL = "beonet.lab"
 STATE = DOCKER_STATE
+WIRING = "wiring.json"
+WIRINGS = ("plan", "scrambled")
 Nets = dict[str, tuple[str, str]]
+Nic = dict[str, Any]          # one container NIC: logical, segment, name, mac, carrier, up
+Layout = dict[str, list[Nic]]  # node -> its NICs, in the order they are attached
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
@@ -69,30 +83,192 @@ def _say(msg: str) -> None:
 
 # ---------------------------------------------------------------- up
 
-def up(topology: str, root: str, label: str | None = None) -> str:
-    """Build the lab of a topology; returns the path of its inventory."""
+def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
+       miswire: int = 0, seed: int = 0) -> str:
+    """Build the lab of a topology; returns the path of its inventory. wiring
+    "scrambled" wires it like a new cluster with `miswire` cables moved."""
+    if wiring not in WIRINGS:
+        raise LabError("unknown wiring %s (%s)" % (wiring, "|".join(WIRINGS)))
+    if miswire and wiring != "scrambled":
+        raise LabError("--miswire needs --wiring scrambled")
     plan = render.plan(pipeline.compile_file(topology))
     lab = lab_name(plan, label)
     folder = state_dir(root, topology, label)
+    nets = networks(plan, lab)
+    moved: list[Record] = []
+    if wiring == "scrambled":
+        layout, moved = scramble(plan, nets, lab, miswire, seed)
+    else:
+        layout = {name: _plan_nics(plan, name, nets) for name in plan["nodes"]}
     _take_down_existing(lab, folder)
     if not _ok(["docker", "image", "inspect", IMAGE]):
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
-    nets = networks(plan, lab)
-    save_state(folder, STATE, _record(plan, lab, nets, topology))
+    save_state(folder, STATE, _record(plan, lab, nets, topology, layout))
     _create_networks(lab, nets)
-    _start_containers(plan, lab, nets)
+    _start_containers(lab, nets, layout)
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
     _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
     host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
-    hosts = {name: {"ansible_host": "%s-%s" % (lab, name),
-                    "beonet_interfaces": _prepare_node(plan, name, lab, nets, host_links)}
-             for name in plan["nodes"]}
+    hosts: dict[str, Any] = {}
+    for name in plan["nodes"]:
+        mapping = _prepare_node(plan, name, lab, nets, host_links, layout[name])
+        hosts[name] = {"ansible_host": "%s-%s" % (lab, name)}
+        if wiring == "plan":
+            hosts[name]["beonet_interfaces"] = mapping
+    inv = inventory(topology, lab, hosts)
+    if wiring == "scrambled":
+        save_state(folder, WIRING, _truth(layout, moved, seed))
+        inv["beonet_nodes"]["vars"].update(_discovery_vars(folder))
     path = os.path.join(folder, "inventory.yml")
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump(inventory(topology, lab, hosts), fh, indent=2)
-    _say("up: %d containers; inventory %s" % (len(hosts), os.path.relpath(path, root)))
+        json.dump(inv, fh, indent=2)
+    _say("up: %d containers (%s wiring); inventory %s"
+         % (len(hosts), wiring, os.path.relpath(path, root)))
     return path
+
+
+def _plan_nics(plan: Plan, node: str, nets: Nets) -> list[Nic]:
+    """A node's NICs as the plan wires them, in plan order (Docker's names kept)."""
+    key = {net: k for k, (net, _) in nets.items()}
+    return [{"logical": logical, "segment": key[net]} for logical, net in node_networks(plan, node, nets)]
+
+
+def _discovery_vars(folder: str) -> dict[str, Any]:
+    """What discovery needs in a scrambled lab: the lab's NICs are veths, and
+    the mapping it finds goes beside the lab's inventory."""
+    return {"beonet_discover_include_virtual": True,
+            "beonet_host_vars_dir": os.path.join(folder, "host_vars")}
+
+
+# ---------------------------------------------------------------- scrambled wiring
+
+# How firmware and udev name NICs: PCI bus/slot/function, onboard, hotplug slot,
+# MAC address ("enx" + the NIC's MAC, filled in once Docker has given it), kernel.
+_NAMERS = (lambda r: "enp%ds0" % r.randint(1, 9),
+           lambda r: "enp%ds0f%d" % (r.randint(1, 9), r.randint(0, 3)),
+           lambda r: "ens%d" % r.randint(1, 20),
+           lambda r: "eno%d" % r.randint(1, 4),
+           lambda r: "enx",
+           lambda r: "eth%d" % r.randint(0, 9))
+
+
+def _names(rng: random.Random, count: int, avoid: set[str]) -> list[str]:
+    """count distinct realistic NIC names, none in avoid."""
+    out: list[str] = []
+    while len(out) < count:
+        name = rng.choice(_NAMERS)(rng)
+        if name not in avoid and name not in out:
+            out.append(name)
+    return out
+
+
+def scramble(plan: Plan, nets: Nets, lab: str, miswire: int, seed: int) -> tuple[Layout, list[Record]]:
+    """The scrambled wiring, drawn from the seed and the topology's name: each
+    node's NICs (plan NICs and one or two spares) in attachment order, with
+    names unrelated to the plan, and the `miswire` moved cables."""
+    rng = random.Random("%s/%d" % (plan["topology"]["name"], seed))
+    logical = {i.get("logical", i["name"]) for n in plan["nodes"].values() for i in n["interfaces"]}
+    layout: Layout = {}
+    for node in plan["nodes"]:
+        nics = _plan_nics(plan, node, nets)
+        for nic in nics:
+            nic["carrier"] = True
+        nics += [{"logical": None, "segment": None, "carrier": rng.random() < 0.5}
+                 for _ in range(rng.randint(1, 2))]
+        rng.shuffle(nics)
+        for nic, name in zip(nics, _names(rng, len(nics), logical)):
+            nic.update(name=name, up=rng.random() < 0.7)
+        layout[node] = nics
+    moved = _miswire(plan, layout, rng, miswire)
+    for node, nics in layout.items():
+        for i, nic in enumerate(nics):
+            if nic["segment"] is None:       # a veth from the host: its MAC is ours
+                digest = hashlib.sha1(("%s/%s/%d" % (lab, node, i)).encode()).digest()
+                nic.update(mac="0e:" + ":".join("%02x" % b for b in digest[:5]),
+                           host_end=short(lab, "%s/%d" % (node, i), "bx"))
+    return layout, moved
+
+
+def _wire_kind(plan: Plan, segment: str) -> str:
+    """p2p for a point-to-point link, switch for a LAN, bond channel or leaf switch."""
+    seg = plan["segments"].get(segment)
+    return "p2p" if seg and seg["kind"] == "p2p" else "switch"
+
+
+def _miswire(plan: Plan, layout: Layout, rng: random.Random, count: int) -> list[Record]:
+    """Move count cables, alternately a point-to-point cable and a switch cable
+    (the other kind when one runs out); every move touches nodes of its own."""
+    used: set[str] = set()
+    moves: list[Record] = []
+    for k in range(count):
+        movers = (_move_p2p, _move_switch) if k % 2 == 0 else (_move_switch, _move_p2p)
+        move = movers[0](plan, layout, rng, used) or movers[1](plan, layout, rng, used)
+        if move is None:
+            raise LabError("--miswire %d: only %d cables of %s can be moved, each touching "
+                           "nodes no other moved cable touches" % (count, k, plan["topology"]["name"]))
+        moves.append(move)
+    return moves
+
+
+def _move_p2p(plan: Plan, layout: Layout, rng: random.Random, used: set[str]) -> Record | None:
+    """One end of a point-to-point cable into a spare NIC of a wrong node; the
+    NIC it left goes nowhere (no carrier)."""
+    ends: dict[str, list[tuple[str, int]]] = {}
+    for node, nics in layout.items():
+        for i, nic in enumerate(nics):
+            if nic["segment"] and _wire_kind(plan, nic["segment"]) == "p2p":
+                ends.setdefault(nic["segment"], []).append((node, i))
+    cables = [seg for seg, e in sorted(ends.items()) if len(e) == 2 and not used & {n for n, _ in e}]
+    rng.shuffle(cables)
+    for seg in cables:
+        (far, _), (node, i) = rng.sample(ends[seg], 2)
+        spares = [(w, j) for w, nics in layout.items() if w not in used | {far, node}
+                  for j, nic in enumerate(nics) if nic["segment"] is None and nic["logical"] is None]
+        if spares:
+            to, j = rng.choice(spares)
+            layout[node][i].update(segment=None, carrier=False)
+            layout[to][j].update(segment=seg, carrier=True)
+            used.update((far, node, to))
+            return {"kind": "p2p", "segment": seg, "far_node": far, "node": node,
+                    "nic": layout[node][i]["logical"], "index": i, "to_node": to, "to_index": j}
+    return None
+
+
+def _move_switch(plan: Plan, layout: Layout, rng: random.Random, used: set[str]) -> Record | None:
+    """A node's switch cable into another segment's switch (one the node is not on)."""
+    switches = sorted({n["segment"] for nics in layout.values() for n in nics
+                       if n["segment"] and _wire_kind(plan, n["segment"]) == "switch"})
+    cands = [(node, i) for node, nics in layout.items() if node not in used
+             for i, nic in enumerate(nics) if nic["logical"] and nic["segment"] in switches]
+    rng.shuffle(cands)
+    for node, i in cands:
+        others = [s for s in switches if s not in {n["segment"] for n in layout[node]}]
+        if others:
+            nic = layout[node][i]
+            move = {"kind": "switch", "node": node, "nic": nic["logical"], "index": i,
+                    "from": nic["segment"], "to": rng.choice(others)}
+            nic["segment"] = move["to"]
+            used.add(node)
+            return move
+    return None
+
+
+def _truth(layout: Layout, moved: list[Record], seed: int) -> Record:
+    """wiring.json: every node's NICs and planned mapping, and the moved cables
+    (with the real NIC names)."""
+    keys = ("name", "mac", "logical", "segment", "carrier", "up")
+    moves = []
+    for m in moved:
+        m = dict(m, name=layout[m["node"]][m["index"]]["name"])
+        if "to_index" in m:
+            m["to_name"] = layout[m["to_node"]][m.pop("to_index")]["name"]
+        del m["index"]
+        moves.append(m)
+    return {"seed": seed, "moved": moves,
+            "nodes": {node: {"mapping": {n["logical"]: n["name"] for n in nics if n["logical"]},
+                             "nics": [{k: n.get(k) for k in keys} for n in nics]}
+                      for node, nics in layout.items()}}
 
 
 def _take_down_existing(lab: str, folder: str) -> None:
@@ -128,14 +304,15 @@ def _bridge_rule(bridge: str) -> list[str]:
     return ["DOCKER-USER", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
 
 
-def _record(plan: Plan, lab: str, nets: Nets, topology: str) -> Record:
+def _record(plan: Plan, lab: str, nets: Nets, topology: str, layout: Layout) -> Record:
     """What up() creates, saved before it creates anything: what down() removes."""
     bridges = [b for b, created in _host_bridges(plan, nets, lab).values() if created]
+    spares = [n["host_end"] for nics in layout.values() for n in nics if "host_end" in n]
     return {"provider": "docker", "lab": lab, "topology": os.path.abspath(topology),
             "containers": ["%s-%s" % (lab, n) for n in plan["nodes"]],
             "networks": sorted(net for net, _ in nets.values()),
             # Deleting a veth deletes its peer; bridges go once nothing is enslaved.
-            "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges,
+            "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges + spares,
             "iptables": [_bridge_rule(b) for b in bridges]}
 
 
@@ -155,12 +332,13 @@ def _create_networks(lab: str, nets: Nets) -> None:
               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", net])
 
 
-def _start_containers(plan: Plan, lab: str, nets: Nets) -> None:
-    _say("starting %d containers" % len(plan["nodes"]))
-    for name in plan["nodes"]:
-        links = node_networks(plan, name, nets)
-        _run(["docker", "run", "-d", "--name", "%s-%s" % (lab, name), "--hostname", name,
-              "--label", "%s=%s" % (LABEL, lab), "--network", links[0][1],
+def _start_containers(lab: str, nets: Nets, layout: Layout) -> None:
+    _say("starting %d containers" % len(layout))
+    for name, nics in layout.items():
+        cont = "%s-%s" % (lab, name)
+        wires = [nets[n["segment"]][0] for n in nics if n["segment"]]
+        _run(["docker", "run", "-d", "--name", cont, "--hostname", name,
+              "--label", "%s=%s" % (LABEL, lab), "--network", wires[0] if wires else "none",
               # PID 1 that reaps zombies (daemonized benchmark servers leave them)
               "--init", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
               "--sysctl", "net.ipv4.ip_forward=0",
@@ -168,13 +346,29 @@ def _start_containers(plan: Plan, lab: str, nets: Nets) -> None:
               "--sysctl", "net.ipv4.conf.all.rp_filter=0",
               "--sysctl", "net.ipv4.conf.default.rp_filter=0",
               IMAGE, "sleep", "infinity"])
-        for _, net in links[1:]:
-            _run(["docker", "network", "connect", net, "%s-%s" % (lab, name)])
+        for net in wires[1:]:
+            _run(["docker", "network", "connect", net, cont])
+        _add_spares(cont, [n for n in nics if "host_end" in n])
 
 
-def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[int, str]) -> dict[str, str]:
-    """Match a container's NICs to the plan by MAC, flush Docker's addresses and
-    default route, shape both ends of each link; returns {logical: real NIC}."""
+def _add_spares(cont: str, spares: list[Nic]) -> None:
+    """Spare NICs going nowhere: veths from the host into the container, the
+    host end down (no carrier) or up with nothing behind it."""
+    if not spares:
+        return
+    pid = str(json.loads(_run(["docker", "inspect", cont]))[0]["State"]["Pid"])
+    for k, nic in enumerate(spares):
+        _run(["ip", "link", "add", nic["host_end"], "type", "veth", "peer", "name", "bs%d" % k,
+              "address", nic["mac"], "netns", pid])
+        if nic["carrier"]:
+            _run(["ip", "link", "set", nic["host_end"], "up"])
+
+
+def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[int, str],
+                  nics: list[Nic]) -> dict[str, str]:
+    """Match a container's NICs to the plan by MAC, give them their scrambled
+    names, flush Docker's addresses and default route, shape both ends of each
+    link; returns {logical: real NIC}."""
     cont = "%s-%s" % (lab, name)
     info = json.loads(_run(["docker", "inspect", cont]))[0]
     macs = {net: v["MacAddress"] for net, v in info["NetworkSettings"]["Networks"].items()}
@@ -182,18 +376,44 @@ def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[
     by_mac = {link.get("address"): link for link in live}
     mapping = {}
     script = ["set -e", "mount -o remount,rw /proc/sys", "ip route del default 2>/dev/null || true"]
-    for logical, net in node_networks(plan, name, nets):
-        link = by_mac[macs[net]]
-        mapping[logical] = link["ifname"]
-        script.append("ip -4 addr flush dev %s" % link["ifname"])
-        mbit = rate(plan, name, logical)
+    script += _rename(nics, by_mac, macs, nets)
+    for nic in nics:
+        link = by_mac[nic["mac"]]
+        dev = nic.get("name") or link["ifname"]
+        if nic["logical"]:
+            mapping[nic["logical"]] = dev
+        if not nic["segment"]:
+            continue
+        script.append("ip -4 addr flush dev %s" % dev)
+        mbit = rate(plan, name, nic["logical"]) if nic["logical"] else None
         if mbit:
-            script.append(tbf(link["ifname"], mbit))
+            script.append(tbf(dev, mbit))
             peer = host_links.get(link.get("link_index"))
             if peer:
                 _run(["sh", "-c", tbf(peer, mbit)])
     _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
     return mapping
+
+
+def _rename(nics: list[Nic], by_mac: dict[str, Any], macs: dict[str, str], nets: Nets) -> list[str]:
+    """Commands giving each scrambled NIC its name (through a temporary name,
+    so a name Docker gave another NIC is free) and its link state; fills in
+    each NIC's MAC (and an enx name)."""
+    first: list[str] = []
+    then: list[str] = []
+    for i, nic in enumerate(nics):
+        if nic["segment"]:
+            nic["mac"] = macs[nets[nic["segment"]][0]]
+        if "name" not in nic:
+            continue
+        if nic["name"] == "enx":
+            nic["name"] = "enx" + nic["mac"].replace(":", "")
+        dev = by_mac[nic["mac"]]["ifname"]
+        first.append("ip link set dev %s down && ip link set dev %s name bt%d" % (dev, dev, i))
+        then.append("ip link set dev bt%d name %s" % (i, nic["name"]))
+        if nic["up"]:
+            then.append("ip link set dev %s up" % nic["name"])
+    return first + then
 
 
 def inventory(topology: str, lab: str, hosts: dict[str, Any]) -> dict[str, Any]:
@@ -311,12 +531,13 @@ def down(topology: str, root: str, name: str | None = None) -> None:
     _say("down: %s removed (%d containers, %d networks)" % (record["lab"], conts, nets))
 
 
-def main(argv: list[str], name: str | None = None) -> int:
+def main(argv: list[str], name: str | None = None, wiring: str = "plan",
+         miswire: int = 0, seed: int = 0) -> int:
     action, topology = argv[0], argv[1]
     root = os.getcwd()
     try:
         if action == "up":
-            up(topology, root, name)
+            up(topology, root, name, wiring, miswire, seed)
         elif action == "down":
             down(topology, root, name)
         else:
