@@ -265,7 +265,8 @@ def cmd_lab(args):
     if args.action == "link":
         print("beonet lab: 'link' needs --provider vm", file=sys.stderr)
         sys.exit(2)
-    code = lab.main([args.action, args.topology], args.name)
+    code = lab.main([args.action, args.topology], args.name, wiring=args.wiring,
+                    miswire=args.miswire, seed=args.seed)
     if code:
         sys.exit(code)
 
@@ -362,6 +363,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--node", help="link: the VM")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")
+    s.add_argument("--wiring", choices=["plan", "scrambled"], default="plan",
+                   help="docker: plan (default): NICs named and mapped as planned; scrambled: "
+                   "as on a new cluster (realistic names, random order, spare NICs, no "
+                   "mapping in the inventory; the truth in .lab/NAME/wiring.json)")
+    s.add_argument("--miswire", type=int, default=0, metavar="N",
+                   help="docker, scrambled: move N cables (point-to-point to a wrong node, "
+                   "switch to another segment's switch)")
+    s.add_argument("--seed", type=int, default=0, help="docker, scrambled: seed of the "
+                   "names, order, spares and moved cables (default 0)")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 
