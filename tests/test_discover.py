@@ -363,3 +363,60 @@ def test_a_nic_that_cannot_be_brought_up_is_reported_by_name(lab):
             "    print(exc)\n")
     proc = _python_in(lab, "A", code)
     assert proc.stdout.startswith("A: bringing nosuch0 up for discovery failed:")
+
+
+# -- the playbook, on "nodes" that are namespaces of this machine ---------------------------------
+
+STUB_CABLING = '''#!/usr/bin/python
+import json
+from ansible.module_utils.basic import AnsibleModule
+module = AnsibleModule(argument_spec={"topology": {"type": "str"}, "discovered": {"type": "dict"},
+                                      "host_vars_dir": {"type": "str"}})
+with open(%r, "w") as fh:
+    json.dump(module.params, fh)
+module.exit_json(changed=False)
+'''
+
+
+def _inventory(lab, tmp_path, nodes):
+    hosts = {}
+    for node in nodes:
+        python = tmp_path / ("python-%s" % node)
+        python.write_text("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n" % (lab.ns(node), sys.executable))
+        python.chmod(0o755)
+        hosts[node] = {"ansible_connection": "local", "ansible_python_interpreter": str(python)}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"beonet_nodes": {"hosts": hosts, "vars": {
+        "beonet_topology_file": "/topologies/site.yml", "beonet_discover_include_virtual": True}}}))
+    return inventory
+
+
+@needs_netns
+def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabling_check(
+        lab, tmp_path):
+    lab.cable("A", "enp1s0", "B", "enp1s0")
+    lab.switch("br0")
+    lab.port("B", "enp2s0", "br0", "pb")
+    lab.port("C", "enp2s0", "br0", "pc")
+    _ip("link", "set", "enp2s0", "down", ns=lab.ns("C"))
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "beonet_cabling.py").write_text(STUB_CABLING % str(tmp_path / "cabling-args.json"))
+    env = dict(os.environ, ANSIBLE_LIBRARY="%s:%s" % (stub, ROOT / "library"))
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+         "-i", str(_inventory(lab, tmp_path, "ABC")), "playbooks/discover.yml",
+         "-e", "beonet_discover_settle=2", "-e", "beonet_discover_launch=1",
+         "-e", "beonet_host_vars_dir=%s" % (tmp_path / "host_vars")],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = json.loads((tmp_path / "beonet-discovery.json").read_text())
+    args = json.loads((tmp_path / "cabling-args.json").read_text())
+    assert args == {"topology": "/topologies/site.yml", "discovered": written,
+                    "host_vars_dir": str(tmp_path / "host_vars")}
+    assert {node: _neighbours(report) for node, report in written.items()} == {
+        "A": {"enp1s0": [("B", "enp1s0")]},
+        "B": {"enp1s0": [("A", "enp1s0")], "enp2s0": [("C", "enp2s0")]},
+        "C": {"enp2s0": [("B", "enp2s0")]}}
+    assert len({report["run"] for report in written.values()}) == 1
+    assert "UP" not in _flags(lab, "C", "enp2s0")

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: beonet_discover
+short_description: Find how a node's NICs are really cabled (MACs, carrier, layer-2 neighbours)
+description:
+  - Lists the node's candidate NICs (Ethernet, with a C(/sys/class/net/NIC/device); not
+    loopback, not the management NICs, not bridges, bonds, VLANs, tunnels or other
+    virtual devices) and reads each one's MAC address and carrier.
+  - Unless I(probe_only), sends for I(window) seconds a beacon frame (broadcast,
+    EtherType 0x88B5, a small JSON payload naming run, node, NIC and MAC) on every
+    candidate NIC every quarter second, and records the beacons of the same run each
+    NIC receives. Run it on every node at once (C(async) and C(poll=0), as
+    C(playbooks/discover.yml) does) with windows that overlap.
+  - Touches no address and never the management NICs. A NIC that was down is brought
+    up for the window, with IPv6 off on it so that it gets no link-local address, and
+    put back down as it was afterwards, also on error or SIGTERM. It changes nothing
+    it does not restore, so it reports C(changed=false) and runs the same in check mode.
+  - Needs root and only the standard library of Python 3.8 or later on the node.
+options:
+  node:
+    description: This node's name (the inventory host name), carried in its beacons.
+    type: str
+    required: true
+  run:
+    description: Identifier of this discovery run; only beacons of the same run count.
+    type: str
+    default: ""
+  window:
+    description: Seconds to send and listen; every node's window must overlap every other's.
+    type: float
+    default: 10
+  management:
+    description:
+      - NICs never touched. The NICs holding a default route (IPv4 or IPv6) and the
+        address of the SSH connection Ansible came in on are added to them.
+    type: list
+    elements: str
+    default: []
+  include_virtual:
+    description: Admit veth NICs (the Docker lab's NICs are veths).
+    type: bool
+    default: false
+  exclude:
+    description: NIC names or shell-style patterns (C(enp9s0*)) left out.
+    type: list
+    elements: str
+    default: []
+  probe_only:
+    description: Send no beacons; only list the NICs with their MAC and carrier.
+    type: bool
+    default: false
+author:
+  - beonet developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Discover this node's cabling while every other node does
+  beonet_discover:
+    node: "{{ inventory_hostname }}"
+    run: "{{ beonet_discover_run }}"
+    window: 12
+  async: 60
+  poll: 0
+  register: beonet_discover_job
+
+- name: List the NICs and their carrier only
+  beonet_discover:
+    node: "{{ inventory_hostname }}"
+    probe_only: true
+"""
+
+RETURN = r"""
+discovery:
+  description:
+    - The node's report. C(format) 1; C(node); C(run); C(management) (the NICs left
+      alone); C(probe_only); C(nics), one per candidate NIC, sorted by name, with
+      C(name), C(mac), C(carrier) (read after it was up), C(was_up) (up before
+      discovery) and C(neighbours), each C(node), C(nic), C(mac) of a NIC whose beacon
+      it received (the node itself when two of its own NICs meet); C(skipped), each
+      C(name) and C(why) (C(loopback), C(management), C(excluded), C(bridge), C(bond),
+      C(vlan), C(tun), C(veth (include_virtual admits it)), C(not Ethernet (type N)),
+      or the driver of another virtual device).
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent import discover
+
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "run": {"type": "str", "default": ""},
+    "window": {"type": "float", "default": 10.0},
+    "management": {"type": "list", "elements": "str", "default": []},
+    "include_virtual": {"type": "bool", "default": False},
+    "exclude": {"type": "list", "elements": "str", "default": []},
+    "probe_only": {"type": "bool", "default": False},
+}
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    try:
+        report = discover.discover(p["node"], p["run"], p["window"], p["management"],
+                                   p["include_virtual"], p["exclude"], p["probe_only"])
+    except discover.DiscoveryError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    module.exit_json(changed=False, discovery=report)
+
+
+if __name__ == "__main__":
+    main()
