@@ -324,6 +324,9 @@ def test_miswire_moves_one_p2p_and_one_switch_cable(host, testbed, tmp_path):
     moved = next(n for n in nodes[switch["node"]]["nics"] if n["name"] == switch["name"])
     assert moved["segment"] == switch["to"] != switch["from"] and switch["to"].startswith("group")
     assert len({p2p["node"], p2p["far_node"], p2p["to_node"], switch["node"]}) == 4
+    # Each moved cable carries the cabling sheet's label.
+    assert switch["cable"].startswith("sw-%s:" % switch["from"])
+    assert p2p["cable"] == p2p["segment"]
     # The spare carrying the moved cable is a Docker NIC of the p2p link.
     to = host.containers["beonet-metanode-testbed-" + p2p["to_node"]]
     assert "beonet-metanode-testbed-" + p2p["segment"] in to["networks"]

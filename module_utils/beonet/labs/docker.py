@@ -34,6 +34,8 @@ import sys
 import time
 from typing import Any
 
+from ..cabling.sheet import NicEnd, Sheet
+from ..cabling.sheet import sheet as cabling_sheet
 from ..compiler import pipeline
 from ..outputs import plan as render
 from .base import (
@@ -91,7 +93,8 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         raise LabError("unknown wiring %s (%s)" % (wiring, "|".join(WIRINGS)))
     if miswire and wiring != "scrambled":
         raise LabError("--miswire needs --wiring scrambled")
-    plan = render.plan(pipeline.compile_file(topology))
+    compiled = pipeline.compile_file(topology)
+    plan = render.plan(compiled)
     lab = lab_name(plan, label)
     folder = state_dir(root, topology, label)
     nets = networks(plan, lab)
@@ -118,7 +121,7 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
             hosts[name]["beonet_interfaces"] = mapping
     inv = inventory(topology, lab, hosts)
     if wiring == "scrambled":
-        save_state(folder, WIRING, _truth(layout, moved, seed))
+        save_state(folder, WIRING, _truth(layout, moved, seed, cabling_sheet(compiled)))
         inv["beonet_nodes"]["vars"].update(_discovery_vars(folder))
     path = os.path.join(folder, "inventory.yml")
     with open(path, "w", encoding="utf-8") as fh:
@@ -254,13 +257,14 @@ def _move_switch(plan: Plan, layout: Layout, rng: random.Random, used: set[str])
     return None
 
 
-def _truth(layout: Layout, moved: list[Record], seed: int) -> Record:
+def _truth(layout: Layout, moved: list[Record], seed: int, sheet: Sheet) -> Record:
     """wiring.json: every node's NICs and planned mapping, and the moved cables
-    (with the real NIC names)."""
+    (with the real NIC names and the cabling sheet's label)."""
     keys = ("name", "mac", "logical", "segment", "carrier", "up")
     moves = []
     for m in moved:
-        m = dict(m, name=layout[m["node"]][m["index"]]["name"])
+        cable = sheet.cable_at(NicEnd(m["node"], m["nic"]))
+        m = dict(m, name=layout[m["node"]][m["index"]]["name"], cable=cable and cable.label)
         if "to_index" in m:
             m["to_name"] = layout[m["to_node"]][m.pop("to_index")]["name"]
         del m["index"]
