@@ -15,10 +15,13 @@ NICs the plan does not use are spare.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..agent.files import atomic_write, read_text
 from .sheet import NicEnd, PortEnd, Sheet, sheet
 
 if TYPE_CHECKING:
@@ -158,6 +161,15 @@ def _bad(seen: Seen, host: str, what: str) -> None:
                              "run playbooks/discover.yml again", [{"node": host}]))
 
 
+def _listed(seen: Seen, host: str, body: Mapping[str, Any], key: str, where: str = "") -> list[Any]:
+    """body[key] when it is a list; [] when absent; a fault when it is anything else."""
+    value = body.get(key)
+    if value is None or isinstance(value, list):
+        return value or []
+    _bad(seen, host, "has %s%s that is not a list" % (where, key))
+    return []
+
+
 def read_reports(reports: Mapping[str, Any], nodes: Iterable[str]) -> Seen:
     """The NICs and heard edges of every report; a fault for each missing or malformed one."""
     seen = Seen()
@@ -181,8 +193,9 @@ def _read_report(seen: Seen, host: str, report: Any, known: set[str]) -> None:
         _bad(seen, host, "is of format %r for node %r (expected format %d for %s)"
              % (report.get("format"), report.get("node"), REPORT_FORMAT, host))
         return
-    for name in list(report.get("management") or []) + [
-            s.get("name") for s in report.get("skipped") or [] if isinstance(s, Mapping)]:
+    skipped = [s.get("name") for s in _listed(seen, host, report, "skipped")
+               if isinstance(s, Mapping)]
+    for name in _listed(seen, host, report, "management") + skipped:
         seen.ignored.add((host, str(name)))
     for k, nic in enumerate(report["nics"]):
         if not isinstance(nic, Mapping) or not isinstance(nic.get("name"), str):
@@ -190,7 +203,7 @@ def _read_report(seen: Seen, host: str, report: Any, known: set[str]) -> None:
             continue
         me = (host, nic["name"])
         seen.carrier[me] = bool(nic.get("carrier"))
-        for heard in nic.get("neighbours") or []:
+        for heard in _listed(seen, host, nic, "neighbours", "nics[%d]." % k):
             if isinstance(heard, Mapping) and heard.get("node") in known \
                     and isinstance(heard.get("nic"), str):
                 seen.edges.append((me, (heard["node"], heard["nic"])))
@@ -512,7 +525,8 @@ def match(compiled: Compiled, reports: Mapping[str, Any],
     _exact(work, domains(work.seen))
     if work.open:
         _wiring(work)
-    mapping = _mapping(work)
+    found = _mapping(work)
+    mapping = {n: found[n] for n in nodes if n in found}
     for host in nodes:
         old = work.existing.get(host)
         if host in mapping and isinstance(old, Mapping):
@@ -540,6 +554,20 @@ def _mac(n: int) -> str:
     return "02:00:%02x:%02x:%02x:%02x" % (n >> 24 & 255, n >> 16 & 255, n >> 8 & 255, n & 255)
 
 
+def _move(wires: dict[str, list[NicId]], free: dict[str, list[str]], mv: Move) -> None:
+    wire = wires.get(mv.network, [])
+    moved = next((n for h, n in wire if h == mv.node), None)
+    if moved is None:
+        raise ValueError("%s has no NIC on %s" % (mv.node, mv.network))
+    wire.remove((mv.node, moved))
+    if mv.to_node is not None:
+        if not free.get(mv.to_node):
+            raise ValueError("%s has no spare NIC to move a cable to" % mv.to_node)
+        wire.append((mv.to_node, free[mv.to_node].pop(0)))
+    elif mv.to_network is not None:
+        wires[mv.to_network].append((mv.node, moved))
+
+
 def _wires(nets: list[Network], mapping: Mapping[str, Mapping[str, str]], spare: int,
            moves: Iterable[Move]) -> tuple[dict[str, list[NicId]], dict[str, list[str]]]:
     """(network -> the NICs on its wire, host -> its NIC names) after the moves."""
@@ -553,17 +581,7 @@ def _wires(nets: list[Network], mapping: Mapping[str, Mapping[str, str]], spare:
         names[host].extend("spare%d" % k for k in range(spare))
     free = {h: [n for n in nics if n.startswith("spare")] for h, nics in names.items()}
     for mv in moves:
-        wire = wires[mv.network]
-        nic = next((n for h, n in wire if h == mv.node), None)
-        if nic is None:
-            raise ValueError("%s has no NIC on %s" % (mv.node, mv.network))
-        wire.remove((mv.node, nic))
-        if mv.to_node is not None:
-            if not free[mv.to_node]:
-                raise ValueError("%s has no spare NIC to move a cable to" % mv.to_node)
-            wire.append((mv.to_node, free[mv.to_node].pop(0)))
-        elif mv.to_network is not None:
-            wires[mv.to_network].append((mv.node, nic))
+        _move(wires, free, mv)
     return wires, names
 
 
@@ -597,3 +615,83 @@ def synthesise(source: Compiled | Mapping[str, Any],
                                   "management": [management], "nics": [], "skipped": []})
         reports[host]["nics"].append(body)
     return reports
+
+
+# --- outputs -------------------------------------------------------------------
+
+VAR_FILE = "beonet_interfaces.yml"
+_HIDDEN_BY_DIR = ("", ".yml", ".yaml", ".json")
+
+
+def host_vars_text(names: Mapping[str, str]) -> str:
+    """host_vars/HOST/beonet_interfaces.yml: the host's logical -> physical names."""
+    lines = ["# Written by beonet cabling from the discovered wiring.", "beonet_interfaces:"]
+    lines += ["  %s: %s" % (json.dumps(k), json.dumps(v)) for k, v in sorted(names.items())]
+    return "\n".join(lines) + "\n"
+
+
+def host_vars_clashes(folder: str, hosts: Iterable[str]) -> list[str]:
+    """host_vars files a new host_vars/HOST/ folder would hide: Ansible reads the
+    folder HOST/ and then no longer reads HOST.yml (it takes the first it finds)."""
+    out: list[str] = []
+    for host in hosts:
+        base = os.path.join(folder, host)
+        if not os.path.isdir(base):
+            out.extend(base + ext for ext in _HIDDEN_BY_DIR[1:] if os.path.isfile(base + ext))
+    return out
+
+
+def write_host_vars(folder: str, mapping: Interfaces, check: bool = False) -> list[str]:
+    """Write host_vars/HOST/beonet_interfaces.yml for every host whose file differs,
+    atomically; return the paths that change (none written in check mode)."""
+    changed: list[str] = []
+    for host, names in sorted(mapping.items()):
+        path = os.path.join(folder, host, VAR_FILE)
+        text = host_vars_text(names)
+        if read_text(path) != text:
+            changed.append(path)
+            if not check:
+                atomic_write(path, text)
+    return changed
+
+
+def report_text(name: str, result: Result) -> str:
+    """The Markdown cabling report: the faults with their fixes, or the mapping."""
+    out = ["# Cabling report: %s" % name, ""]
+    if result.faults:
+        out += ["%d cabling fault%s; no NIC mapping is written." % (
+            len(result.faults), "" if len(result.faults) == 1 else "s"), "",
+            "| # | fault | fix |", "| --- | --- | --- |"]
+        out += ["| %d | %s | %s |" % (k, f.text, f.fix) for k, f in enumerate(result.faults, 1)]
+    else:
+        out += ["Every node is cabled as the sheet says.", "",
+                "| node | logical -> physical |", "| --- | --- |"]
+        out += ["| %s | %s |" % (host, ", ".join("%s -> %s" % kv for kv in sorted(names.items())))
+                for host, names in result.mapping.items()]
+    spare = ["%s: %s" % (host, ", ".join(nics)) for host, nics in sorted(result.spare.items())]
+    if spare:
+        out += ["", "Spare NICs (not in the plan): " + "; ".join(spare)]
+    return "\n".join(out) + "\n"
+
+
+def mapping_text(mapping: Interfaces) -> str:
+    """The mapping as inventory host variables (YAML), one host per entry."""
+    out = []
+    for host, names in mapping.items():
+        flow = ", ".join("%s: %s" % (json.dumps(k), json.dumps(v)) for k, v in sorted(names.items()))
+        out.append("%s:\n  beonet_interfaces: {%s}" % (json.dumps(host), flow))
+    return "\n".join(out) + "\n" if out else "{}\n"
+
+
+def load_reports(path: str) -> tuple[dict[str, Any] | None, str | None]:
+    """({host: report}, None) from a discovery file (JSON), or (None, why not)."""
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except OSError as exc:
+        return None, "cannot read %s: %s" % (path, exc.strerror or exc)
+    except ValueError as exc:
+        return None, "%s is not JSON: %s" % (path, exc)
+    if not isinstance(data, dict):
+        return None, "%s must hold an object {host: discovery report}" % path
+    return data, None
