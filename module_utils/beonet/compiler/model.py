@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -131,7 +130,91 @@ class Segment:
         return net_text(self.net, self.plen) if self.net != UNASSIGNED else None
 
 
-Adjacency = list[list[tuple[int, Segment]]]  # node index -> [(neighbour index, segment)]
+@dataclass(slots=True, eq=False)
+class Reach:
+    """A BFS from a set of nodes over Links."""
+
+    dist: list[int]                 # node index -> IP hops from the sources, -1: unreachable
+    order: list[int]                # the reached nodes, sources first, by distance
+    near: list[int]                 # segment number -> hops to its nearest members, -1: unreached
+    nearest: dict[int, list[int]] = field(default_factory=dict)  # segment number -> those members
+
+
+@dataclass(slots=True, eq=False)
+class Links:
+    """The IP graph with every segment as one vertex: a LAN of k members costs
+    k entries, not a clique of k*(k-1) node pairs. Segments are numbered in
+    graph order among the routed ones."""
+
+    segments: list[Segment]         # segment number -> routed Segment
+    members: list[list[int]]        # segment number -> member node indexes
+    of_node: list[tuple[int, ...]]  # node index -> its segment numbers, in graph order
+
+    def towards(self, sources: Iterable[int]) -> Reach:
+        """BFS from the sources; each segment is expanded once, from its nearest member."""
+        members, of_node = self.members, self.of_node
+        dist = [-1] * len(of_node)
+        near = [-1] * len(members)
+        order = list(sources)
+        for s in order:
+            dist[s] = 0
+        start, d = 0, 0
+        while start < len(order):
+            end, d = len(order), d + 1
+            for a in order[start:end]:
+                for k in of_node[a]:
+                    if near[k] < 0:
+                        near[k] = d - 1
+                        for b in members[k]:
+                            if dist[b] < 0:
+                                dist[b] = d
+                                order.append(b)
+            start = end
+        return Reach(dist, order, near)
+
+    def nearest(self, k: int, bfs: Reach) -> list[int]:
+        """The members of segment k nearest the BFS sources."""
+        at = bfs.nearest.get(k)
+        if at is None:
+            dist, want = bfs.dist, bfs.near[k]
+            at = bfs.nearest[k] = [b for b in self.members[k] if dist[b] == want]
+        return at
+
+
+Ways = tuple[int, ...]          # the segments through which a node has next hops towards a BFS's sources
+
+
+def ends_of_shortest(links: Links, bfs: Reach, dests: list[int]
+                     ) -> tuple[list[int], dict[Ways, list[int]]]:
+    """For a BFS from one segment's members: (node -> bit mask of the dests,
+    by position in dests, that end some shortest path from the node to the
+    segment; the nodes off the segment grouped by the segments that hold
+    their next hops, in BFS order). A dest on the segment is dist hops from a
+    node when its bit is set, else dist + 1. The nodes of one group have the
+    same next hops (Links.nearest of each of its segments) and the same mask."""
+    reach = [0] * len(bfs.dist)
+    for bit, d in enumerate(dests):
+        reach[d] = 1 << bit
+    groups: dict[Ways, list[int]] = {}
+    masks: dict[Ways, int] = {}
+    dist, near, of_node = bfs.dist, bfs.near, links.of_node
+    for x in bfs.order:
+        dx = dist[x]
+        if not dx:
+            continue
+        segs = of_node[x]
+        ways = segs if len(segs) == 1 else tuple(k for k in segs if near[k] == dx - 1)
+        group = groups.get(ways)
+        if group is None:
+            group = groups[ways] = []
+            r = 0
+            for k in ways:
+                for n in links.nearest(k, bfs):
+                    r |= reach[n]
+            masks[ways] = r
+        group.append(x)
+        reach[x] = masks[ways]
+    return reach, groups
 
 
 @dataclass(slots=True, eq=False)
@@ -169,6 +252,7 @@ class Graph:
     segments: list[Segment] = field(default_factory=list)
     switches: list[Switch] = field(default_factory=list)  # tree family only (root first)
     management: str = "eth0"
+    ipv6: bool = True               # False: cluster NICs get no IPv6 (not even link-local)
     params: dict[str, Any] = field(default_factory=dict)  # family parameters kept for metrics
     notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
 
@@ -189,34 +273,21 @@ class Graph:
                         out[a] = node
         return out
 
-    def neighbours(self) -> Adjacency:
-        """node index -> list of (neighbour index, segment), over IP segments."""
-        adj: Adjacency = [[] for _node in self.nodes]
-        for seg in self.segments:
-            if not seg.routed:
-                continue
+    def links(self) -> Links:
+        """The IP segments as vertices (see Links)."""
+        segs = self.routed_segments()
+        of_node: list[list[int]] = [[] for _node in self.nodes]
+        members = []
+        for k, seg in enumerate(segs):
             idx = [m[0].index for m in seg.members]
+            members.append(idx)
             for a in idx:
-                for b in idx:
-                    if a != b:
-                        adj[a].append((b, seg))
-        return adj
+                of_node[a].append(k)
+        return Links(segs, members, [tuple(ks) for ks in of_node])
 
-    def distances(self, sources: Iterable[int], adj: Adjacency | None = None) -> list[int]:
-        """IP-hop distance from a set of node indexes to every node (BFS)."""
-        adj = adj if adj is not None else self.neighbours()
-        dist = [-1] * len(self.nodes)
-        queue: deque[int] = deque()
-        for s in sources:
-            dist[s] = 0
-            queue.append(s)
-        while queue:
-            a = queue.popleft()
-            for b, _seg in adj[a]:
-                if dist[b] < 0:
-                    dist[b] = dist[a] + 1
-                    queue.append(b)
-        return dist
+    def distances(self, sources: Iterable[int], links: Links | None = None) -> list[int]:
+        """IP-hop distance from a set of node indexes to every node (BFS), -1 where unreachable."""
+        return (links if links is not None else self.links()).towards(sources).dist
 
 
 ON_LINK = -1

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from .errors import Problems
-from .model import ON_LINK, Graph, Node, RouteTable, ip_text, mask, net_text
+from .model import ON_LINK, Graph, Node, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
 
 Signature = tuple[tuple[int, int], ...]     # the (plen, net) prefixes matching a class's addresses
@@ -352,11 +352,40 @@ def shortest_sums(graph: Graph) -> list[int]:
     """Sum over destinations of the shortest IP-hop distance, per source."""
     if graph.family == "metagraph":
         return _metagraph_sums(graph)
-    adj = graph.neighbours()
-    out = []
+    if graph.family == "mesh":
+        return _mesh_sums(graph)
+    return _generic_sums(graph)
+
+
+def _generic_sums(graph: Graph) -> list[int]:
+    """One BFS per segment that holds node addresses: a node of such a segment
+    is dist or dist + 1 hops from a node that is dist hops from the segment
+    (see model.ends_of_shortest)."""
+    links = graph.links()
+    number = {id(seg): k for k, seg in enumerate(links.segments)}
+    homes: defaultdict[int, list[int]] = defaultdict(list)
     for node in graph.nodes:
-        out.append(sum(graph.distances([node.index], adj)))
+        homes[number[id(node.home.segment)]].append(node.index)
+    out = [0] * len(graph.nodes)
+    for k, dests in homes.items():
+        bfs = links.towards(links.members[k])
+        reach, _groups = ends_of_shortest(links, bfs, dests)
+        size = len(dests)
+        for x, d in enumerate(bfs.dist):
+            if d > 0:
+                out[x] += size * (d + 1) - reach[x].bit_count()
+            else:
+                out[x] += size - reach[x].bit_count()
     return out
+
+
+def _mesh_sums(graph: Graph) -> list[int]:
+    """In a mesh two nodes are as many hops apart as they have coordinates that
+    differ, so every node has the same sum: over each dimension, the nodes
+    that differ from it there."""
+    n = len(graph.nodes)
+    total = sum(n - n // size for size in graph.params["dims"])
+    return [total] * n
 
 
 def _metagraph_sums(graph: Graph) -> list[int]:

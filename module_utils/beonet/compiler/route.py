@@ -24,10 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .model import ON_LINK, Adjacency, Graph, Interface, Node, Route, RouteTable, mask
-
-Candidate = tuple[int, str]                     # (neighbour index, segment name)
-Request = tuple[str, tuple[Candidate, ...]]     # (segment to reach, the candidates towards it)
+from .model import Graph, Interface, Links, Node, Route, RouteTable, ends_of_shortest, mask
 
 
 def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
@@ -40,47 +37,93 @@ def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
     return out
 
 
-def _spread(requests: dict[Request, list[tuple[int, list[Candidate]]]]
-            ) -> dict[tuple[int, Request], Candidate]:
-    """requests: {key: [(source index, candidates)]} -> {(source, key): candidate}.
-
-    Sources that share a choice are ranked and dealt round-robin over the
-    candidates, so each gateway carries an equal share of the sources."""
-    out = {}
-    for key, items in requests.items():
-        items.sort(key=lambda t: t[0])
-        for rank, (src, cands) in enumerate(items):
-            out[src, key] = cands[rank % len(cands)]
-    return out
-
-
 def generic(graph: Graph) -> None:
     """Segment routes by multi-source BFS, then host routes where those are longer than shortest."""
-    nodes = graph.nodes
-    adj = graph.neighbours()
+    links = graph.links()
     on = _iface_on(graph)
     # Route to the segments that hold some node's address (what names resolve
     # to); other interface addresses are reachable from their own segment only.
-    homes = {node.home.segment.name for node in nodes}
-    segs = [s for s in graph.routed_segments() if s.name in homes]
-    requests: dict[Request, list[tuple[int, list[Candidate]]]] = defaultdict(list)
-    for seg in segs:
-        members = {m[0].index for m in seg.members}
-        dist = graph.distances(members, adj)
+    homes: dict[int, list[Node]] = defaultdict(list)
+    number = {id(seg): k for k, seg in enumerate(links.segments)}
+    for node in graph.nodes:
+        homes[number[id(node.home.segment)]].append(node)
+    for k in sorted(homes):
+        _towards_segment(graph, links, k, homes[k], on)
+    _finish(graph)
+
+
+def _towards_segment(graph: Graph, links: Links, k: int, dests: list[Node],
+                     on: dict[tuple[int, str], Interface]) -> None:
+    """Every other node's route to segment k, and its host routes to the nodes
+    of dests (the nodes whose address is on k) that the segment route would
+    reach in one hop more than the shortest path.
+
+    Sources with the same next hops are ranked and dealt round-robin over
+    them, so each gateway carries an equal share. A node x reaches the segment
+    in dist(x) hops, a dest d on it in dist(x) hops when d ends some shortest
+    path from x to the segment (model.ends_of_shortest), else in one more.
+    The segment route takes d in dist(x) hops exactly when d also ends one
+    from the chosen next hop; where it does not, a host route goes through a
+    next hop from which it does."""
+    nodes, seg = graph.nodes, links.segments[k]
+    bfs = links.towards(links.members[k])
+    reach, groups = ends_of_shortest(links, bfs, [d.index for d in dests])
+    names = [s.name for s in links.segments]
+    net, plen = seg.net, seg.plen
+    for ways, xs in groups.items():
+        cands = sorted((n, names[via]) for via in ways for n in links.nearest(via, bfs))
+        hops = [(n, on[n, name].addresses[0], name, reach[n]) for n, name in cands]
+        xs.sort()
+        for rank, xi in enumerate(xs):
+            n, via, name, ends = hops[rank % len(hops)]
+            x = nodes[xi]
+            x.routes.append(Route(net, plen, via, on[xi, name].name, x.address))
+            missing = reach[xi] & ~ends
+            while missing:
+                low = missing & -missing
+                missing ^= low
+                way = [h for h in hops if h[3] & low]
+                _m, hvia, hname, _ends = way[xi % len(way)]
+                x.routes.append(Route(dests[low.bit_length() - 1].address, 32, hvia,
+                                      on[xi, hname].name, x.address))
+
+
+def mesh(graph: Graph) -> None:
+    """Dimension-order routes of a mesh, computed from the coordinates; the
+    same routes the generic BFS gives. A node's address is on its dimension-0
+    LAN, so each node routes to every other dimension-0 LAN. Two nodes are as
+    many hops apart as they have differing coordinates, so the next hops
+    towards LAN d0-c are the neighbours that set one differing coordinate j
+    to c[j]; the generic rule takes the lowest-numbered one (node numbers
+    run with the last coordinate fastest): the first j with c[j] below the
+    node's coordinate, else the last differing j. No two sources share a
+    choice of more than one next hop, so no spreading applies, and no host
+    route is ever shorter (the only LAN node at the shortest distance is
+    the one with the node's own first coordinate)."""
+    dims = graph.params["dims"]
+    nodes = graph.nodes
+    stride = [1] * len(dims)
+    for j in range(len(dims) - 2, -1, -1):
+        stride[j] = stride[j + 1] * dims[j + 1]
+    # per dimension: node index -> its NIC's address and name on that dimension's LAN
+    addr = [[x.interfaces[j].addresses[0] for x in nodes] for j in range(len(dims))]
+    dev = [[x.interfaces[j].name for x in nodes] for j in range(len(dims))]
+    lans = sorted((s for s in graph.segments if s.pool_dim == 0), key=lambda s: s.net)
+    for seg in lans:
+        c = seg.members[0][0].coords
+        if c is None:
+            raise AssertionError("mesh node %s has no coordinates" % seg.members[0][0].name)
+        net, plen = seg.net, seg.plen
         for x in nodes:
-            if x.index in members:
+            xc = x.coords
+            if xc is None or xc[1:] == c[1:]:
                 continue
-            want = dist[x.index] - 1
-            cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == want})
-            requests[seg.name, tuple(cands)].append((x.index, cands))
-    chosen = _spread(requests)
-    seg_by_name = {s.name: s for s in segs}
-    for (xi, key), (n, via_seg) in sorted(chosen.items(), key=lambda kv: kv[0][0]):
-        seg = seg_by_name[key[0]]
-        x = nodes[xi]
-        x.routes.append(Route(seg.net, seg.plen, on[n, via_seg].addresses[0],
-                              on[xi, via_seg].name, x.address))
-    _host_routes(graph, adj, on)
+            j = next((j for j in range(1, len(dims)) if c[j] < xc[j]), 0)
+            if not j:
+                j = max(j for j in range(1, len(dims)) if c[j] != xc[j])
+            xi = x.index
+            n = xi + (c[j] - xc[j]) * stride[j]
+            x.routes.append(Route(net, plen, addr[j][n], dev[j][xi], addr[0][xi]))
     _finish(graph)
 
 
@@ -100,38 +143,6 @@ def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteT
 def owners(graph: Graph) -> dict[int, int]:
     """Interface address -> index of the node that holds it."""
     return {a: node.index for a, node in graph.owners().items()}
-
-
-def _host_routes(graph: Graph, adj: Adjacency, on: dict[tuple[int, str], Interface]) -> None:
-    """Host routes for the destinations a node's segment routes reach in more
-    hops than the shortest path (nearest sources first, so each walk sees the
-    host routes the nodes behind it already got)."""
-    nodes = graph.nodes
-    owner = owners(graph)
-    tables = tables_for(graph, owner)
-
-    def walk(start: int, addr: int, target: int, limit: int) -> int:
-        hops, cur = 0, start
-        while cur != target and hops <= limit:
-            entry = tables[cur].lookup(addr)
-            if entry is None:
-                return limit + 1
-            hops += 1
-            cur = target if entry[0] == ON_LINK else entry[0]
-        return hops
-
-    for dest in nodes:
-        addr = dest.address
-        dist = graph.distances([dest.index], adj)
-        for x in sorted(nodes, key=lambda n: dist[n.index]):
-            d = dist[x.index]
-            if d < 1 or walk(x.index, addr, dest.index, d) <= d:
-                continue
-            cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == d - 1})
-            n, seg = cands[x.index % len(cands)]
-            via = on[n, seg].addresses[0]
-            x.routes.append(Route(addr, 32, via, on[x.index, seg].name, x.address))
-            tables[x.index].add(addr, 32, (n, x.address))
 
 
 def _finish(graph: Graph) -> None:
@@ -299,5 +310,7 @@ def metagraph(graph: Graph) -> None:
 def route(graph: Graph) -> None:
     if graph.family == "metagraph":
         metagraph(graph)
+    elif graph.family == "mesh":
+        mesh(graph)
     else:
         generic(graph)
