@@ -8,9 +8,18 @@ DOCUMENTATION = r"""
 module: beonet_node
 short_description: Apply one node's beonet plan (persistent files and runtime state)
 description:
-  - Writes the node's persistent network configuration (systemd-networkd files or
-    NetworkManager keyfiles, C(/etc/sysctl.d) forwarding, the nftables ruleset that
-    limits forwarding to the topology's prefixes), atomically and only when different.
+  - Writes the node's persistent network configuration in the form the node's network
+    manager reads at boot (systemd-networkd files, NetworkManager keyfiles, a netplan
+    file or an ifupdown C(interfaces.d) file), C(/etc/sysctl.d) forwarding and the
+    nftables ruleset that limits forwarding to the topology's prefixes, atomically and
+    only when different. The files it wrote are recorded in C(/var/lib/beonet/files);
+    those a newer plan no longer produces are removed.
+  - With C(backend=auto), detects the manager that brings the cluster NICs up at boot
+    (netplan, NetworkManager, systemd-networkd, ifupdown) and refuses, before any change,
+    a node where none would. A running NetworkManager is told to leave the cluster NICs
+    when another backend is used; an ifupdown stanza or a netplan file of another tool
+    naming a cluster NIC is refused by name.
+  - With netplan, runs C(netplan generate) only (never C(netplan apply)).
   - Reads the live state (C(ip -j link/addr/route)) and changes only what differs
     from the plan. Routes it installs carry protocol 250 (C(beonet)) and addresses are
     recorded in C(/var/lib/beonet/addresses);
@@ -46,10 +55,11 @@ options:
     elements: str
     required: true
   backend:
-    description: Persistent configuration backend.
+    description:
+      - Persistent configuration backend; C(auto) detects the node's network manager.
     type: str
-    choices: [networkd, networkmanager]
-    default: networkd
+    choices: [auto, networkd, networkmanager, netplan, ifupdown]
+    default: auto
   management_interface:
     description: The interface Ansible connects through (C(none) when there is none).
     type: str
@@ -86,6 +96,20 @@ files:
   returned: always
   type: list
   elements: str
+removed:
+  description: Files an earlier plan wrote that this one does not, removed (or that would be).
+  returned: always
+  type: list
+  elements: str
+backend:
+  description: The backend used (C(netplan/networkd) or C(netplan/networkmanager) for netplan).
+  returned: always
+  type: str
+notes:
+  description: Other managers' claims on cluster NICs that beonet's files take precedence over.
+  returned: always
+  type: list
+  elements: str
 """
 
 import os
@@ -93,15 +117,16 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
-from ansible.module_utils.beonet.agent import nodeplan
+from ansible.module_utils.beonet.agent import backends, netmanager, nodeplan
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
+NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "plan": {"type": "dict", "required": True},
     "plan_format": {"type": "int", "required": True},
     "prefixes": {"type": "list", "elements": "str", "required": True},
-    "backend": {"type": "str", "choices": ["networkd", "networkmanager"], "default": "networkd"},
+    "backend": {"type": "str", "choices": ["auto", *netmanager.BACKENDS], "default": "auto"},
     "management_interface": {"type": "str", "default": "none"},
     "management_address": {"type": "str", "default": ""},
     "validate_only": {"type": "bool", "default": False},
@@ -134,8 +159,14 @@ def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState
             "tso": beonet.live_tso(n)}
 
 
-def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.LiveState]:
-    """The plan checked against the node (refused before any change), and what to run."""
+def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:
+    return sorted({name for i in n["interfaces"] for name in [i["name"]] + i.get("members", [])})
+
+
+def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.LiveState,
+                                                     netmanager.Decision]:
+    """The plan checked against the node (refused before any change), what to run, and
+    the backend that brings the cluster NICs up at boot."""
     p = module.params
     n, name = p["plan"], p["node"]
     problem = nodeplan.plan_format_problem(name, p["plan_format"])
@@ -143,12 +174,49 @@ def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.Liv
         module.fail_json(msg=problem, problems=[problem], changed=False)
     bonding = not beonet.has_bonds(n) or _bonding_driver(module)
     problems = beonet.refusals(n, name, p["management_interface"], p["management_address"], bonding)
+    decision = netmanager.decide(name, netmanager.probe(NODE_ROOT), _cluster_nics(n),
+                                 beonet.has_bonds(n), p["backend"])
+    problems += decision.problems
     live = _live_state(module, n)
     actions, more = beonet.node_actions(n, name, p["prefixes"], live)
     problems += more
     if problems:
-        module.fail_json(msg="; ".join(problems), problems=problems, changed=False)
-    return actions, live
+        module.fail_json(msg="; ".join(problems), problems=problems, changed=False,
+                         found=decision.found)
+    return actions, live, decision
+
+
+def _files(n: nodeplan.NodePlan, prefixes: list[str], d: netmanager.Decision) -> dict[str, str]:
+    """Every persistent file of this node: the backend's, and NetworkManager's leave-alone file."""
+    files = beonet.persistent_files(n, prefixes, d.backend or "networkd", d.renderer)
+    files.update(backends.unmanaged_file(d.unmanage))
+    return files
+
+
+def _remove(path: str) -> None:
+    os.unlink(path)
+
+
+def _remove_stale(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
+                  diffs: list[dict[str, str]]) -> None:
+    """Remove the files an earlier plan wrote that this one does not, and record this plan's."""
+    recorded = read_text(backends.RECORD_PATH)
+    for path in backends.stale_paths(recorded, files):
+        old = read_text(path)
+        if old is None:
+            continue
+        result["removed"].append(path)
+        diffs.append({"before_header": path, "after_header": path + " (removed)",
+                      "before": old, "after": ""})
+        if not module.check_mode:
+            try:
+                _remove(path)
+            except OSError as exc:
+                module.fail_json(msg="%s: removing %s failed: %s" % (module.params["node"], path, exc),
+                                 **result)
+    record = backends.record_text(files)
+    if recorded != record and not module.check_mode:
+        _write(module, backends.RECORD_PATH, record, 0o644, result)
 
 
 def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
@@ -190,16 +258,27 @@ def _run(module: AnsibleModule, actions: list[list[str]], result: dict[str, Any]
         module.fail_json(msg=error, **result)
 
 
-def _reload_networkmanager(module: AnsibleModule, result: dict[str, Any]) -> None:
-    """Let a running NetworkManager know the keyfiles (it reads them at boot).
+def _tell_managers(module: AnsibleModule, result: dict[str, Any]) -> None:
+    """Let the managers know the files that changed (they read them at boot).
 
-    After the live changes: a profile it activates at once then finds its bond
-    and addresses in place instead of racing 'ip link add'."""
-    nmcli = module.get_bin_path("nmcli")
-    if nmcli:
-        rc, _out, err = module.run_command([nmcli, "connection", "reload"])
-        if rc:
-            module.fail_json(msg="nmcli connection reload: %s" % err.strip(), **result)
+    After the live changes: a profile NetworkManager activates at once then finds
+    its bond and addresses in place instead of racing 'ip link add'. netplan only
+    generates: 'netplan apply' would touch every NIC, the management one too."""
+    changed = result["files"] + result["removed"]
+    commands = []
+    if any(f.endswith(".nmconnection") for f in changed):
+        commands.append(["nmcli", "connection", "reload"])
+    if backends.NM_UNMANAGED in changed:
+        commands.append(["nmcli", "general", "reload", "conf"])
+    if backends.NETPLAN in changed:
+        commands.append(["netplan", "generate"])
+    for cmd in commands:
+        path = module.get_bin_path(cmd[0])
+        if path:
+            rc, _out, err = module.run_command([path] + cmd[1:])
+            if rc:
+                module.fail_json(msg="%s: %s: %s" % (module.params["node"], " ".join(cmd),
+                                                     err.strip()), **result)
 
 
 def _route_diff(name: str, n: nodeplan.NodePlan, live: beonet.LiveState) -> dict[str, str]:
@@ -212,19 +291,22 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     n, name = p["plan"], p["node"]
-    actions, live = _checked_actions(module)
-    result: dict[str, Any] = {"changed": False, "actions": [" ".join(a) for a in actions],
-                              "files": []}
+    actions, live, decision = _checked_actions(module)
+    backend = decision.backend or "networkd"
+    result: dict[str, Any] = {
+        "changed": False, "actions": [" ".join(a) for a in actions], "files": [], "removed": [],
+        "backend": backend + ("/" + decision.renderer if backend == "netplan" else ""),
+        "notes": decision.notes}
     if p["validate_only"]:
         module.exit_json(**result)
     diffs: list[dict[str, str]] = []
-    _persist(module, beonet.persistent_files(n, p["prefixes"], p["backend"]), result, diffs)
-    result["changed"] = bool(result["actions"] or result["files"])
+    files = _files(n, p["prefixes"], decision)
+    _persist(module, files, result, diffs)
+    _remove_stale(module, files, result, diffs)
+    result["changed"] = bool(result["actions"] or result["files"] or result["removed"])
     if not module.check_mode:
         _run(module, actions, result)
-        if p["backend"] == "networkmanager" and any(f.endswith(".nmconnection")
-                                                    for f in result["files"]):
-            _reload_networkmanager(module, result)
+        _tell_managers(module, result)
         state = beonet.installed_addresses(n)
         if live["installed"] != state.splitlines():
             _write(module, beonet.STATE_PATH, state, 0o644, result)

@@ -11,6 +11,7 @@ from conftest import ROOT, golden
 
 from beonet.agent import apply as node
 from beonet.agent import files, nodeplan
+from beonet.agent.backends import RECORD_PATH
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
 from beonet.outputs import plan as render
@@ -392,7 +393,7 @@ def _run_module(lib, monkeypatch, params, live, check_mode=True):
 
 def _module_params(plan, host, plan_format=1):
     return {"node": host, "plan": plan["nodes"][host], "plan_format": plan_format,
-            "prefixes": render.prefixes(plan)}
+            "prefixes": render.prefixes(plan), "backend": "networkd"}
 
 
 @pytest.mark.parametrize("topology,host", [("routed-mesh", "node-0-0"), ("bonded-dual-net", "node01"),
@@ -423,7 +424,7 @@ def test_the_module_runs_its_actions_in_order_after_the_files(beonet_node, monke
                                 check_mode=False)
     ran = [c for c in commands if c[:2] not in (["ip", "-j"], ["nft", "list"])]
     assert not out.failed and [" ".join(c) for c in ran] == out.result["actions"]
-    assert written == sorted(node.persistent_files(n, [], "networkd")) + [node.STATE_PATH]
+    assert written == sorted(node.persistent_files(n, [], "networkd")) + [RECORD_PATH, node.STATE_PATH]
 
 
 @pytest.mark.parametrize("plan_format,word", [(2, "newer"), (0, "older")])

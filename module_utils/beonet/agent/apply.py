@@ -27,21 +27,21 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .nodeplan import Interface, NodePlan
+from .backends import HEADER, NETPLAN, PROTO, backend_files
+from .backends import NM as NM
+from .backends import nm_files as nm_files
+from .nodeplan import NodePlan
+from .verify import is_link_local
 
 if TYPE_CHECKING:
     IpJson = list[dict[str, Any]]              # parsed `ip -j ...` output
     Action = list[str]                         # one command, as argv
     Runner = Callable[[list[str]], "tuple[int, str]"]   # argv -> (rc, stderr)
 
-PROTO = 250
 PROTO_NAME = "beonet"
-HEADER = "# Ansible managed: written by beonet from the topology plan; do not edit.\n"
 SYSCTL_PATH = "/etc/sysctl.d/90-beonet.conf"
 STATE_PATH = "/var/lib/beonet/addresses"       # "ADDR/LEN DEV" lines beonet installed
 NFT_PATH = "/etc/nftables.d/beonet.nft"
-NETWORKD = "/etc/systemd/network"
-NM = "/etc/NetworkManager/system-connections"
 FORWARD = "/proc/sys/net/ipv4/ip_forward"
 SIOCETHTOOL = 0x8946
 ETHTOOL_GTSO, ETHTOOL_STSO = 0x1e, 0x1f       # legacy one-feature get/set (all TSO bits)
@@ -57,88 +57,6 @@ class LiveState(TypedDict):
     forwarding: str              # /proc/sys/net/ipv4/ip_forward ("" when unreadable)
     nft_table: str | None        # `nft list table inet beonet` (None: no such table)
     tso: dict[str, bool | None]  # live_tso()
-
-
-def _is_bond_member(iface: Interface) -> bool:
-    return bool(iface.get("bond"))
-
-
-def _networkd_netdev(iface: Interface) -> str:
-    return HEADER + (
-        "[NetDev]\nName=%s\nKind=bond\n%s%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
-        % (iface["name"], "MACAddress=%s\n" % iface["mac"] if iface.get("mac") else "",
-           "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
-           iface["mode"], iface["miimon"]))
-
-
-def _networkd_network(n: NodePlan, iface: Interface) -> str:
-    lines = [HEADER, "[Match]\nName=%s\n\n" % iface["name"]]
-    if iface.get("mtu") and iface["kind"] != "bond":
-        lines.append("[Link]\nMTUBytes=%d\n\n" % iface["mtu"])
-    lines.append("[Network]\n")
-    if _is_bond_member(iface):
-        lines.append("Bond=%s\n" % iface["bond"])
-    else:
-        lines.append("LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-        for a in iface["addresses"]:
-            lines.append("Address=%s\n" % a)
-        for r in n["routes"]:
-            if r["dev"] == iface["name"]:
-                lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
-                             "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
-    return "".join(lines)
-
-
-def networkd_files(n: NodePlan) -> dict[str, str]:
-    files = {}
-    for iface in n["interfaces"]:
-        stem = "%s/60-beonet-%s" % (NETWORKD, iface["name"])
-        if iface["kind"] == "bond":
-            files[stem + ".netdev"] = _networkd_netdev(iface)
-        files[stem + ".network"] = _networkd_network(n, iface)
-        if iface["kind"] == "bond" and iface.get("tso") is False:
-            # Offloads of a netdev networkd creates come from a .link file,
-            # applied by udev when the bond appears (before 99-default.link).
-            files["%s/10-beonet-%s.link" % (NETWORKD, iface["name"])] = HEADER + (
-                "[Match]\nOriginalName=%s\n\n[Link]\nTCPSegmentationOffload=false\n"
-                "TCP6SegmentationOffload=false\n" % iface["name"])
-    return files
-
-
-def _nm_ipv4(n: NodePlan, iface: Interface) -> str:
-    out = ["\n[ipv4]\nmethod=manual\n"]
-    for k, a in enumerate(iface["addresses"], 1):
-        out.append("address%d=%s\n" % (k, a))
-    routes = [r for r in n["routes"] if r["dev"] == iface["name"]]
-    for k, r in enumerate(routes, 1):
-        out.append("route%d=%s,%s\nroute%d_options=src=%s\n" % (k, r["to"], r["via"], k, r["src"]))
-    out.append("\n[ipv6]\nmethod=disabled\n")
-    return "".join(out)
-
-
-def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
-    out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\n" % (iface["name"], iface["name"])]
-    if iface["kind"] == "bond":
-        out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
-        if iface.get("mac"):
-            out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
-        if iface.get("tso") is False:
-            out.append("\n[ethtool]\nfeature-tso=false\n")
-    else:
-        out.append("type=ethernet\n")
-        if _is_bond_member(iface):
-            # master/slave-type: what NetworkManager < 1.46 (Debian 12: 1.42)
-            # reads; newer versions read them as aliases of controller/port-type.
-            out.append("master=%s\nslave-type=bond\n" % iface["bond"])
-        if iface.get("mtu"):
-            out.append("\n[ethernet]\nmtu=%d\n" % iface["mtu"])
-    if not _is_bond_member(iface):
-        out.append(_nm_ipv4(n, iface))
-    return "".join(out)
-
-
-def nm_files(n: NodePlan) -> dict[str, str]:
-    return {"%s/beonet-%s.nmconnection" % (NM, i["name"]): _nm_keyfile(n, i) for i in n["interfaces"]}
 
 
 def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
@@ -158,9 +76,13 @@ def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
     return digest, text
 
 
-def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str) -> dict[str, str]:
-    """{path: text} of the node's persistent configuration (backend: networkd or networkmanager)."""
-    files = networkd_files(n) if backend == "networkd" else nm_files(n)
+def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
+                     renderer: str = "networkd") -> dict[str, str]:
+    """{path: text} of the node's persistent configuration.
+
+    backend: networkd, networkmanager, netplan or ifupdown (backends.py);
+    renderer: netplan's (networkd or networkmanager)."""
+    files = backend_files(n, backend, renderer)
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0)
     if n["forwarding"]:
         files[NFT_PATH] = forward_ruleset(prefixes)[1]
@@ -168,8 +90,8 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str) -> dict
 
 
 def file_mode(path: str) -> int:
-    """NetworkManager ignores keyfiles that anyone but root can read."""
-    return 0o600 if path.endswith(".nmconnection") else 0o644
+    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can read."""
+    return 0o600 if path.endswith(".nmconnection") or path == NETPLAN else 0o644
 
 
 def route_key(to: str, via: str | None, dev: str | None, src: str | None) -> tuple[Any, ...]:
@@ -219,7 +141,7 @@ def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> li
     have = set()
     for entry in addrs:
         for info in entry.get("addr_info", []):
-            if info.get("family") == "inet":
+            if info.get("family") == "inet" and not is_link_local(info.get("local", "")):
                 have.add(("%s/%d" % (info["local"], info["prefixlen"]), entry["ifname"]))
     ours = {tuple(x.split(" ", 1)) for x in installed}
     actions = [["ip", "addr", "add", a, "dev", dev] for a, dev in sorted(want - have)]
@@ -233,6 +155,8 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
     want = {route_key(r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"]}
     live_routes = {}
     for r in routes:
+        if is_link_local(r["dst"]):
+            continue
         to = r["dst"] if "/" in r["dst"] else r["dst"] + "/32"
         key = route_key(to, r.get("gateway"), r.get("dev"), r.get("prefsrc"))
         ours = str(r.get("protocol")) in (str(PROTO), PROTO_NAME)
@@ -443,7 +367,8 @@ def routes_text(routes: IpJson, only_beonet: bool = True) -> str:
     """Comparable text of a routing table (for --diff)."""
     lines = []
     for r in routes:
-        if only_beonet and str(r.get("protocol")) not in (str(PROTO), PROTO_NAME):
+        if (only_beonet and str(r.get("protocol")) not in (str(PROTO), PROTO_NAME)) \
+                or is_link_local(r["dst"]):
             continue
         to = r["dst"] if "/" in r["dst"] or r["dst"] == "default" else r["dst"] + "/32"
         lines.append("%s via %s dev %s src %s" % (to, r.get("gateway"), r.get("dev"), r.get("prefsrc")))

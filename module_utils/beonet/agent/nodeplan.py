@@ -56,6 +56,7 @@ class NodePlan(_NodePlanKeys, total=False):
     group: int
     coords: list[int]
     switch: str
+    ipv6: bool                   # present (false) only when the topology turns IPv6 off
 
 
 def plan_format_problem(node: str, plan_format: int) -> str | None:

@@ -4,6 +4,7 @@ hops, forwarding state, bond state. Standard library only (runs on nodes)."""
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from .nodeplan import Interface, NodePlan
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
+_LINK_LOCAL = ipaddress.ip_network("fe80::/10")
 
 
 def parse_traceroute(text: str) -> list[str]:
@@ -84,17 +86,29 @@ def _route_line(to: str, via: str | None, dev: str | None, src: str | None) -> s
     return "%s via %s dev %s src %s" % (to, via, dev, src)
 
 
+def is_link_local(address: str) -> bool:
+    """Whether an address or prefix ("fe80::1", "fe80::/64") is IPv6 link-local (fe80::/10).
+
+    The OS gives each NIC such an address and route; they are never the plan's business."""
+    try:
+        return ipaddress.ip_network(address, strict=False).subnet_of(_LINK_LOCAL)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
 def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """(planned, live) sorted route lines of one node, in one format.
 
     live_routes: parsed ``ip -j -4 route show table main``. Only routes through
     a gateway on one of the plan's interfaces count: the management network's
-    routes and the kernel's connected routes are not the plan's business."""
+    routes, the kernel's connected routes and IPv6 link-local routes are not
+    the plan's business."""
     planned = sorted(_route_line(r["to"], r["via"], r["dev"], r["src"]) for r in plan_node["routes"])
     devs = {i["name"] for i in plan_node["interfaces"]}
     live = []
     for r in live_routes:
-        if r.get("dev") not in devs or not r.get("gateway"):
+        if r.get("dev") not in devs or not r.get("gateway") or is_link_local(r["dst"]) \
+                or is_link_local(r["gateway"]):
             continue
         to = r["dst"]
         if to != "default" and "/" not in to:

@@ -1,0 +1,245 @@
+"""The node's persistent network configuration, in the form each manager reads at boot.
+
+Standard library only (runs on the nodes). Four backends, each a pure
+function of the node plan returning {path: text}:
+
+* ``networkd``: systemd-networkd ``.netdev``/``.network`` files;
+* ``networkmanager``: NetworkManager keyfiles;
+* ``netplan``: one file, /etc/netplan/60-beonet.yaml (renderer networkd or
+  NetworkManager; beonet runs ``netplan generate`` only, never ``netplan apply``);
+* ``ifupdown``: /etc/network/interfaces.d/60-beonet (bonds through ifenslave).
+
+A bond whose plan turns TSO off gets a udev ``.link`` file (applied when the
+bond appears, whichever manager creates it), or the keyfile's ``[ethtool]``
+section. IPv6 link-local addressing is left as the OS has it unless the plan
+says ``ipv6: false``. ``unmanaged_file`` tells a running NetworkManager to
+leave the cluster NICs to another backend. ``stale_paths`` names the files an
+earlier plan wrote that this one does not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .nodeplan import Interface, NodePlan, Route
+
+PROTO = 250
+HEADER = "# Ansible managed: written by beonet from the topology plan; do not edit.\n"
+NETWORKD = "/etc/systemd/network"
+NM = "/etc/NetworkManager/system-connections"
+NM_UNMANAGED = "/etc/NetworkManager/conf.d/60-beonet-unmanaged.conf"
+NETPLAN = "/etc/netplan/60-beonet.yaml"
+IFUPDOWN = "/etc/network/interfaces.d/60-beonet"
+RECORD_PATH = "/var/lib/beonet/files"          # the persistent files beonet wrote, one a line
+NM_PRIORITY = 50                               # above a DHCP profile's 0 and the auto default's -999
+
+
+def _is_bond_member(iface: Interface) -> bool:
+    return bool(iface.get("bond"))
+
+
+def _ipv6(n: NodePlan) -> bool:
+    return n.get("ipv6", True)
+
+
+def _routes(n: NodePlan, iface: Interface) -> list[Route]:
+    return [r for r in n["routes"] if r["dev"] == iface["name"]]
+
+
+def tso_link_files(n: NodePlan) -> dict[str, str]:
+    """udev .link files turning TSO off on the bonds whose plan says so (any manager)."""
+    return {"%s/10-beonet-%s.link" % (NETWORKD, i["name"]): HEADER + (
+        "[Match]\nOriginalName=%s\n\n[Link]\nTCPSegmentationOffload=false\n"
+        "TCP6SegmentationOffload=false\n" % i["name"])
+        for i in n["interfaces"] if i["kind"] == "bond" and i.get("tso") is False}
+
+
+def _networkd_netdev(iface: Interface) -> str:
+    return HEADER + (
+        "[NetDev]\nName=%s\nKind=bond\n%s%s\n[Bond]\nMode=%s\nMIIMonitorSec=%dms\n"
+        % (iface["name"], "MACAddress=%s\n" % iface["mac"] if iface.get("mac") else "",
+           "MTUBytes=%d\n" % iface["mtu"] if iface.get("mtu") else "",
+           iface["mode"], iface["miimon"]))
+
+
+def _networkd_network(n: NodePlan, iface: Interface) -> str:
+    lines = [HEADER, "[Match]\nName=%s\n\n" % iface["name"]]
+    if iface.get("mtu") and iface["kind"] != "bond":
+        lines.append("[Link]\nMTUBytes=%d\n\n" % iface["mtu"])
+    lines.append("[Network]\n")
+    if _is_bond_member(iface):
+        lines.append("Bond=%s\n" % iface["bond"])
+    else:
+        lines.append("IPv6AcceptRA=no\n" if _ipv6(n) else "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+        for a in iface["addresses"]:
+            lines.append("Address=%s\n" % a)
+        for r in _routes(n, iface):
+            lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
+                         "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
+    return "".join(lines)
+
+
+def networkd_files(n: NodePlan) -> dict[str, str]:
+    files = {}
+    for iface in n["interfaces"]:
+        stem = "%s/60-beonet-%s" % (NETWORKD, iface["name"])
+        if iface["kind"] == "bond":
+            files[stem + ".netdev"] = _networkd_netdev(iface)
+        files[stem + ".network"] = _networkd_network(n, iface)
+    files.update(tso_link_files(n))
+    return files
+
+
+def _nm_ip(n: NodePlan, iface: Interface) -> str:
+    out = ["\n[ipv4]\nmethod=manual\n"]
+    for k, a in enumerate(iface["addresses"], 1):
+        out.append("address%d=%s\n" % (k, a))
+    for k, r in enumerate(_routes(n, iface), 1):
+        out.append("route%d=%s,%s\nroute%d_options=src=%s\n" % (k, r["to"], r["via"], k, r["src"]))
+    out.append("\n[ipv6]\nmethod=%s\n" % ("link-local" if _ipv6(n) else "disabled"))
+    return "".join(out)
+
+
+def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
+    out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\nautoconnect-priority=%d\n"
+           % (iface["name"], iface["name"], NM_PRIORITY)]
+    if iface["kind"] == "bond":
+        out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
+        if iface.get("mac"):
+            out.append("\n[ethernet]\ncloned-mac-address=%s\n" % iface["mac"])
+        if iface.get("tso") is False:
+            out.append("\n[ethtool]\nfeature-tso=false\n")
+    else:
+        out.append("type=ethernet\n")
+        if _is_bond_member(iface):
+            # master/slave-type: what NetworkManager < 1.46 (Debian 12: 1.42)
+            # reads; newer versions read them as aliases of controller/port-type.
+            out.append("master=%s\nslave-type=bond\n" % iface["bond"])
+        if iface.get("mtu"):
+            out.append("\n[ethernet]\nmtu=%d\n" % iface["mtu"])
+    if not _is_bond_member(iface):
+        out.append(_nm_ip(n, iface))
+    return "".join(out)
+
+
+def nm_files(n: NodePlan) -> dict[str, str]:
+    return {"%s/beonet-%s.nmconnection" % (NM, i["name"]): _nm_keyfile(n, i) for i in n["interfaces"]}
+
+
+def _yaml_list(items: Iterable[str]) -> str:
+    return "[%s]" % ", ".join('"%s"' % x for x in items)
+
+
+def _netplan_common(n: NodePlan, iface: Interface) -> list[str]:
+    """The keys every netplan device of the plan has (8 spaces deep)."""
+    pad = " " * 8
+    out = [pad + "optional: true\n"]
+    if iface.get("mtu"):
+        out.append(pad + "mtu: %d\n" % iface["mtu"])
+    if _is_bond_member(iface):
+        return out
+    out += [pad + "dhcp4: false\n", pad + "dhcp6: false\n", pad + "accept-ra: false\n"]
+    if not _ipv6(n):
+        out.append(pad + "link-local: []\n")
+    if iface["addresses"]:
+        out.append(pad + "addresses: %s\n" % _yaml_list(iface["addresses"]))
+    routes = _routes(n, iface)
+    if routes:
+        out.append(pad + "routes:\n")
+        out += ['%s  - to: "%s"\n%s    via: "%s"\n%s    from: "%s"\n'
+                % (pad, r["to"], pad, r["via"], pad, r["src"]) for r in routes]
+    return out
+
+
+def _netplan_bond(n: NodePlan, iface: Interface) -> list[str]:
+    pad = " " * 8
+    out = ["    %s:\n" % iface["name"], pad + "interfaces: %s\n" % _yaml_list(iface.get("members", []))]
+    if iface.get("mac"):
+        out.append(pad + 'macaddress: "%s"\n' % iface["mac"])
+    out.append(pad + "parameters:\n%s  mode: %s\n%s  mii-monitor-interval: %d\n"
+               % (pad, iface["mode"], pad, iface["miimon"]))
+    return out + _netplan_common(n, iface)
+
+
+def netplan_files(n: NodePlan, renderer: str = "networkd") -> dict[str, str]:
+    """/etc/netplan/60-beonet.yaml (mode 0600), for renderer networkd or networkmanager."""
+    out = [HEADER, "network:\n  version: 2\n  renderer: %s\n"
+           % ("NetworkManager" if renderer == "networkmanager" else "networkd")]
+    ethernets = [i for i in n["interfaces"] if i["kind"] != "bond"]
+    bonds = [i for i in n["interfaces"] if i["kind"] == "bond"]
+    if ethernets:
+        out.append("  ethernets:\n")
+        for iface in ethernets:
+            out.append("    %s:\n" % iface["name"])
+            out += _netplan_common(n, iface)
+    if bonds:
+        out.append("  bonds:\n")
+        for iface in bonds:
+            out += _netplan_bond(n, iface)
+    files = {NETPLAN: "".join(out)}
+    files.update(tso_link_files(n))
+    return files
+
+
+def _ifupdown_stanza(n: NodePlan, iface: Interface) -> str:
+    name, pad = iface["name"], "    "
+    addrs = iface["addresses"]
+    out = ["\nauto %s\niface %s inet %s\n" % (name, name, "static" if addrs else "manual")]
+    if addrs:
+        out.append(pad + "address %s\n" % addrs[0])
+    if iface.get("mac"):
+        out.append(pad + "hwaddress ether %s\n" % iface["mac"])
+    if iface.get("mtu"):
+        out.append(pad + "mtu %d\n" % iface["mtu"])
+    if iface["kind"] == "bond":
+        out.append(pad + "bond-slaves %s\n%sbond-mode %s\n%sbond-miimon %d\n"
+                   % (" ".join(iface.get("members", [])), pad, iface["mode"], pad, iface["miimon"]))
+    if not _ipv6(n):
+        out.append(pad + "up echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6\n" % name)
+    out += [pad + "up ip addr replace %s dev %s\n" % (a, name) for a in addrs[1:]]
+    out += [pad + "up ip route replace %s via %s dev %s src %s proto %d\n"
+            % (r["to"], r["via"], name, r["src"], PROTO) for r in _routes(n, iface)]
+    return "".join(out)
+
+
+def ifupdown_files(n: NodePlan) -> dict[str, str]:
+    """/etc/network/interfaces.d/60-beonet: one ``auto`` stanza per NIC or bond.
+
+    A bond's members are named by its ``bond-slaves`` (ifenslave enslaves
+    them), so they have no stanza of their own."""
+    stanzas = [_ifupdown_stanza(n, i) for i in n["interfaces"] if not _is_bond_member(i)]
+    files = {IFUPDOWN: HEADER + "".join(stanzas)}
+    files.update(tso_link_files(n))
+    return files
+
+
+def backend_files(n: NodePlan, backend: str, renderer: str = "networkd") -> dict[str, str]:
+    """{path: text} of the network configuration for one backend."""
+    if backend == "networkmanager":
+        return nm_files(n)
+    if backend == "netplan":
+        return netplan_files(n, renderer)
+    if backend == "ifupdown":
+        return ifupdown_files(n)
+    return networkd_files(n)
+
+
+def unmanaged_file(nics: Iterable[str]) -> dict[str, str]:
+    """A NetworkManager conf.d file that makes it leave these NICs alone."""
+    spec = ",".join("interface-name:%s" % nic for nic in nics)
+    return {NM_UNMANAGED: HEADER + "[keyfile]\nunmanaged-devices+=%s\n" % spec} if spec else {}
+
+
+def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
+    """The files an earlier plan wrote (the record's lines) that this plan does not.
+
+    Only beonet's own files (a name holding 'beonet') are ever named."""
+    keep = set(current)
+    return sorted({p.strip() for p in (recorded or "").splitlines()
+                   if p.strip().startswith("/") and "beonet" in os.path.basename(p.strip())
+                   and p.strip() not in keep})
+
+
+def record_text(paths: Iterable[str]) -> str:
+    return "".join(p + "\n" for p in sorted(paths))

@@ -1,0 +1,206 @@
+"""Which network manager brings a node's cluster NICs up at boot.
+
+Standard library only (runs on the nodes), read-only. ``probe`` reads a
+file tree (``/`` on a node, a fake tree in tests) into a ``Snapshot``;
+``decide`` is a pure function of the snapshot, the cluster NICs and the
+requested backend. Unit enablement is read from the files ``systemctl
+enable`` writes (the ``*.wants`` links and ``/dev/null`` masks), so the probe
+runs no program.
+
+Backends, in the order ``auto`` prefers them:
+
+* ``netplan``: netplan is installed and /etc/netplan holds a configuration
+  (it renders for networkd or NetworkManager, whichever its files name);
+* ``networkmanager``: NetworkManager.service is enabled;
+* ``networkd``: systemd-networkd.service is enabled;
+* ``ifupdown``: /etc/network/interfaces exists and networking.service is enabled.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+
+BACKENDS = ("networkd", "networkmanager", "netplan", "ifupdown")
+UNITS = {"networkd": "systemd-networkd.service", "networkmanager": "NetworkManager.service",
+         "ifupdown": "networking.service"}
+UNIT_DIRS = ("etc/systemd/system", "run/systemd/system", "lib/systemd/system",
+             "usr/lib/systemd/system")
+IFUPDOWN_MAIN = "/etc/network/interfaces"
+IFUPDOWN_DIR = "/etc/network/interfaces.d"
+NETPLAN_DIR = "/etc/netplan"
+NM_CONNECTIONS = "/etc/NetworkManager/system-connections"
+NETPLAN_BINS = ("usr/sbin/netplan", "sbin/netplan", "usr/bin/netplan")
+IFENSLAVE = ("sbin/ifenslave", "usr/sbin/ifenslave", "etc/network/if-pre-up.d/ifenslave")
+_STANZA = re.compile(r"^\s*(?:auto|allow-[\w-]+|iface|mapping)\s+(.*)$")
+_SOURCES = re.compile(r"^\s*(?:source\s+(?:/etc/network/)?interfaces\.d/\*|"
+                      r"source-directory\s+(?:/etc/network/)?interfaces\.d/?)\s*$")
+
+
+@dataclass
+class Snapshot:
+    """What the probe found on one node (paths are absolute, as on the node)."""
+    units: dict[str, str] = field(default_factory=dict)   # unit -> enabled/disabled/masked/absent
+    netplan_installed: bool = False
+    netplan: dict[str, str] = field(default_factory=dict)        # /etc/netplan/*.yaml -> text
+    interfaces: str | None = None                                 # /etc/network/interfaces
+    interfaces_d: dict[str, str] = field(default_factory=dict)    # interfaces.d/* -> text
+    ifenslave: bool = False
+    nm_connections: dict[str, str] = field(default_factory=dict)  # keyfiles -> text
+
+
+@dataclass
+class Decision:
+    """The backend chosen for a node, and what settles other managers' claims."""
+    backend: str | None                     # None: nothing brings the NICs up at boot
+    renderer: str = "networkd"              # netplan's renderer
+    found: list[str] = field(default_factory=list)       # what the probe saw, in words
+    problems: list[str] = field(default_factory=list)    # refusals, before any change
+    unmanage: list[str] = field(default_factory=list)    # NICs NetworkManager must leave
+    notes: list[str] = field(default_factory=list)       # claims settled by the backend
+
+
+def unit_state(root: str, unit: str) -> str:
+    """enabled, disabled, masked or absent: from the unit files and ``*.wants`` links."""
+    etc = os.path.join(root, "etc/systemd/system")
+    if os.path.realpath(os.path.join(etc, unit)) == "/dev/null":
+        return "masked"
+    if not any(os.path.exists(os.path.join(root, d, unit)) for d in UNIT_DIRS):
+        return "absent"
+    wants = glob.glob(os.path.join(etc, "*.wants", unit)) + glob.glob(os.path.join(etc, "*.requires", unit))
+    return "enabled" if wants else "disabled"
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _texts(root: str, pattern: str, skip: str = "beonet") -> dict[str, str]:
+    """{node path: text} of the files matching pattern (under root), but beonet's own."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(root, pattern.lstrip("/")))):
+        text = _read(path)
+        if skip not in os.path.basename(path) and text is not None and os.path.isfile(path):
+            out["/" + os.path.relpath(path, root)] = text
+    return out
+
+
+def probe(root: str = "/") -> Snapshot:
+    """Read the node's network configuration under root (read-only)."""
+    def has(paths: tuple[str, ...]) -> bool:
+        return any(os.path.exists(os.path.join(root, p)) for p in paths)
+    return Snapshot(
+        units={u: unit_state(root, u) for u in UNITS.values()},
+        netplan_installed=has(NETPLAN_BINS),
+        netplan=_texts(root, NETPLAN_DIR + "/*.yaml") if has(NETPLAN_BINS) else {},
+        interfaces=_read(os.path.join(root, IFUPDOWN_MAIN.lstrip("/"))),
+        interfaces_d=_texts(root, IFUPDOWN_DIR + "/*"),
+        ifenslave=has(IFENSLAVE),
+        nm_connections=_texts(root, NM_CONNECTIONS + "/*"))
+
+
+def netplan_renderer(files: dict[str, str]) -> str:
+    """The renderer netplan's files name (the last in file order wins; default networkd)."""
+    renderer = "networkd"
+    for _path, text in sorted(files.items(), key=lambda kv: os.path.basename(kv[0])):
+        for m in re.finditer(r"^\s+renderer:\s*[\"']?(\w+)", text, re.M):
+            renderer = "networkmanager" if m.group(1).lower() == "networkmanager" else "networkd"
+    return renderer
+
+
+def ifupdown_claims(files: dict[str, str], nics: list[str]) -> list[str]:
+    """'FILE:LINE names NIC' for each ifupdown stanza that names a cluster NIC."""
+    out = []
+    for path, text in sorted(files.items()):
+        for k, line in enumerate(text.splitlines(), 1):
+            m = _STANZA.match(line.split("#", 1)[0])
+            for nic in (m.group(1).split() if m else []):
+                if nic in nics:
+                    out.append("%s:%d names %s" % (path, k, nic))
+    return out
+
+
+def _named(files: dict[str, str], nics: list[str], pattern: str) -> list[str]:
+    """'FILE names NIC' for each file where pattern % NIC matches."""
+    return ["%s names %s" % (path, nic) for path, text in sorted(files.items()) for nic in nics
+            if re.search(pattern % re.escape(nic), text, re.M)]
+
+
+def sources_interfaces_d(text: str | None) -> bool:
+    return text is not None and any(_SOURCES.match(line) for line in text.splitlines())
+
+
+def _seen(snap: Snapshot) -> list[str]:
+    found = ["%s %s" % (unit, state) for unit, state in sorted(snap.units.items())]
+    if snap.netplan_installed:
+        found.append("netplan installed, %d file(s) in %s" % (len(snap.netplan), NETPLAN_DIR))
+    found.append("%s %s" % (IFUPDOWN_MAIN, "present" if snap.interfaces is not None else "absent"))
+    return found
+
+
+def auto_backend(snap: Snapshot) -> str | None:
+    """What brings NICs up at boot on this node (None: nothing)."""
+    if snap.netplan_installed and snap.netplan:
+        return "netplan"
+    for backend in ("networkmanager", "networkd"):
+        if snap.units.get(UNITS[backend]) == "enabled":
+            return backend
+    if snap.interfaces is not None and snap.units.get(UNITS["ifupdown"]) == "enabled":
+        return "ifupdown"
+    return None
+
+
+def _ifupdown_problems(node: str, snap: Snapshot, bonds: bool) -> list[str]:
+    problems = []
+    if not sources_interfaces_d(snap.interfaces):
+        problems.append("%s: %s does not read %s (add the line 'source %s/*')"
+                        % (node, IFUPDOWN_MAIN, IFUPDOWN_DIR, IFUPDOWN_DIR))
+    if bonds and not snap.ifenslave:
+        problems.append("%s: the plan's bonds need ifupdown's bonding support: install the "
+                        "ifenslave package" % node)
+    return problems
+
+
+def _claims(node: str, snap: Snapshot, d: Decision, nics: list[str]) -> None:
+    """Settle other managers' claims on the cluster NICs (into d)."""
+    for claim in ifupdown_claims(dict(snap.interfaces_d, **(
+            {IFUPDOWN_MAIN: snap.interfaces} if snap.interfaces is not None else {})), nics):
+        d.problems.append("%s: %s: ifupdown manages that NIC; remove the stanza (never two "
+                          "managers on one NIC)" % (node, claim))
+    netplan = snap.netplan if snap.netplan_installed else {}      # inert without netplan
+    for claim in _named(netplan, nics, r"^\s+[\"']?%s[\"']?\s*:"):
+        d.problems.append("%s: %s: netplan manages that NIC (cloud-init writes such files: "
+                          "remove it and set cloud-init's network config to disabled)" % (node, claim))
+    nm_backend = d.backend == "networkmanager" or (d.backend == "netplan"
+                                                   and d.renderer == "networkmanager")
+    if snap.units.get(UNITS["networkmanager"]) == "enabled" and not nm_backend:
+        d.unmanage = list(nics)
+    elif nm_backend:
+        d.notes += ["%s: %s: beonet's profile takes precedence (autoconnect-priority)" % (node, c)
+                    for c in _named(snap.nm_connections, nics, r"^interface-name=%s\s*$")]
+
+
+def decide(node: str, snap: Snapshot, nics: list[str], bonds: bool,
+           requested: str = "auto") -> Decision:
+    """The backend for this node and the problems that stop the run before any change.
+
+    nics: every cluster NIC of the plan (bonds and their members); bonds:
+    whether the plan has bonds; requested: ``auto`` or one of ``BACKENDS``."""
+    backend = auto_backend(snap) if requested == "auto" else requested
+    d = Decision(backend, netplan_renderer(snap.netplan), _seen(snap))
+    if backend is None:
+        d.problems.append(
+            "%s: nothing would bring the cluster NICs up at boot (found: %s); enable a network "
+            "manager (for example 'systemctl enable systemd-networkd') or set beonet_node_backend "
+            "to networkd, networkmanager, netplan or ifupdown" % (node, "; ".join(d.found)))
+        return d
+    if backend == "ifupdown":
+        d.problems += _ifupdown_problems(node, snap, bonds)
+    _claims(node, snap, d, nics)
+    return d

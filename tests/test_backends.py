@@ -1,0 +1,227 @@
+"""The four persistent backends, stale files, IPv6, and the module's use of them."""
+
+import json
+
+import pytest
+from conftest import ROOT, golden
+from test_node import _blank_node, _Exit, _FakeModule, beonet_node  # noqa: F401 (fixture)
+
+from beonet.agent import apply as node
+from beonet.agent import backends
+from beonet.agent.verify import is_link_local, route_lines
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
+
+SMALL = """name: small
+family: custom
+custom:
+  nodes: [a1, a2, b1]
+  segments:
+    - {name: lan, members: [a1, a2], channels: 2, mode: balance-rr}
+  links:
+    - ends: [a2, b1]
+"""
+
+
+def _plan(tmp_path, text=SMALL):
+    src = tmp_path / "t.yml"
+    src.write_text(text)
+    return render.plan(pipeline.compile_file(str(src)))
+
+
+@pytest.fixture()
+def lib(beonet_node):  # noqa: F811 (the fixture of test_node)
+    return beonet_node
+
+
+@pytest.fixture()
+def small(tmp_path):
+    return _plan(tmp_path)
+
+
+def _dump(files):
+    return "".join("==> %s <==\n%s" % (p, files[p]) for p in sorted(files))
+
+
+@pytest.mark.parametrize("backend,renderer", [("networkd", "networkd"),
+                                              ("networkmanager", "networkd"),
+                                              ("netplan", "networkd"),
+                                              ("netplan", "networkmanager"),
+                                              ("ifupdown", "networkd")])
+def test_each_backend_renders_a_bond_and_forwarded_routes(small, backend, renderer):
+    """a1: a balance-rr bond with a route through a2; a2: the bond, a point-to-point
+    NIC and forwarding."""
+    assert small["nodes"]["a1"]["routes"] and small["nodes"]["a2"]["forwarding"]
+    prefixes = render.prefixes(small)
+    text = "".join("#### %s\n%s" % (host, _dump(node.persistent_files(small["nodes"][host], prefixes,
+                                                                        backend, renderer)))
+                   for host in ("a1", "a2"))
+    name = backend if backend != "netplan" else "netplan-" + renderer
+    golden(ROOT / "tests/golden" / ("small-custom.%s" % name), text)
+
+
+def test_netplan_file_is_valid_yaml_with_source_addresses(small):
+    yaml = pytest.importorskip("yaml")
+    n = small["nodes"]["a1"]
+    doc = yaml.safe_load(backends.netplan_files(n)[backends.NETPLAN])["network"]
+    bond = doc["bonds"]["bond0"]
+    assert bond["interfaces"] == ["eth1", "eth2"]
+    assert bond["parameters"] == {"mode": "balance-rr", "mii-monitor-interval": 100}
+    assert bond["routes"] == [{"to": r["to"], "via": r["via"], "from": r["src"]} for r in n["routes"]]
+    assert isinstance(bond["macaddress"], str) and "link-local" not in bond
+    assert doc["renderer"] == "networkd"
+    assert node.file_mode(backends.NETPLAN) == 0o600
+
+
+def test_ifupdown_bond_uses_ifenslave_options_and_routes_with_src(small):
+    n = small["nodes"]["a1"]
+    text = backends.ifupdown_files(n)[backends.IFUPDOWN]
+    assert "auto bond0\niface bond0 inet static\n" in text
+    assert "    bond-slaves eth1 eth2\n    bond-mode balance-rr\n    bond-miimon 100\n" in text
+    r = n["routes"][0]
+    assert "    up ip route replace %s via %s dev bond0 src %s proto 250\n" % (
+        r["to"], r["via"], r["src"]) in text
+    assert "iface eth1" not in text              # members: through bond-slaves only
+
+
+def test_tso_off_bond_gets_a_udev_link_file_in_every_backend_but_networkmanager(small):
+    n = small["nodes"]["a1"]
+    link = "%s/10-beonet-bond0.link" % backends.NETWORKD
+    for backend in ("networkd", "netplan", "ifupdown"):
+        assert "TCPSegmentationOffload=false" in backends.backend_files(n, backend)[link]
+    assert "feature-tso=false" in backends.nm_files(n)["%s/beonet-bond0.nmconnection" % backends.NM]
+
+
+def test_ipv6_link_local_is_kept_unless_the_topology_turns_ipv6_off(small, tmp_path):
+    on = small["nodes"]["a1"]
+    off = _plan(tmp_path, SMALL + "ipv6: false\n")["nodes"]["a1"]
+    assert "ipv6" not in on and off["ipv6"] is False
+    bond = "%s/60-beonet-bond0.network" % backends.NETWORKD
+    keyfile = "%s/beonet-bond0.nmconnection" % backends.NM
+    assert "LinkLocalAddressing" not in backends.networkd_files(on)[bond]
+    assert "LinkLocalAddressing=no\n" in backends.networkd_files(off)[bond]
+    assert "[ipv6]\nmethod=link-local\n" in backends.nm_files(on)[keyfile]
+    assert "[ipv6]\nmethod=disabled\n" in backends.nm_files(off)[keyfile]
+    assert "link-local" not in backends.netplan_files(on)[backends.NETPLAN]
+    assert "link-local: []" in backends.netplan_files(off)[backends.NETPLAN]
+    assert "disable_ipv6" not in backends.ifupdown_files(on)[backends.IFUPDOWN]
+    assert "up echo 1 > /proc/sys/net/ipv6/conf/bond0/disable_ipv6\n" in \
+        backends.ifupdown_files(off)[backends.IFUPDOWN]
+
+
+def test_link_local_addresses_and_routes_are_ignored_by_apply_and_verify(small):
+    n = small["nodes"]["a1"]
+    assert is_link_local("fe80::1") and is_link_local("fe80::/64") and not is_link_local("10.0.0.1")
+    assert not is_link_local("default") and not is_link_local("fd00::1")
+    links = [{"ifname": i["name"], "flags": ["UP"], "mtu": i.get("mtu", 1500), "master": i.get("bond"),
+              "address": i.get("mac", "")} for i in n["interfaces"]]
+    addrs = [{"ifname": "bond0", "addr_info": [
+        {"family": "inet", "local": n["interfaces"][-1]["addresses"][0].split("/")[0],
+         "prefixlen": int(n["interfaces"][-1]["addresses"][0].split("/")[1])},
+        {"family": "inet6", "local": "fe80::be:1", "prefixlen": 64}]}]
+    routes = [{"dst": r["to"], "gateway": r["via"], "dev": r["dev"], "prefsrc": r["src"],
+               "protocol": "250"} for r in n["routes"]]
+    ll = [{"dst": "fe80::/64", "dev": "bond0", "protocol": "kernel"},
+          {"dst": "fe80::/64", "gateway": "fe80::1", "dev": "bond0", "protocol": "250"}]
+    actions, problems = node.runtime_actions(n, "a1", links, addrs, routes + ll)
+    assert (actions, problems) == ([], [])
+    assert node.routes_text(routes + ll) == node.routes_text(routes)
+    planned, live = route_lines(n, routes + ll)
+    assert planned == live
+
+
+def test_stale_files_are_only_beonets_and_only_those_the_plan_dropped():
+    recorded = "/etc/systemd/network/60-beonet-eth1.network\n/etc/netplan/60-beonet.yaml\n" \
+               "/etc/passwd\nrelative-beonet\n\n"
+    assert backends.stale_paths(recorded, ["/etc/netplan/60-beonet.yaml"]) == [
+        "/etc/systemd/network/60-beonet-eth1.network"]
+    assert backends.stale_paths(None, []) == []
+    assert backends.record_text(["/b", "/a"]) == "/a\n/b\n"
+
+
+def test_unmanaged_file_names_every_cluster_nic():
+    files = backends.unmanaged_file(["bond0", "eth1"])
+    assert files[backends.NM_UNMANAGED].endswith(
+        "[keyfile]\nunmanaged-devices+=interface-name:bond0,interface-name:eth1\n")
+    assert backends.unmanaged_file([]) == {}
+
+
+def _tree(root, files):
+    for path, text in files.items():
+        p = root / path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _run(lib, monkeypatch, tmp_path, params, n, check_mode=False):
+    """The module on a blank node whose files live under tmp_path/root."""
+    root = tmp_path / "root"
+    monkeypatch.setattr(lib, "NODE_ROOT", str(root))
+    monkeypatch.setattr(lib, "read_text", lambda p: _read(root, p))
+    monkeypatch.setattr(lib, "atomic_write", lambda p, text, mode: _tree(root, {p: text}))
+    monkeypatch.setattr(lib, "_remove", lambda p: (root / p.lstrip("/")).unlink())
+    monkeypatch.setattr(lib.beonet, "live_tso", lambda _n: {})
+    fake = _FakeModule(lib, params, _blank_node(n), check_mode)
+    fake.params["prefixes"] = []
+    monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
+    with pytest.raises(_Exit) as exc:
+        lib.main()
+    return exc.value.result
+
+
+def _read(root, path):
+    p = root / path.lstrip("/")
+    return p.read_text() if p.is_file() else None
+
+
+def _enabled(unit):
+    return {"/lib/systemd/system/%s" % unit: "",
+            "/etc/systemd/system/multi-user.target.wants/%s" % unit: ""}
+
+
+def test_the_module_detects_the_manager_removes_stale_files_and_records_its_own(
+        lib, monkeypatch, tmp_path, small):
+    n = small["nodes"]["a1"]
+    old = "/etc/systemd/network/60-beonet-old.network"
+    _tree(tmp_path / "root", {**_enabled("NetworkManager.service"), **_enabled("systemd-networkd.service"),
+                              old: "x", backends.RECORD_PATH: old + "\n/etc/keep-me\n",
+                              "/etc/keep-me": "y"})
+    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": []}
+    result = _run(lib, monkeypatch, tmp_path, params, n)
+    assert result["backend"] == "networkmanager" and result["removed"] == [old]
+    assert not (tmp_path / "root" / old.lstrip("/")).exists()
+    assert (tmp_path / "root/etc/keep-me").exists()
+    record = _read(tmp_path / "root", backends.RECORD_PATH).splitlines()
+    assert record == sorted(node.persistent_files(n, [], "networkmanager"))
+    assert backends.stale_paths("\n".join(record), record) == []     # a second run removes nothing
+
+
+def test_another_backend_tells_networkmanager_to_leave_the_cluster_nics(lib, monkeypatch,
+                                                                         tmp_path, small):
+    n = small["nodes"]["a1"]
+    _tree(tmp_path / "root", _enabled("NetworkManager.service"))
+    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": [], "backend": "networkd"}
+    result = _run(lib, monkeypatch, tmp_path, params, n, check_mode=True)
+    assert backends.NM_UNMANAGED in result["files"]
+    assert json.dumps(result)   # serialisable
+
+
+def test_the_module_refuses_a_node_where_nothing_brings_the_nics_up(lib, monkeypatch,
+                                                                     tmp_path, small):
+    n = small["nodes"]["a1"]
+    _tree(tmp_path / "root", {"/lib/systemd/system/systemd-networkd.service": ""})
+    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": [], "validate_only": True}
+    root = tmp_path / "root"
+    monkeypatch.setattr(lib, "NODE_ROOT", str(root))
+    fake = _FakeModule(lib, params, _blank_node(n), True)
+    monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
+    monkeypatch.setattr(lib.beonet, "live_tso", lambda _n: {})
+    with pytest.raises(_Exit) as exc:
+        lib.main()
+    assert exc.value.failed and not exc.value.result["changed"]
+    assert exc.value.result["msg"].startswith(
+        "a1: nothing would bring the cluster NICs up at boot (found: NetworkManager.service absent; "
+        "networking.service absent; systemd-networkd.service disabled; /etc/network/interfaces absent)")
+    assert "systemctl enable systemd-networkd" in exc.value.result["msg"]
+    assert "set beonet_node_backend" in exc.value.result["msg"]
+    assert [c for c in fake.commands if c[:2] not in (["ip", "-j"], ["nft", "list"])] == []
