@@ -124,6 +124,11 @@ def test_a_nic_whose_driver_is_unknown_is_virtual(fake_sys):
     assert d.skip_reason("dummy0", str(fake_sys), [], True, [], lambda _n: None) == "virtual"
 
 
+def test_a_missing_nic_folder_is_an_error_naming_it(tmp_path):
+    with pytest.raises(d.DiscoveryError, match="cannot list the NICs in .*/none: "):
+        d.candidates(str(tmp_path / "none"), [], False, [])
+
+
 def test_default_routes_of_both_families_mark_management_nics(tmp_path):
     net = tmp_path / "net"
     net.mkdir()
@@ -302,6 +307,16 @@ def test_discovery_finds_switch_hub_and_cable_neighbours_and_restores_links(lab)
 
 
 @needs_netns
+def test_carrier_seen_during_the_window_counts_when_the_peer_goes_down_before_it_ends(lab):
+    lab.cable("A", "enp1s0", "B", "enp1s0")
+    _ip("link", "set", "enp1s0", "down", ns=lab.ns("B"))
+    reports = _reports({"A": _agent(lab, "A", 3.0), "B": _agent(lab, "B", 1.0)})
+    assert "LOWER_UP" not in _flags(lab, "A", "enp1s0")
+    assert [(n["carrier"], n["was_up"]) for n in reports["A"]["nics"]] == [(True, True)]
+    assert [(n["carrier"], n["was_up"]) for n in reports["B"]["nics"]] == [(True, False)]
+
+
+@needs_netns
 def test_probe_only_reads_carrier_without_beacons_and_puts_the_nic_back_down(lab):
     lab.cable("A", "enp1s0", "B", "enp1s0")
     _ip("link", "set", "enp1s0", "down", ns=lab.ns("A"))
@@ -371,7 +386,8 @@ STUB_CABLING = '''#!/usr/bin/python
 import json
 from ansible.module_utils.basic import AnsibleModule
 module = AnsibleModule(argument_spec={"topology": {"type": "str"}, "discovered": {"type": "dict"},
-                                      "host_vars_dir": {"type": "str"}})
+                                      "host_vars_dir": {"type": "str"}},
+                       supports_check_mode=True)
 with open(%r, "w") as fh:
     json.dump(module.params, fh)
 module.exit_json(changed=False)
@@ -392,8 +408,9 @@ def _inventory(lab, tmp_path, nodes):
 
 
 @needs_netns
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check mode"])
 def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabling_check(
-        lab, tmp_path):
+        lab, tmp_path, check):
     lab.cable("A", "enp1s0", "B", "enp1s0")
     lab.switch("br0")
     lab.port("B", "enp2s0", "br0", "pb")
@@ -407,11 +424,12 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
          "-i", str(_inventory(lab, tmp_path, "ABC")), "playbooks/discover.yml",
          "-e", "beonet_discover_settle=2", "-e", "beonet_discover_launch=1",
-         "-e", "beonet_host_vars_dir=%s" % (tmp_path / "host_vars")],
+         "-e", "beonet_host_vars_dir=%s" % (tmp_path / "host_vars")] + (["--check"] if check else []),
         cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    written = json.loads((tmp_path / "beonet-discovery.json").read_text())
     args = json.loads((tmp_path / "cabling-args.json").read_text())
+    assert (tmp_path / "beonet-discovery.json").exists() is not check
+    written = args["discovered"] if check else json.loads((tmp_path / "beonet-discovery.json").read_text())
     assert args == {"topology": "/topologies/site.yml", "discovered": written,
                     "host_vars_dir": str(tmp_path / "host_vars")}
     assert {node: _neighbours(report) for node, report in written.items()} == {

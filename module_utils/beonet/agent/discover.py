@@ -180,7 +180,11 @@ def candidates(sysfs: str, management: Iterable[str], include_virtual: bool,
     exclude = list(exclude)
     chosen: list[str] = []
     skipped: list[dict[str, str]] = []
-    for name in sorted(os.listdir(sysfs)):
+    try:
+        names = sorted(os.listdir(sysfs))
+    except OSError as exc:
+        raise DiscoveryError("cannot list the NICs in %s: %s" % (sysfs, exc)) from exc
+    for name in names:
         why = skip_reason(name, sysfs, management, include_virtual, exclude, driver)
         if why is None:
             chosen.append(name)
@@ -365,18 +369,21 @@ def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbo
 
 
 def exchange(node: str, run: str, socks: dict[str, socket.socket], frames: dict[str, bytes],
-             window: float) -> dict[str, set[Neighbour]]:
+             window: float, sysfs: str = SYS) -> tuple[dict[str, set[Neighbour]], set[str]]:
     """Send every NIC's beacon every INTERVAL (jittered) for window seconds and record,
-    per NIC, the beacons it receives."""
+    per NIC, the beacons it receives; and the NICs that had their carrier at some send
+    (a peer may go down before this window ends)."""
     heard: dict[str, set[Neighbour]] = {name: set() for name in socks}
+    carried: set[str] = set()
     by_fd = {s.fileno(): name for name, s in socks.items()}
     end = time.monotonic() + window
     next_send = time.monotonic()
     while True:
         now = time.monotonic()
         if now >= end:
-            return heard
+            return heard, carried
         if now >= next_send:
+            carried.update(name for name in socks if carrier(sysfs, name))
             for name, s in socks.items():
                 with contextlib.suppress(OSError):     # no carrier yet: try again next time
                     s.send(frames[name])
@@ -406,14 +413,14 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 
 def _listen(node: str, run: str, nics: list[str], sysfs: str,
-            window: float) -> dict[str, set[Neighbour]]:
+            window: float) -> tuple[dict[str, set[Neighbour]], set[str]]:
     socks: dict[str, socket.socket] = {}
     try:
         for name in nics:
             socks[name] = open_socket(node, name)
         frames = {name: encode_beacon(run, node, name, _read(os.path.join(sysfs, name, "address"))
                                       or "00:00:00:00:00:00") for name in nics}
-        return exchange(node, run, socks, frames, window)
+        return exchange(node, run, socks, frames, window, sysfs)
     finally:
         for s in socks.values():
             s.close()
@@ -435,12 +442,14 @@ def discover(node: str, run: str, window: float, management: Iterable[str] = (),
     mgmt = management_nics(management, proc)
     nics, skipped = candidates(sysfs, mgmt, include_virtual, exclude)
     heard: dict[str, set[Neighbour]] = {name: set() for name in nics}
+    carried: set[str] = set()
     with _sigterm_as_exit(), links_up(node, nics, proc) as raised:
         if probe_only:
             wait_for_carrier(sysfs, raised)
         else:
-            heard = _listen(node, run, nics, sysfs, window)
-        carriers = {name: carrier(sysfs, name) for name in nics}
+            heard, carried = _listen(node, run, nics, sysfs, window)
+        carriers = {name: name in carried or bool(heard[name]) or carrier(sysfs, name)
+                    for name in nics}
     return {"format": FORMAT, "node": node, "run": run, "management": mgmt,
             "probe_only": probe_only,
             "nics": [{"name": name, "mac": _read(os.path.join(sysfs, name, "address")) or "",
