@@ -51,34 +51,48 @@ def assign(graph: Graph, source: Source) -> Problems:
 
 def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: IPv4Network, problems: Problems) -> bool:
     """Prefix of every pooled LAN at its slot (a mesh: in its dimension's block
-    of the pool). False, with the problem added, when the pool is too small."""
+    of the pool). Slots are spaced by one prefix length for all; a custom LAN's
+    own prefix is the smallest that holds its own host numbers. False, with the
+    problem added, when the pool is too small."""
     lans = [s for s in graph.segments if s.kind == "lan" and s.prefix_fixed is None]
     if not lans:
         return True
     top = max((m[2] for s in lans for m in s.members), default=1)
     wanted: int = cfg.get("lan_prefix", min(24, _needed_prefix(top)))
     if wanted < pool.prefixlen:
-        problems.add("addressing.lan", "pool %s is smaller than one /%d segment" % (pool, wanted))
+        problems.add("addressing.lan", "pool %s is smaller than one /%d segment: use %s or larger"
+                     % (pool, wanted, _fitting(pool, wanted)))
         return False
     if (1 << (32 - wanted)) - 2 < top:
         problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
                      "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, top))
         return False
-    capacity = 1 << (wanted - pool.prefixlen)
     dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0
-    block = capacity // dims if dims else capacity
-    worst = 0
+    block = (1 << (wanted - pool.prefixlen)) // max(dims, 1)
+    own = graph.family == "custom" and "lan_prefix" not in cfg
     for seg in lans:
-        worst = max(worst, seg.pool_slot + 1)
         seg.net = int(pool.network_address) + ((seg.pool_dim * block + seg.pool_slot) << (32 - wanted))
-        seg.plen = wanted
+        seg.plen = _needed_prefix(max(m[2] for m in seg.members)) if own else wanted
+    worst = max(s.pool_slot for s in lans) + 1
     if worst > block:
         what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
             else "segments"
-        problems.add("addressing.lan", "pool %s holds %d /%d %s; the topology needs %d"
-                     % (pool, block, wanted, what, worst))
+        need = worst * max(dims, 1) << (32 - wanted)
+        problems.add("addressing.lan", "pool %s holds %s addresses, %d /%d %s; the topology "
+                     "needs %s addresses: use %s or larger"
+                     % (pool, _count(pool.num_addresses), block, wanted, what, _count(need),
+                        _fitting(pool, 32 - (need - 1).bit_length())))
         return False
     return True
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def _fitting(pool: IPv4Network, plen: int) -> IPv4Network:
+    """The pool grown to prefix length plen (at least /0), from its own network address."""
+    return IPv4Network((int(pool.network_address), max(plen, 0)), strict=False)
 
 
 def _carve_p2ps(graph: Graph, plen: int, pool: IPv4Network, problems: Problems) -> bool:
@@ -89,8 +103,9 @@ def _carve_p2ps(graph: Graph, plen: int, pool: IPv4Network, problems: Problems) 
     size = 1 << (32 - plen)
     need = max(s.pool_slot for s in p2ps) + 1
     if need * size > pool.num_addresses:
-        problems.add("addressing.p2p", "pool %s holds %d /%d links; the topology needs %d"
-                     % (pool, pool.num_addresses // size, plen, need))
+        problems.add("addressing.p2p", "pool %s holds %s /%d links; the topology needs %s: "
+                     "use %s or larger" % (pool, _count(pool.num_addresses // size), plen,
+                                           _count(need), _fitting(pool, 32 - (need * size - 1).bit_length())))
         return False
     for seg in p2ps:
         seg.net = int(pool.network_address) + seg.pool_slot * size

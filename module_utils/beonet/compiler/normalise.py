@@ -43,6 +43,24 @@ class _Names:
         return "bond%d" % sum(1 for i in node.interfaces if i.kind == "bond")
 
 
+def _lan_numbers(members: list[str], fixed: dict[str, int]) -> list[int]:
+    """Host numbers on one custom LAN, in member order: a node's `id` where it
+    has one, else the smallest number >= 1 no other member of this LAN holds.
+    Appending a member changes no other member's number, and a LAN's numbers
+    (so its prefix) follow its own size, not the cluster's."""
+    taken = {fixed[m] for m in members if m in fixed}
+    out, nxt = [], 1
+    for m in members:
+        if m in fixed:
+            out.append(fixed[m])
+            continue
+        while nxt in taken:
+            nxt += 1
+        taken.add(nxt)
+        out.append(nxt)
+    return out
+
+
 class Builder:
     def __init__(self, source: Source) -> None:
         self.src = source
@@ -264,18 +282,18 @@ class Builder:
 
     def custom(self, p: dict[str, Any]) -> None:
         raw = p["nodes"]
-        ids: dict[str, int] = {}
-        explicit = {n["id"] for n in raw if isinstance(n, dict) and "id" in n}
+        fixed = {n["name"]: n["id"] for n in raw if isinstance(n, dict) and "id" in n}
+        used = set(fixed.values())
         nxt = 1
         nodes = []
         for entry in raw:
             name = entry if isinstance(entry, str) else entry["name"]
             hostid = entry.get("id") if isinstance(entry, dict) else None
             if hostid is None:
-                while nxt in explicit or nxt in ids.values():
+                while nxt in used:
                     nxt += 1
                 hostid = nxt
-            ids[name] = hostid
+                used.add(nxt)
             nodes.append(self.new_node(name, hostid))
         for i, s in enumerate(p.get("segments", [])):
             rate = s.get("rate_mbit", self.rate)
@@ -285,9 +303,8 @@ class Builder:
                 seg.ports, seg.ports_key = s["ports"], "custom.segments[%d].ports" % i
             k = s.get("channels", 1)
             chans = self.channels_for(seg, k) if k > 1 else None
-            for m in s["members"]:
-                node = self.graph.by_name[m]
-                self.attach(seg, node, node.hostid, k, s, chans)
+            for m, host in zip(s["members"], _lan_numbers(s["members"], fixed)):
+                self.attach(seg, self.graph.by_name[m], host, k, s, chans)
         names = {s.name for s in self.graph.segments}
         for i, link in enumerate(p.get("links", [])):
             a, b = (self.graph.by_name[e] for e in link["ends"])

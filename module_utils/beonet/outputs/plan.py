@@ -17,7 +17,7 @@ from ..agent.nodeplan import NodePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
-from ..compiler.model import Interface, Node, Segment, Switch, ip_text, net_text
+from ..compiler.model import Interface, Node, Segment, Switch, ip_text, net_text, parse_net
 from ..compiler.pipeline import Compiled
 
 PLAN_FORMAT = 1
@@ -25,8 +25,8 @@ PLAN_FORMAT = 1
 Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NIC name}
 
 __all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
-           "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "dumps", "node_plan",
-           "plan", "prefixes", "segment_plan"]
+           "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "aggregate", "dumps",
+           "node_plan", "plan", "prefixes", "segment_plan"]
 
 
 class _Logical(TypedDict, total=False):
@@ -179,8 +179,35 @@ def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
 
 
 def prefixes(plan_: Mapping[str, Any]) -> list[str]:
-    """Every network prefix of the topology: what forwarding nodes forward between."""
-    return sorted({s["prefix"] for s in plan_["segments"].values() if s.get("prefix")})
+    """The topology's address space as the fewest prefixes: what forwarding nodes
+    forward between. Exactly the union of the segments' prefixes (adjacent and
+    nested ones merged), so its length follows the pools, not the number of links."""
+    spans = []
+    for seg in plan_["segments"].values():
+        if seg.get("prefix"):
+            net, plen = parse_net(seg["prefix"])
+            spans.append((net, net + (1 << (32 - plen))))
+    return [net_text(net, plen) for net, plen in aggregate(spans)]
+
+
+def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(network, prefix length) of the fewest CIDR blocks whose union is that of
+    the half-open address ranges [start, end), in address order."""
+    out: list[tuple[int, int]] = []
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in merged:
+        while start < end:
+            size = start & -start if start else 1 << 32
+            while size > end - start:
+                size >>= 1
+            out.append((start, 33 - size.bit_length()))
+            start += size
+    return out
 
 
 def dumps(data: Mapping[str, Any], fmt: str = "json") -> str:
