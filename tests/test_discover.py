@@ -401,9 +401,11 @@ def _inventory(lab, tmp_path, nodes):
         python.write_text("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n" % (lab.ns(node), sys.executable))
         python.chmod(0o755)
         hosts[node] = {"ansible_connection": "local", "ansible_python_interpreter": str(python)}
+    hosts["C"]["beonet_management_interface"] = "eth9"
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(json.dumps({"beonet_nodes": {"hosts": hosts, "vars": {
-        "beonet_topology_file": "/topologies/site.yml", "beonet_discover_include_virtual": True}}}))
+        "beonet_topology_file": "/topologies/site.yml", "beonet_discover_include_virtual": True,
+        "beonet_management_interface": "none"}}}))
     return inventory
 
 
@@ -416,6 +418,7 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
     lab.port("B", "enp2s0", "br0", "pb")
     lab.port("C", "enp2s0", "br0", "pc")
     _ip("link", "set", "enp2s0", "down", ns=lab.ns("C"))
+    lab.cable("C", "eth9", "SW", "m9")
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "beonet_cabling.py").write_text(STUB_CABLING % str(tmp_path / "cabling-args.json"))
@@ -437,4 +440,5 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
         "B": {"enp1s0": [("A", "enp1s0")], "enp2s0": [("C", "enp2s0")]},
         "C": {"enp2s0": [("B", "enp2s0")]}}
     assert len({report["run"] for report in written.values()}) == 1
+    assert [r["management"] for r in written.values()] == [[], [], ["eth9"]]
     assert "UP" not in _flags(lab, "C", "enp2s0")
