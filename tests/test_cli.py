@@ -200,7 +200,7 @@ def _dot(capsys, topology):
 def test_dot_bonded_lan_is_one_bundle(capsys):
     out = _dot(capsys, BONDED)
     assert "seg:net0-ch" not in out, "a bond channel is drawn as its own segment"
-    assert out.count('label="bond0 (eth1+eth2)"') == 4
+    assert out.count('label="bond0 (eth1+eth2)\\nsw-net0-ch0:') == 4
     assert 'color="#1f4e9c:invis:#1f4e9c"' in out          # two channels, two lines
     assert '"seg:net0" [shape="ellipse", label="net0\\n10.0.0.0/24\\nbonded, 2 channels"' in out
 
@@ -208,12 +208,12 @@ def test_dot_bonded_lan_is_one_bundle(capsys):
 def test_dot_nic_names_on_edges(capsys):
     out = _dot(capsys, CUSTOM)
     # p2p: both ends' NICs; LAN member: the node's NIC at the node's end.
-    assert ('"a3" -- "b1" [label="10.21.0.0/31", color="#2e7d32", penwidth=2, '
+    assert ('"a3" -- "b1" [label="10.21.0.0/31\\na3--b1", color="#2e7d32", penwidth=2, '
             'taillabel="eth3", headlabel="eth2"];') in out
-    assert '"seg:rack-b" -- "b3" [headlabel="eth1"];' in out
+    assert '"seg:rack-b" -- "b3" [label="sw-rack-b:23", headlabel="eth1"];' in out
     tree = _dot(capsys, TREE)
-    assert '"sw:leaf0" -- "node01" [style="dashed", headlabel="eth1"];' in tree
-    assert '"sw:root" -- "sw:leaf0" [label="1000 Mbit/s", penwidth=3];' in tree
+    assert '"sw:leaf0" -- "node01" [label="leaf0:02", style="dashed", headlabel="eth1"];' in tree
+    assert '"sw:root" -- "sw:leaf0" [label="1000 Mbit/s\\nleaf0:01", penwidth=3];' in tree
 
 
 @pytest.mark.parametrize("topology, wanted, unwanted", [
@@ -239,9 +239,9 @@ def test_dot_segments_boxed_when_each_node_is_on_one(capsys):
 def test_mermaid_has_the_same_information(capsys):
     code, out, _ = run(capsys, "graph", CUSTOM, "--format", "mermaid")
     assert code == 0
-    assert "rack-a-ch0" not in out
-    assert out.count('===|"bond0 (eth1+eth2)"|') == 4
-    assert '---|"eth3 – eth2<br/>10.21.0.0/31"|' in out
+    assert '(("rack-a-ch0' not in out
+    assert out.count('===|"bond0 (eth1+eth2)<br/>sw-rack-a-ch0:') == 4
+    assert '---|"eth3 – eth2<br/>10.21.0.0/31<br/>a3--b1"|' in out
     assert "subgraph legend [Legend]" in out and ":::gateway" in out
     assert "linkStyle 7,8 stroke:#2e7d32" in out
 

@@ -10,10 +10,11 @@ from typing import Any
 from . import __version__
 from .agent import apply as node
 from .agent.files import atomic_write
+from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
 from .compiler.schema import SCHEMA
-from .outputs import drawing, dryrun, export, inventory
+from .outputs import cabling, drawing, dryrun, export, inventory
 from .outputs import plan as render
 
 EXIT_INPUT = 2
@@ -205,8 +206,8 @@ def cmd_metrics(args: argparse.Namespace) -> None:
 
 def cmd_graph(args: argparse.Namespace) -> None:
     if args.format not in drawing.IMAGES:
-        _, plan = _compile(args)
-        _write(drawing.GRAPHS[args.format](plan), args.output)
+        compiled, plan = _compile(args)
+        _write(drawing.GRAPHS[args.format](plan, cabling_sheet.sheet(compiled)), args.output)
         return
     dot_binary = drawing.graphviz()
     if dot_binary is None:
@@ -214,13 +215,23 @@ def cmd_graph(args: argparse.Namespace) -> None:
                          % args.format)
     if args.format == "png" and (not args.output or args.output == "-"):
         raise UsageError("--format png is binary: give -o FILE.png")
-    _, plan = _compile(args)
-    data = drawing.image(plan, args.format, dot_binary)
+    compiled, plan = _compile(args)
+    data = drawing.image(plan, args.format, dot_binary, cabling_sheet.sheet(compiled))
     _write(data.decode("utf-8") if args.format == "svg" else data, args.output)
 
 
+def _title(plan: Plan) -> str:
+    return "%s (%s)" % (plan["topology"]["name"], plan["topology"]["family"])
+
+
 def cmd_export(args: argparse.Namespace) -> None:
-    _, plan = _compile(args)
+    if args.format and args.what != "cabling":
+        raise UsageError("--format goes with 'cabling' only")
+    compiled, plan = _compile(args)
+    if args.what == "cabling":
+        sheet = cabling_sheet.sheet(compiled)
+        _write(cabling.render(sheet, args.format or "md", _title(plan)), args.output)
+        return
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
@@ -230,12 +241,15 @@ BUILD_FILES = {"plan.json": None, "routes.txt": None, "hosts": "hosts",
 
 def cmd_build(args: argparse.Namespace) -> None:
     """Every artefact into one folder; nothing is written unless all compile."""
-    _, plan = _compile(args)
+    compiled, plan = _compile(args)
     texts = {"plan.json": render.dumps(plan),
              "routes.txt": "\n".join(dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items())}
     for name, what in BUILD_FILES.items():
         if what:
             texts[name] = export.EXPORTS[what](plan)
+    sheet = cabling_sheet.sheet(compiled)
+    for name, fmt in cabling.BUILD_FILES.items():
+        texts[name] = cabling.render(sheet, fmt, _title(plan))
     # Each node's persistent files, as the beonet_node role would write them.
     nets = render.prefixes(plan)
     for name, n in plan["nodes"].items():
@@ -246,6 +260,37 @@ def cmd_build(args: argparse.Namespace) -> None:
     print("beonet: wrote %s and %s files of %d nodes to %s/"
           % (", ".join(t for t in texts if not t.startswith("nodes/")), args.backend,
              len(plan["nodes"]), args.output.rstrip("/")))
+
+
+def cmd_cabling(args: argparse.Namespace) -> None:
+    """The discovered wiring matched to the plan: the NIC mapping, or the faults (exit 1)."""
+    from .cabling import match
+    compiled = pipeline.compile_file(args.topology)
+    reports, why = match.load_reports(args.discovered)
+    if reports is None:
+        raise UsageError(why)
+    existing: dict[str, Any] = {}
+    if args.inventory:
+        hosts, problems = inventory.read_inventory(args.inventory)
+        if problems:
+            raise CompileError(problems.items)
+        existing = {h: v[inventory.VAR] for h, v in hosts.items() if inventory.VAR in v}
+    result = match.match(compiled, reports, existing=existing)
+    if args.report:
+        _write(match.report_text(compiled.graph.name, result), args.report)
+    if result.faults:
+        for fault in result.faults:
+            print(str(fault), file=sys.stderr)
+        print("beonet: %d cabling fault(s), no mapping written" % len(result.faults),
+              file=sys.stderr)
+        sys.exit(1)
+    if args.host_vars:
+        hidden = match.host_vars_clashes(args.host_vars, result.mapping)
+        if hidden:
+            raise UsageError("Ansible stops reading host_vars/HOST.yml once host_vars/HOST/ "
+                             "exists; move into its host's folder first: " + ", ".join(hidden))
+        match.write_host_vars(args.host_vars, result.mapping)
+    _write(match.mapping_text(result.mapping), args.output)
 
 
 def cmd_schema(args: argparse.Namespace) -> None:
@@ -325,11 +370,17 @@ def _output_commands(add: Any) -> None:
     s.add_argument("--format", choices=sorted(drawing.GRAPHS) + list(drawing.IMAGES),
                    default="dot", help="dot (default) or mermaid text; svg or png need "
                    "Graphviz's dot program, png also -o")
-    s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf or MPI hostfile")
-    s.add_argument("what", choices=sorted(export.EXPORTS),
-                   help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: MPI hostfile")
+    s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf, MPI hostfile or "
+            "the cabling sheet")
+    s.add_argument("what", choices=sorted([*export.EXPORTS, "cabling"]),
+                   help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: MPI "
+                   "hostfile; cabling: every cable with both ends, switch by switch")
+    s.add_argument("--format", choices=cabling.FORMATS,
+                   help="cabling: md (Markdown tables, default), csv (one row per cable) "
+                   "or json")
     s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf, "
-            "hostfile and each node's persistent files (nodes/NODE/etc/...) into the "
+            "hostfile, the cabling sheet (cabling.md, .csv, .json) and each node's "
+            "persistent files (nodes/NODE/etc/...) into the "
             "folder given by -o; nothing is written if the topology has errors",
             output="folder to write into (created if missing; files in it are replaced)",
             need_output=True)
@@ -372,6 +423,12 @@ def parser() -> argparse.ArgumentParser:
                    "switch to another segment's switch)")
     s.add_argument("--seed", type=int, default=0, help="docker, scrambled: seed of the "
                    "names, order, spares and moved cables (default 0)")
+    s = add("cabling", cmd_cabling, "match the discovered wiring to the plan: print each "
+            "host's beonet_interfaces as YAML, or every cabling fault (exit 1)")
+    s.add_argument("--discovered", required=True, metavar="FILE.json",
+                   help="discovery reports {host: report} (playbooks/discover.yml writes them)")
+    s.add_argument("--host-vars", metavar="DIR", help="also write DIR/HOST/beonet_interfaces.yml")
+    s.add_argument("--report", metavar="FILE", help="write the Markdown cabling report")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
     return p
 

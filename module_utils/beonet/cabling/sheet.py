@@ -89,6 +89,9 @@ class Sheet:
         return None
 
 
+MAX_PORT_ERRORS = 8             # port-count errors listed one by one
+
+
 def label(switch: str, port: int) -> str:
     """The label of the cable in a switch port."""
     return "%s:%02d" % (switch, port)
@@ -110,11 +113,21 @@ def sheet(compiled: Compiled) -> Sheet:
 
 
 def check_ports(graph: Graph, problems: Problems) -> None:
-    """An error, naming the switch, for each switch with fewer ports than it needs."""
-    for name, need in _build(graph)[1].items():
-        if need.ports is not None and need.port > need.ports:
-            problems.add(need.key, "switch %s has %d ports but needs port %d for %s"
-                         % (name, need.ports, need.port, need.what))
+    """An error, naming the switch, for each switch with fewer ports than it needs
+    (the first MAX_PORT_ERRORS, then one naming how many more)."""
+    short = [(name, need) for name, need in _build(graph)[1].items()
+             if need.ports is not None and need.port > need.ports]
+    for name, need in short[:MAX_PORT_ERRORS]:
+        problems.add(need.key, "switch %s has %d ports but needs port %d for %s"
+                     % (name, need.ports, need.port, need.what))
+    if len(short) > MAX_PORT_ERRORS:
+        rest = short[MAX_PORT_ERRORS:]
+        problems.add(rest[0][1].key, "and %d more switches with too few ports: %s"
+                     % (len(rest), _names([name for name, _need in rest])))
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
 
 
 def _build(graph: Graph) -> tuple[Sheet, dict[str, _Needs]]:

@@ -37,6 +37,9 @@ _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$"
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
                            "optional zero-padded width and integer format such as {index:03d}"}
+_ports = {"type": "integer", "minimum": 1, "maximum": 65535,
+          "description": "ports of each switch: a LAN needing more is an error. Default: "
+                         "not checked"}
 _cidr = {"type": "string", "format": "ipv4-network",
          "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
 _bond = {
@@ -85,6 +88,8 @@ SCHEMA = {
         }, description="address pools"),
         "link": _obj({"rate_mbit": _rate, "mtu": _mtu},
                      description="defaults for every link"),
+        "switch": _obj({"ports": _ports},
+                       description="defaults for every switch (see the cabling sheet)"),
         "management": _obj({"interface": _ifname},
                            description="the interface Ansible connects through; "
                                        "never touched by a plan"),
@@ -132,6 +137,7 @@ SCHEMA = {
                 "prefix": _cidr,
                 "rate_mbit": _rate,
                 "mtu": _mtu,
+                "ports": _ports,
                 **_bond,
             }, required=["name", "members"])},
             "links": {"type": "array", "items": _obj({

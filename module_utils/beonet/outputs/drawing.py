@@ -1,9 +1,11 @@
-"""Drawings of the topology (Graphviz dot, Mermaid). They read the plan dict only.
+"""Drawings of the topology (Graphviz dot, Mermaid). They read the plan dict
+and, when given, the cabling sheet, whose cable labels they print.
 
 Both drawings come from one list of parts (`parts`): the nodes, the hubs (IP
 segments and switches) and the edges between them, each edge with the NIC
-names at its ends. A bonded LAN is one hub; its channels are not drawn on
-their own but as the bundle on each node's edge (`bond0 (eth1+eth2)`).
+names at its ends and the labels of its cables. A bonded LAN is one hub; its
+channels are not drawn on their own but as the bundle on each node's edge
+(`bond0 (eth1+eth2)`), labelled with one cable per channel.
 """
 
 import re
@@ -11,6 +13,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..cabling.sheet import NicEnd, PortEnd, Sheet
 
 Plan = dict[str, Any]
 
@@ -46,6 +50,7 @@ class Edge:
     b_nic: str = ""
     label: str = ""
     lines: int = 1
+    cables: list[str] = field(default_factory=list)   # labels of the cables it stands for
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Parts:
     nodes: list[Node] = field(default_factory=list)
     hubs: list[Hub] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
+    cables: dict[tuple[str, str], str] = field(default_factory=dict)  # see _cable_labels
 
     def has(self, kind: str) -> bool:
         """Whether the drawing holds an edge or hub of this kind."""
@@ -71,6 +77,32 @@ def _bonds(plan: Plan) -> dict[tuple[str, str], list[str]]:
             for i in node["interfaces"] if i["kind"] == "bond"}
 
 
+def _cable_labels(plan: Plan, sheet: Sheet | None) -> dict[tuple[str, str], str]:
+    """Cable labels by (node, NIC as the plan names it) and, for uplinks, by
+    (sw:switch, sw:its parent)."""
+    if sheet is None:
+        return {}
+    by_end: dict[tuple[str, str], str] = {}
+    out: dict[tuple[str, str], str] = {}
+    for c in sheet.cables:
+        if isinstance(c.a, PortEnd) and isinstance(c.b, PortEnd):
+            out["sw:" + c.a.switch, "sw:" + c.b.switch] = c.label
+        for end in (c.a, c.b):
+            if isinstance(end, NicEnd):
+                by_end[end.node, end.nic] = c.label
+    for name, node in plan["nodes"].items():
+        for i in node["interfaces"]:
+            text = by_end.get((name, i.get("logical", i["name"])))
+            if text:
+                out[name, i["name"]] = text
+    return out
+
+
+def _labels(parts: Parts, node: str, nics: list[str]) -> list[str]:
+    """The labels of the cables in these NICs of a node."""
+    return [parts.cables[node, n] for n in nics if (node, n) in parts.cables]
+
+
 def _lan_parts(parts: Parts, seg: str, s: dict[str, Any],
                bonds: dict[tuple[str, str], list[str]]) -> None:
     """One LAN hub and its members' edges; members on bonds make it a bonded LAN."""
@@ -83,9 +115,11 @@ def _lan_parts(parts: Parts, seg: str, s: dict[str, Any],
     for m, under in zip(members, nics):
         if under:
             parts.edges.append(Edge("bond", m["node"], "seg:" + seg, lines=len(under),
-                                    label="%s (%s)" % (m["interface"], "+".join(under))))
+                                    label="%s (%s)" % (m["interface"], "+".join(under)),
+                                    cables=_labels(parts, m["node"], under)))
         else:
-            parts.edges.append(Edge("member", m["node"], "seg:" + seg, m["interface"]))
+            parts.edges.append(Edge("member", m["node"], "seg:" + seg, m["interface"],
+                                    cables=_labels(parts, m["node"], [m["interface"]])))
 
 
 def _segment_parts(parts: Parts, plan: Plan) -> None:
@@ -97,7 +131,8 @@ def _segment_parts(parts: Parts, plan: Plan) -> None:
         if s["kind"] == "p2p":
             a, b = s["members"]
             parts.edges.append(Edge("p2p", a["node"], b["node"], a["interface"], b["interface"],
-                                    s["prefix"]))
+                                    s["prefix"],
+                                    cables=_labels(parts, a["node"], [a["interface"]])))
         elif not ((s["kind"] == "lan" and switched)
                   or (s["kind"] == "channel" and s.get("carries") in plan["segments"])):
             _lan_parts(parts, seg, s, bonds)
@@ -114,16 +149,19 @@ def _switch_parts(parts: Parts, plan: Plan) -> None:
     for name, sw in switches.items():
         parts.hubs.append(Hub("sw:" + name, "switch", [name]))
         if sw["parent"]:
+            cable = parts.cables.get(("sw:" + name, "sw:" + sw["parent"]))
             parts.edges.append(Edge("uplink", "sw:" + sw["parent"], "sw:" + name,
-                                    label="%s Mbit/s" % sw["uplink_mbit"]))
+                                    label="%s Mbit/s" % sw["uplink_mbit"],
+                                    cables=[cable] if cable else []))
         for n in sw["nodes"]:
-            parts.edges.append(Edge("port", "sw:" + name, n, b_nic=nic.get(n, "")))
+            parts.edges.append(Edge("port", "sw:" + name, n, b_nic=nic.get(n, ""),
+                                    cables=_labels(parts, n, [nic.get(n, "")])))
 
 
-def parts(plan: Plan) -> Parts:
-    """What both drawings show, read from the plan."""
+def parts(plan: Plan, sheet: Sheet | None = None) -> Parts:
+    """What both drawings show, read from the plan and the cabling sheet."""
     topo = plan["topology"]
-    out = Parts("%s (%s)" % (topo["name"], topo["family"]))
+    out = Parts("%s (%s)" % (topo["name"], topo["family"]), cables=_cable_labels(plan, sheet))
     out.nodes = [Node(name, n["address"], bool(n["forwarding"]))
                  for name, n in plan["nodes"].items()]
     _segment_parts(out, plan)
@@ -166,7 +204,8 @@ def _dot_hub(h: Hub) -> str:
 def _dot_edge(e: Edge, flip: bool = False, minlen: int = 1) -> str:
     """One edge; `flip` writes it hub first, which puts the hub above the node;
     minlen 2 puts its lower end one row further down."""
-    attrs: dict[str, str | int] = {"label": e.label} if e.label else {}
+    label = "\\n".join(([e.label] if e.label else []) + e.cables)
+    attrs: dict[str, str | int] = {"label": label} if label else {}
     if minlen > 1:
         attrs["minlen"] = minlen
     if e.kind == "bond":
@@ -236,11 +275,15 @@ def _dot_clusters(p: Parts) -> list[str]:
 
 
 LEGEND_EDGES = [
-    Edge("bond", "legend:b0", "legend:b1", label="bonded LAN:\\nbond0 (eth1+eth2)", lines=2),
-    Edge("p2p", "legend:p0", "legend:p1", "eth2", "eth2", label="point-to-point link"),
-    Edge("uplink", "legend:u0", "legend:u1", label="switch uplink"),
-    Edge("port", "legend:s0", "legend:s1", b_nic="eth1", label="switch port"),
-    Edge("member", "legend:m0", "legend:m1", "eth1", label="NIC on a LAN"),
+    Edge("bond", "legend:b0", "legend:b1", label="bonded LAN:\\nbond0 (eth1+eth2)", lines=2,
+         cables=["cable per channel"]),
+    Edge("p2p", "legend:p0", "legend:p1", "eth2", "eth2", label="point-to-point link",
+         cables=["cable: node--node"]),
+    Edge("uplink", "legend:u0", "legend:u1", label="switch uplink", cables=["cable: switch:01"]),
+    Edge("port", "legend:s0", "legend:s1", b_nic="eth1", label="switch port",
+         cables=["cable: switch:port"]),
+    Edge("member", "legend:m0", "legend:m1", "eth1", label="NIC on a LAN",
+         cables=["cable: sw-LAN:port"]),
 ]
 
 
@@ -264,8 +307,8 @@ def _dot_legend(p: Parts) -> list[str]:
     return out
 
 
-def dot(plan: Plan) -> str:
-    p = parts(plan)
+def dot(plan: Plan, sheet: Sheet | None = None) -> str:
+    p = parts(plan, sheet)
     out = ["graph %s {" % _ident(plan["topology"]["name"]),
            "  graph [label=%s, labelloc=t, fontsize=16, overlap=false, splines=true, "
            "nodesep=0.3, ranksep=0.9];" % _q(p.title),
@@ -283,8 +326,8 @@ def dot(plan: Plan) -> str:
 
 # --- Mermaid -----------------------------------------------------------------
 
-def mermaid(plan: Plan) -> str:
-    p = parts(plan)
+def mermaid(plan: Plan, sheet: Sheet | None = None) -> str:
+    p = parts(plan, sheet)
     ids = {n.name: "n%d" % i for i, n in enumerate(p.nodes)}
     ids.update({h.ident: ("w%d" if h.kind == "switch" else "s%d") % i
                 for i, h in enumerate(p.hubs)})
@@ -317,6 +360,7 @@ def _mermaid_line(e: Edge) -> str:
         text = e.label
     else:
         text = e.a_nic or e.b_nic or e.label
+    text = "<br/>".join(([text] if text else []) + e.cables)
     line = {"bond": "===", "uplink": "===", "port": "-.-"}.get(e.kind, "---")
     return '%s|"%s"|' % (line, text) if text else line
 
@@ -332,9 +376,10 @@ def _mermaid_legend(p: Parts) -> list[str]:
         out.append('    L3(("bonded LAN")):::bonded')
     if p.has("switch"):
         out.append('    L4{"switch"}')
-    samples = (("p2p", '---|"point-to-point link: NIC – NIC"|'),
-               ("bond", '===|"bond (its NICs)"|'), ("uplink", '===|"switch uplink"|'),
-               ("port", '-.-|"switch port: NIC"|'))
+    samples = (("p2p", '---|"point-to-point link: NIC – NIC<br/>cable: node--node"|'),
+               ("bond", '===|"bond (its NICs)<br/>cable per channel"|'),
+               ("uplink", '===|"switch uplink<br/>cable: switch:01"|'),
+               ("port", '-.-|"switch port: NIC<br/>cable: switch:port"|'))
     for k, (kind, line) in enumerate(samples):
         if p.has(kind):
             out.append('    L%d[" "] %s L%d[" "]' % (10 + 2 * k, line, 11 + 2 * k))
@@ -355,10 +400,10 @@ def graphviz() -> str | None:
     return shutil.which("dot")
 
 
-def image(plan: Plan, fmt: str, dot_binary: str) -> bytes:
+def image(plan: Plan, fmt: str, dot_binary: str, sheet: Sheet | None = None) -> bytes:
     """The dot drawing rendered to fmt (one of IMAGES) by Graphviz."""
     try:
-        run = subprocess.run([dot_binary, "-T" + fmt], input=dot(plan).encode("utf-8"),
+        run = subprocess.run([dot_binary, "-T" + fmt], input=dot(plan, sheet).encode("utf-8"),
                              capture_output=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DrawingError("%s failed: %s" % (dot_binary, exc)) from exc
