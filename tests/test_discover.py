@@ -4,6 +4,7 @@ was down and must be put back down)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -430,6 +431,8 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
          "-e", "beonet_host_vars_dir=%s" % (tmp_path / "host_vars")] + (["--check"] if check else []),
         cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    recap = proc.stdout[proc.stdout.index("PLAY RECAP"):]
+    assert all(re.search(r"^%s +: ok=\d+ +changed=0 " % node, recap, re.M) for node in "ABC"), recap
     args = json.loads((tmp_path / "cabling-args.json").read_text())
     assert (tmp_path / "beonet-discovery.json").exists() is not check
     written = args["discovered"] if check else json.loads((tmp_path / "beonet-discovery.json").read_text())
