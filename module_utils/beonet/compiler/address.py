@@ -75,8 +75,7 @@ def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: IPv4Network, problems: 
         seg.plen = _needed_prefix(max(m[2] for m in seg.members)) if own else wanted
     worst = max(s.pool_slot for s in lans) + 1
     if worst > block:
-        what = ("segments per dimension (one block of %d per dimension)" % block) if dims \
-            else "segments"
+        what = "segments per dimension" if dims else "segments"
         need = worst * max(dims, 1) << (32 - wanted)
         problems.add("addressing.lan", "pool %s holds %s addresses, %d /%d %s; the topology "
                      "needs %s addresses: use %s or larger"
