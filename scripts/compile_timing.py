@@ -42,6 +42,7 @@ class Case:
     topology: str               # a path, or "custom" (generated)
     target: float               # seconds, median
     command: str = "build"
+    family: str = "metagraph"
     times: list[float] = field(default_factory=list)
     rss_mb: float = 0.0
     nodes: int = 0
@@ -57,10 +58,11 @@ def cases() -> list[Case]:
         Case("L=20 P=19 C=1, 380 nodes", bench("compile-metagraph-380.yml"), 0.4),
         Case("L=97 P=48 C=2, 4,656 nodes", bench("compile-metagraph-4656.yml"), 2.0),
         Case("L=129 P=64 C=2, 8,256 nodes", bench("compile-metagraph-8256.yml"), 4.0),
-        Case("mesh 64x64, 4,096 nodes", bench("compile-mesh-64x64.yml"), 3.0),
-        Case("mesh 16x16x16, 4,096 nodes", bench("compile-mesh-16x16x16.yml"), 3.0),
-        Case("custom 100 LANs x 20 + 150 links", "custom", 3.0),
-        Case("metrics, mesh 60x60", bench("compile-mesh-60x60.yml"), 3.0, command="metrics"),
+        Case("mesh 64x64, 4,096 nodes", bench("compile-mesh-64x64.yml"), 3.0, family="mesh"),
+        Case("mesh 16x16x16, 4,096 nodes", bench("compile-mesh-16x16x16.yml"), 3.0, family="mesh"),
+        Case("custom 100 LANs x 20 + 150 links", "custom", 3.0, family="custom"),
+        Case("metrics, mesh 60x60", bench("compile-mesh-60x60.yml"), 3.0, command="metrics",
+             family="mesh"),
     ]
 
 
@@ -159,12 +161,44 @@ def report(done: list[Case], tolerance: float) -> bool:
     return ok and rss_ok and growth_ok
 
 
+def plot(done: list[Case], path: str) -> None:
+    """Log-log SVG of build time against nodes, one line per family, targets as crosses."""
+    import matplotlib
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams["svg.hashsalt"] = "beonet"       # the same file for the same figures
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    builds = [c for c in done if c.command == "build" and c.nodes]
+    for fam in sorted({c.family for c in builds}):
+        pts = sorted((c.nodes, statistics.median(c.times), c.label) for c in builds if c.family == fam)
+        ax.plot([n for n, _t, _l in pts], [t for _n, t, _l in pts], "o-", label=fam)
+    ax.plot([c.nodes for c in builds], [c.target for c in builds], "kx", label="target")
+    ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="beonet build, median seconds",
+           title="Whole-process build time (make bench)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.savefig(path, metadata={"Date": None})
+    print("plot written to %s" % path)
+
+
+def markdown(done: list[Case]) -> None:
+    print("| case | median | min | max | target | peak RSS | output bytes per node | per node or route |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in done:
+        print("| %s | %.2f s | %.2f s | %.2f s | ≤ %g s | %.0f MB | %s | %s |" % (
+            c.label, statistics.median(c.times), min(c.times), max(c.times), c.target, c.rss_mb,
+            f"{c.out_bytes // c.nodes:,}" if c.nodes else "-",
+            f"{c.out_bytes // c.entries:,}" if c.entries else "-"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tolerance", type=float, default=1.0,
                    help="fail only when a result exceeds its target times this (default 1)")
     p.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "5")))
     p.add_argument("--only", default="", help="run only the cases whose label contains this")
+    p.add_argument("--plot", metavar="SVG", help="also write a log-log plot of build times")
+    p.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     args = p.parse_args(argv)
     print("beonet compile benchmark: %s" % environment())
     scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -184,7 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             print("%-34s median %.2fs (target %.1fs), RSS %.0f MB"
                   % (c.label, statistics.median(c.times), c.target, c.rss_mb))
         return 0
-    return 0 if report(done, args.tolerance) else 1
+    ok = report(done, args.tolerance)
+    if args.markdown:
+        markdown(done)
+    if args.plot:
+        plot(done, args.plot)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

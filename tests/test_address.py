@@ -179,3 +179,18 @@ def test_bench_gate_applies_the_tolerance(capsys):
     assert timing.report([small, big], 2.0)
     big.rss_mb = 2100
     assert not timing.report([small, big], 2.0)
+
+
+def test_bench_plot_and_markdown(tmp_path, capsys):
+    timing = _timing_module()
+    done = [timing.Case("L=20 P=19 C=1, 380 nodes", "x", 0.4, times=[0.3, 0.5], nodes=380,
+                        entries=7600, out_bytes=760_000),
+            timing.Case("mesh 64x64, 4,096 nodes", "x", 3.0, family="mesh", times=[2.0],
+                        nodes=4096, entries=80_000, out_bytes=8_000_000)]
+    timing.plot(done, str(tmp_path / "t.svg"))
+    svg = (tmp_path / "t.svg").read_text()
+    assert svg.startswith("<?xml") and "metagraph" in svg and "mesh" in svg
+    timing.markdown(done)
+    out = capsys.readouterr().out
+    assert "| L=20 P=19 C=1, 380 nodes | 0.40 s | 0.30 s | 0.50 s | ≤ 0.4 s |" in out
+    assert "| 2,000 | 100 |" in out
