@@ -304,8 +304,8 @@ def test_the_dry_run_shows_links_mtu_bonds_forwarding_ruleset_and_offloads():
         "ip link set eth2 down", "ip link set eth2 master bond0",
         "ip link set dev eth1 up", "ip link set dev eth2 up", "ip link set dev bond0 up",
         "ip link set dev eth3 up",
-        "ip addr add 10.20.0.1/24 dev bond0", "ip addr add 10.21.0.2/31 dev eth3",
-        "ip route replace 10.20.1.0/24 via 10.21.0.3 dev eth3 src 10.20.0.1 proto 250",
+        "ip addr add 10.20.0.1/28 dev bond0", "ip addr add 10.21.0.2/31 dev eth3",
+        "ip route replace 10.20.1.0/27 via 10.21.0.3 dev eth3 src 10.20.0.1 proto 250",
         "ethtool -K bond0 tso off"]
     jumbo = [i for i in plan["nodes"]["b1"]["interfaces"] if i.get("mtu") == 9000]
     assert jumbo and "ip link set dev %s mtu 9000\n" % jumbo[0]["name"] \
