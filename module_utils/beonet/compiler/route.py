@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 
 from .model import Graph, Interface, Links, Node, Route, RouteTable, ends_of_shortest, mask
 
@@ -108,23 +109,37 @@ def mesh(graph: Graph) -> None:
     # per dimension: node index -> its NIC's address and name on that dimension's LAN
     addr = [[x.interfaces[j].addresses[0] for x in nodes] for j in range(len(dims))]
     dev = [[x.interfaces[j].name for x in nodes] for j in range(len(dims))]
+    routes = [x.routes for x in nodes]
+    # the LANs to reach, and the nodes of each: the other coordinates' values
     lans = sorted((s for s in graph.segments if s.pool_dim == 0), key=lambda s: s.net)
+    rests = [x.coords[1:] for x in nodes[:stride[0]] if x.coords is not None]
+    along = range(0, len(nodes), stride[0])
     for seg in lans:
-        c = seg.members[0][0].coords
-        if c is None:
-            raise AssertionError("mesh node %s has no coordinates" % seg.members[0][0].name)
+        c = rests[seg.members[0][0].index % stride[0]]
         net, plen = seg.net, seg.plen
-        for x in nodes:
-            xc = x.coords
-            if xc is None or xc[1:] == c[1:]:
+        for first, r in enumerate(rests):
+            if r == c:
                 continue
-            j = next((j for j in range(1, len(dims)) if c[j] < xc[j]), 0)
-            if not j:
-                j = max(j for j in range(1, len(dims)) if c[j] != xc[j])
-            xi = x.index
-            n = xi + (c[j] - xc[j]) * stride[j]
-            x.routes.append(Route(net, plen, addr[j][n], dev[j][xi], addr[0][xi]))
-    _finish(graph)
+            j = _mesh_way(c, r)
+            via, out, src = addr[j + 1], dev[j + 1], addr[0]
+            delta = (c[j] - r[j]) * stride[j + 1]
+            for xi in along:
+                xi += first
+                routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi]))
+    _finish(graph, presorted=True)
+
+
+def _mesh_way(c: tuple[int, ...], r: tuple[int, ...]) -> int:
+    """The coordinate (of those after the first) a mesh node at r changes first
+    towards the dimension-0 LAN at c: the first one above c's, else the last
+    one that differs."""
+    last = -1
+    for j, (want, have) in enumerate(zip(c, r)):
+        if want < have:
+            return j
+        if want != have:
+            last = j
+    return last
 
 
 def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteTable]:
@@ -145,14 +160,15 @@ def owners(graph: Graph) -> dict[int, int]:
     return {a: node.index for a, node in graph.owners().items()}
 
 
-def _finish(graph: Graph) -> None:
-    """Sort each table; turn forwarding on at every node that some route uses
+def _finish(graph: Graph, presorted: bool = False) -> None:
+    """Sort each table (unless built in order); turn forwarding on at every node that some route uses
     as next hop for a node address other than the next hop's own (and that no
     more specific route or connected network of the same table takes)."""
     owner = graph.owners()
     addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
-        node.routes.sort(key=lambda r: (r.net, r.plen))
+        if not presorted:
+            node.routes.sort(key=attrgetter("net", "plen"))
         table = None
         for r in node.routes:
             via = owner[r.via]

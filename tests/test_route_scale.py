@@ -1,0 +1,227 @@
+"""The scaled routing, proof and metrics agree with the plain per-pair rules.
+
+Routing treats a LAN as one vertex and meshes use their coordinates; here a
+reference router works the slow way (a LAN as a clique of its members, one
+BFS per destination, tables walked hop by hop) and must give the same
+tables, and the prover's shortest-distance sums must equal plain BFS sums.
+"""
+
+import io
+from collections import defaultdict, deque
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_properties import SETTINGS, custom_topologies, dump, mesh_dims
+
+from beonet.compiler import address, load, normalise, pipeline, prove, route
+from beonet.compiler.model import ON_LINK, Graph, Route, RouteTable
+
+
+def addressed(text):
+    """The graph of a topology, addressed, before any route."""
+    source, problems = load.load_text(text, "scale.yml")
+    assert not problems, problems.items
+    graph, problems = normalise.normalise(source)
+    assert not problems, problems.items
+    assert not address.assign(graph, source)
+    return graph
+
+
+def mesh_text(dims):
+    return "name: m\nfamily: mesh\nmesh: {dims: [%s]}\n" % ", ".join(map(str, dims))
+
+
+def clique(graph):
+    """node index -> [(neighbour, segment)], every LAN a clique of its members."""
+    adj = [[] for _node in graph.nodes]
+    for seg in graph.routed_segments():
+        idx = [m[0].index for m in seg.members]
+        for a in idx:
+            adj[a].extend((b, seg) for b in idx if b != a)
+    return adj
+
+
+def bfs(adj, sources):
+    dist = [-1] * len(adj)
+    queue = deque(sources)
+    for s in sources:
+        dist[s] = 0
+    while queue:
+        a = queue.popleft()
+        for b, _seg in adj[a]:
+            if dist[b] < 0:
+                dist[b] = dist[a] + 1
+                queue.append(b)
+    return dist
+
+
+def reference_routes(graph):
+    """Per home segment: every other node's next hops one hop nearer, sources
+    sharing the same next hops dealt round-robin by index; then, per
+    destination and nearest sources first, a host route wherever walking the
+    tables takes longer than the shortest path."""
+    nodes, adj = graph.nodes, clique(graph)
+    on = {(node.index, seg.name): i for seg in graph.routed_segments()
+          for node, i, _host in seg.members}
+    homes = {id(n.home.segment): n.home.segment for n in nodes}
+    for seg in sorted(homes.values(), key=graph.segments.index):
+        members = {m[0].index for m in seg.members}
+        dist = bfs(adj, members)
+        shared = defaultdict(list)
+        for x in nodes:
+            if x.index not in members:
+                want = dist[x.index] - 1
+                cands = tuple(sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == want}))
+                shared[cands].append(x.index)
+        for cands, xs in shared.items():
+            for rank, xi in enumerate(sorted(xs)):
+                n, via = cands[rank % len(cands)]
+                nodes[xi].routes.append(Route(seg.net, seg.plen, on[n, via].addresses[0],
+                                              on[xi, via].name, nodes[xi].address))
+    owner = route.owners(graph)
+    tables = route.tables_for(graph, owner)
+    for dest in nodes:
+        dist = bfs(adj, [dest.index])
+        for x in sorted(nodes, key=lambda n: dist[n.index]):
+            d = dist[x.index]
+            if d < 1 or walk(tables, x.index, dest.address, dest.index) <= d:
+                continue
+            cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == d - 1})
+            n, via = cands[x.index % len(cands)]
+            x.routes.append(Route(dest.address, 32, on[n, via].addresses[0],
+                                  on[x.index, via].name, x.address))
+            tables[x.index].add(dest.address, 32, (n, x.address))
+    route._finish(graph)
+
+
+def walk(tables: list[RouteTable], start: int, addr: int, target: int) -> int:
+    hops, cur = 0, start
+    while cur != target and hops <= len(tables):
+        entry = tables[cur].lookup(addr)
+        assert entry is not None
+        hops += 1
+        cur = target if entry[0] == ON_LINK else entry[0]
+    return hops
+
+
+def tables_of(graph: Graph):
+    return ({n.name: sorted((r.net, r.plen, r.via, r.dev, r.src) for r in n.routes)
+             for n in graph.nodes},
+            [n.name for n in graph.nodes if n.forwarding])
+
+
+def plain_sums(graph):
+    adj = clique(graph)
+    return [sum(bfs(adj, [n.index])) for n in graph.nodes]
+
+
+@settings(**SETTINGS)
+@given(custom_topologies())
+def test_custom_routes_equal_the_per_pair_rule(topo):
+    text = dump(topo)
+    fast, slow = addressed(text), addressed(text)
+    route.route(fast)
+    reference_routes(slow)
+    assert tables_of(fast) == tables_of(slow)
+    assert prove.shortest_sums(fast) == plain_sums(fast)
+
+
+@settings(**SETTINGS)
+@given(mesh_dims)
+def test_mesh_routes_equal_the_generic_and_per_pair_rules(dims):
+    text = mesh_text(dims)
+    fast, generic, slow = addressed(text), addressed(text), addressed(text)
+    route.route(fast)
+    route.generic(generic)
+    reference_routes(slow)
+    assert tables_of(fast) == tables_of(generic) == tables_of(slow)
+    assert prove.shortest_sums(fast) == plain_sums(fast)
+
+
+@pytest.mark.parametrize("dims", [[4, 4, 4], [2, 3, 4, 2], [7, 5], [3, 2, 2, 2, 2]])
+def test_larger_meshes_route_like_the_generic_rule(dims):
+    text = mesh_text(dims)
+    fast, generic = addressed(text), addressed(text)
+    route.route(fast)
+    route.generic(generic)
+    assert tables_of(fast) == tables_of(generic)
+    assert prove.shortest_sums(fast) == plain_sums(fast)
+
+
+@pytest.mark.parametrize("L,P,C", [(4, 3, 1), (5, 4, 2), (7, 2, 3)])
+def test_metagraph_sums_equal_plain_bfs(L, P, C):
+    graph = addressed("name: g\nfamily: metagraph\nmetagraph: {groups: %d, nodes_per_group: %d,"
+                      " p2p_per_node: %d}\n" % (L, P, C))
+    assert prove.shortest_sums(graph) == plain_sums(graph)
+
+
+@settings(**SETTINGS)
+@given(custom_topologies(), st.data())
+def test_lan_vertex_distances_equal_clique_bfs(topo, data):
+    graph = addressed(dump(topo))
+    sources = data.draw(st.lists(st.integers(0, len(graph.nodes) - 1), min_size=1,
+                                 max_size=3, unique=True))
+    reach = graph.links().towards(sources)
+    assert reach.dist == bfs(clique(graph), sources)
+    assert sorted(reach.order) == list(range(len(graph.nodes)))
+    assert [reach.dist[x] for x in reach.order] == sorted(reach.dist)
+
+
+@settings(**SETTINGS)
+@given(mesh_dims)
+def test_mesh_metrics_equal_plain_bfs(dims):
+    compiled = pipeline.compile_text(mesh_text(dims), "m.yml")
+    adj = clique(compiled.graph)
+    hist = defaultdict(int)
+    for node in compiled.graph.nodes:
+        for d in bfs(adj, [node.index]):
+            if d:
+                hist[str(d)] += 1
+    assert compiled.metrics["hops"] == dict(sorted(hist.items()))
+    assert compiled.metrics["diameter"] == max(map(int, hist), default=0)
+
+
+def test_a_route_that_leaves_the_shortest_path_is_refused():
+    graph = addressed(mesh_text([3, 3]))
+    route.route(graph)
+    x = graph.by_name["node-0-0"]
+    far = graph.by_name["node-2-2"].home.segment
+    detour = graph.by_name["node-1-0"]
+    for r in x.routes:
+        if (r.net, r.plen) == (far.net, far.plen):
+            r.via, r.dev = detour.home.addresses[0], x.home.name
+    detour.forwarding = True
+    proof, problems = prove.prove(graph)
+    assert proof is None
+    assert any("not shortest" in p.message for p in problems.items), problems.items
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_long_compile_names_its_stages_on_a_terminal():
+    err = Terminal()
+    with pipeline.progress(err, after=0.0):
+        pipeline.compile_text(mesh_text([6, 6]), "m.yml")
+    lines = err.getvalue().splitlines()
+    assert lines, "no progress on a terminal"
+    assert all(line.startswith("beonet: ") and line.endswith(" s)") for line in lines)
+    assert any("proving the routes of 36 nodes" in line for line in lines)
+    assert "compiled; writing the outputs" in lines[-1]
+
+
+def test_a_compile_says_nothing_when_stderr_is_not_a_terminal():
+    err = io.StringIO()
+    with pipeline.progress(err, after=0.0):
+        pipeline.compile_text(mesh_text([6, 6]), "m.yml")
+    assert err.getvalue() == ""
+
+
+def test_a_short_compile_says_nothing_on_a_terminal():
+    err = Terminal()
+    with pipeline.progress(err, after=60.0):
+        pipeline.compile_text(mesh_text([3, 3]), "m.yml")
+    assert err.getvalue() == ""
