@@ -122,7 +122,7 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     inv = inventory(topology, lab, hosts)
     if wiring == "scrambled":
         save_state(folder, WIRING, _truth(layout, moved, seed, cabling_sheet(compiled)))
-        inv["beonet_nodes"]["vars"].update(_discovery_vars(folder))
+        inv["all"] = {"vars": _discovery_vars(folder)}
     path = os.path.join(folder, "inventory.yml")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(inv, fh, indent=2)
@@ -139,7 +139,8 @@ def _plan_nics(plan: Plan, node: str, nets: Nets) -> list[Nic]:
 
 def _discovery_vars(folder: str) -> dict[str, Any]:
     """What discovery needs in a scrambled lab: the lab's NICs are veths, and
-    the mapping it finds goes beside the lab's inventory."""
+    the mapping it finds goes beside the lab's inventory. Group all, so the
+    controller's play (the implicit localhost) sees them too."""
     return {"beonet_discover_include_virtual": True,
             "beonet_host_vars_dir": os.path.join(folder, "host_vars")}
 
@@ -428,6 +429,8 @@ def inventory(topology: str, lab: str, hosts: dict[str, Any]) -> dict[str, Any]:
                  "ansible_python_interpreter": "/usr/bin/python3",
                  "beonet_topology_file": os.path.abspath(topology),
                  "beonet_management_interface": "none",
+                 # Containers never boot: no manager brings NICs up, so auto would refuse.
+                 "beonet_node_backend": "networkd",
                  "beonet_lab": lab},
         "hosts": hosts}}
 
