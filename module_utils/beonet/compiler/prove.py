@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from .errors import Problems
-from .model import ON_LINK, Graph, Node, RouteTable, ends_of_shortest, ip_text, mask, net_text
+from .model import ON_LINK, Graph, Hop, Node, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
 
 Signature = tuple[tuple[int, int], ...]     # the (plen, net) prefixes matching a class's addresses
@@ -65,7 +65,7 @@ class _Class:
     nxt: list[int]                  # node -> next node towards the class, ON_LINK at an exit
     steps: list[int]                # node -> hops to its exit
     exit_: list[int]                # node -> the node where the class is on-link
-    rev: dict[int, list[int]]       # node -> nodes whose next hop it is
+    rev: dict[int, list[int]]       # node -> nodes whose next hop it is (made when needed)
 
 
 def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
@@ -191,28 +191,37 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
                 problems: Problems) -> _Class | None:
     """Next hop and distance to the exit of every node towards one class (no
     host routes); None, with the problems added, on a missing route or a loop."""
-    n = len(nodes)
     rep = nodes[dests[0]]
     # Next hop of every node for this class: the longest of the class's
     # prefixes (all of those that contain its addresses) in the node's table.
-    nxt = [ON_LINK] * n
-    for i in range(n):
-        by_len = tables[i].by_len
-        entry = None
-        for plen, net in sig:
-            bucket = by_len.get(plen)
-            if bucket is not None:
-                entry = bucket.get(net)
-                if entry is not None:
-                    break
-        if entry is None:
-            problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
-                         % (ip_text(rep.address), rep.name))
-        else:
-            nxt[i] = entry[0]
-    if problems:
+    if len(sig) == 1:
+        plen, net = sig[0]
+        entries = [t.by_len.get(plen, _NONE).get(net) for t in tables]
+    else:
+        entries = [_longest(t, sig) for t in tables]
+    if None in entries:
+        for i, entry in enumerate(entries):
+            if entry is None:
+                problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
+                             % (ip_text(rep.address), rep.name))
         return None
+    nxt = [entry[0] for entry in entries if entry is not None]
     return _exits(nodes, nxt, rep.address, dests, problems)
+
+
+_NONE: dict[int, Hop] = {}
+
+
+def _longest(table: RouteTable, sig: Signature) -> Hop | None:
+    """The entry of the longest of the prefixes of sig that the table holds."""
+    by_len = table.by_len
+    for plen, net in sig:
+        bucket = by_len.get(plen)
+        if bucket is not None:
+            entry = bucket.get(net)
+            if entry is not None:
+                return entry
+    return None
 
 
 def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
@@ -220,12 +229,14 @@ def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
     """Follow the next hops of every node to its exit, memoising each node's
     distance on the way; None, with the problem added, on a routing loop."""
     n = len(nodes)
-    steps = [-1] * n
-    exit_ = [-1] * n
+    steps = [0 if j == ON_LINK else -1 for j in nxt]
+    exit_ = [i if j == ON_LINK else -1 for i, j in enumerate(nxt)]
     for i in range(n):
-        chain = []
-        cur = i
-        while steps[cur] < 0 and nxt[cur] != ON_LINK:
+        if steps[i] >= 0:
+            continue
+        chain = [i]
+        cur = nxt[i]
+        while steps[cur] < 0:
             chain.append(cur)
             cur = nxt[cur]
             if len(chain) > n:
@@ -233,45 +244,41 @@ def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
                 problems.add("nodes.%s.routes" % nodes[i].name,
                              "routing loop towards %s: %s" % (ip_text(addr), names))
                 return None
-        if nxt[cur] == ON_LINK and steps[cur] < 0:
-            steps[cur], exit_[cur] = 0, cur
+        st, ex = steps[cur], exit_[cur]
         for c in reversed(chain):
-            steps[c] = steps[nxt[c]] + 1
-            exit_[c] = exit_[nxt[c]]
-    return _Class(dests, nxt, steps, exit_, defaultdict(list))
+            st += 1
+            steps[c] = st
+            exit_[c] = ex
+    return _Class(dests, nxt, steps, exit_, {})
 
 
 def _count_class(cls: _Class, tally: _Tally) -> None:
     """Add the pairs (every node -> every other node of the class) to the tally,
-    and the pairs each node forwards; fills the class's reverse next-hop tree."""
-    nxt, steps, exit_, rev = cls.nxt, cls.steps, cls.exit_, cls.rev
+    and the pairs each node forwards. A node i sends to the size - 1 or size
+    other nodes of the class in steps + 1 hops, except to its exit when that
+    is of the class (steps hops)."""
+    nxt, steps, exit_ = cls.nxt, cls.steps, cls.exit_
     n = len(nxt)
-    in_class = set(cls.dests)
+    member = bytearray(n)
+    for d in cls.dests:
+        member[d] = 1
     size = len(cls.dests)
     through = [1] * n
-    layers = defaultdict(list)
-    for i in range(n):
-        layers[steps[i]].append(i)
-    for depth in sorted(layers, reverse=True):
-        for i in layers[depth]:
-            j = nxt[i]
-            if j >= 0:
-                through[j] += through[i]
-                rev[j].append(i)
+    for i in sorted(range(n), key=steps.__getitem__, reverse=True):
+        j = nxt[i]
+        if j >= 0:
+            through[j] += through[i]
     hops, sums, forwarded = tally.hops, tally.sums, tally.forwarded
     pairs = 0
     for i in range(n):
-        # pairs (i -> d) for every d of the class except i itself
         st = steps[i]
-        if i in in_class:
-            far, at_exit, mine = size - 1, 0, 1
-        else:
-            at_exit = 1 if exit_[i] in in_class else 0
-            far, mine = size - at_exit, 0
+        mine = member[i]
+        at_exit = 0 if mine else member[exit_[i]]
+        far = size - mine - at_exit
         if far:
             hops[st + 1] += far
         if at_exit:
-            hops[st] += at_exit
+            hops[st] += 1
         sums[i] += far * (st + 1) + at_exit * st
         pairs += far + at_exit
         if through[i] > 1:
@@ -290,6 +297,10 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
         holders = hosts.get(addr)
         if not holders:
             continue
+        if not cls.rev:
+            for i, j in enumerate(nxt):
+                if j >= 0:
+                    cls.rev.setdefault(j, []).append(i)
         for i in sorted(_upstream(cls.rev, holders)):
             if i == d:
                 continue
