@@ -80,13 +80,16 @@ class Sheet:
 
     switches: list[SwitchInfo] = field(default_factory=list)
     cables: list[Cable] = field(default_factory=list)
+    _at: dict[NicEnd, Cable] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _at_cables: int = field(default=-1, init=False, repr=False, compare=False)
 
     def cable_at(self, end: NicEnd) -> Cable | None:
-        """The cable plugged into a node's NIC, or None (a bond, an unused NIC)."""
-        for cable in self.cables:
-            if end in (cable.a, cable.b):
-                return cable
-        return None
+        """The cable plugged into a node's NIC, or None (a bond, an unused NIC).
+        The index behind it is rebuilt when cables were added since."""
+        if self._at_cables != len(self.cables):
+            self._at = {e: c for c in self.cables for e in (c.a, c.b) if isinstance(e, NicEnd)}
+            self._at_cables = len(self.cables)
+        return self._at.get(end)
 
 
 MAX_PORT_ERRORS = 8             # port-count errors listed one by one

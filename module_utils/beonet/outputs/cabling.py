@@ -75,7 +75,9 @@ def csv_text(sheet: Sheet) -> str:
 
 def json_text(sheet: Sheet) -> str:
     """{"switches": [...], "cables": [...]}; an end is {"node", "nic"} or {"switch", "port"}."""
-    return json.dumps(asdict(sheet), indent=2) + "\n"
+    data = {"switches": [asdict(sw) for sw in sheet.switches],
+            "cables": [asdict(c) for c in sheet.cables]}
+    return json.dumps(data, indent=2) + "\n"
 
 
 def _end(data: dict[str, Any]) -> End:
