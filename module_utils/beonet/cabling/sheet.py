@@ -119,9 +119,9 @@ def check_ports(graph: Graph, problems: Problems) -> None:
     """An error, naming the switch, for each switch with fewer ports than it needs
     (the first MAX_PORT_ERRORS, then one naming how many more)."""
     short = [(name, need) for name, need in _build(graph)[1].items()
-             if need.ports is not None and need.port > need.ports]
+             if need.port > (need.ports or need.port)]
     for name, need in short[:MAX_PORT_ERRORS]:
-        problems.add(need.key, "switch %s has %d ports but needs port %d for %s"
+        problems.add(need.key, "switch %s has %s ports but needs port %d for %s"
                      % (name, need.ports, need.port, need.what))
     if len(short) > MAX_PORT_ERRORS:
         rest = short[MAX_PORT_ERRORS:]
