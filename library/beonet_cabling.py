@@ -56,7 +56,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 mapping:
-  description: "Every host's C(beonet_interfaces), C({host: {logical: physical}}); empty when there is a fault."
+  description:
+    - "Every host's C(beonet_interfaces), C({host: {logical: physical}})."
+    - Empty when there is a fault.
   returned: always
   type: dict
 faults:
