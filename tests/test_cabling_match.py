@@ -423,7 +423,8 @@ def test_cli_prints_the_mapping_or_the_faults(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(cabling.synthesise(comp, truth, moves=[Move("node07", "group0")])))
     assert run_cli("cabling", topo, "--discovered", str(bad), "--report",
-                   str(tmp_path / "r.md")) == 1
+                   str(tmp_path / "r.md"), "--host-vars", str(tmp_path / "hv2")) == 1
+    assert not (tmp_path / "hv2").exists()
     err = capsys.readouterr().err
     assert "node07's NIC on switch sw-group0 has no carrier" in err
     assert "1 cabling fault" in (tmp_path / "r.md").read_text()
