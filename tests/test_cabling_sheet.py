@@ -352,3 +352,14 @@ def test_drawing_labels_follow_physical_nic_names():
 def test_drawing_without_a_sheet_has_no_cable_labels():
     compiled = compiled_of("custom-example")
     assert "sw-rack-b:21" not in drawing.dot(render.plan(compiled))
+
+
+def test_markdown_names_physical_nics_from_the_inventory(capsys):
+    argv = ["export", str(ROOT / "topologies/routed-mesh.yml"), "cabling",
+            "-i", str(ROOT / "inventories/example/hosts.yml")]
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert "| 1 | sw-d0-0:01 | node-0-0 | eth1 (enp1s0) |" in text
+    assert "| 2 | sw-d0-0:02 | node-1-0 | eth1 |" in text
+    assert cli.main(argv + ["--format", "csv"]) == 0
+    assert "sw-d0-0:01,node-0-0,eth1,sw-d0-0,1,d0-0,\n" in capsys.readouterr().out

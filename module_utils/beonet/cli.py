@@ -230,7 +230,8 @@ def cmd_export(args: argparse.Namespace) -> None:
     compiled, plan = _compile(args)
     if args.what == "cabling":
         sheet = cabling_sheet.sheet(compiled)
-        _write(cabling.render(sheet, args.format or "md", _title(plan)), args.output)
+        _write(cabling.render(sheet, args.format or "md", _title(plan),
+                              cabling.physical_names(plan)), args.output)
         return
     _write(export.EXPORTS[args.what](plan), args.output)
 
@@ -249,7 +250,7 @@ def cmd_build(args: argparse.Namespace) -> None:
             texts[name] = export.EXPORTS[what](plan)
     sheet = cabling_sheet.sheet(compiled)
     for name, fmt in cabling.BUILD_FILES.items():
-        texts[name] = cabling.render(sheet, fmt, _title(plan))
+        texts[name] = cabling.render(sheet, fmt, _title(plan), cabling.physical_names(plan))
     # Each node's persistent files, as the beonet_node role would write them.
     nets = render.prefixes(plan)
     for name, n in plan["nodes"].items():

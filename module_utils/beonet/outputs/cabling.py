@@ -12,14 +12,24 @@ from typing import Any
 
 from ..cabling.sheet import Cable, End, NicEnd, PortEnd, Sheet, SwitchInfo
 
+Physical = dict[tuple[str, str], str]     # (node, logical NIC) -> physical NIC name
+
 CSV_HEADER = ["label", "a", "a_nic_or_port", "b", "b_nic_or_port", "network", "channel"]
 
 
-def _device(end: End) -> tuple[str, str]:
-    """(node or switch, NIC name or port number) of a cable end."""
+def _device(end: End, physical: Physical | None = None) -> tuple[str, str]:
+    """(node or switch, NIC name or port number) of a cable end; with physical,
+    a renamed NIC as `eth1 (enp1s0)`."""
     if isinstance(end, NicEnd):
-        return end.node, end.nic
+        real = (physical or {}).get((end.node, end.nic))
+        return end.node, "%s (%s)" % (end.nic, real) if real else end.nic
     return end.switch, str(end.port)
+
+
+def physical_names(plan: dict[str, Any]) -> Physical:
+    """(node, logical NIC) -> physical name, for the NICs a plan renames (-i INVENTORY)."""
+    return {(name, i["logical"]): i["name"] for name, node in plan["nodes"].items()
+            for i in node["interfaces"] if "logical" in i}
 
 
 def _switch_line(sw: SwitchInfo) -> str:
@@ -42,8 +52,9 @@ def _ports(sheet: Sheet) -> dict[str, list[tuple[int, Cable, End]]]:
     return out
 
 
-def markdown(sheet: Sheet, title: str) -> str:
-    """A table per switch (port, cable label, what it reaches), then the point-to-point cables."""
+def markdown(sheet: Sheet, title: str, physical: Physical | None = None) -> str:
+    """A table per switch (port, cable label, what it reaches), then the point-to-point
+    cables; NICs by their plan names, with their physical names where `physical` has them."""
     out = ["# Cabling of %s" % title, "",
            "%d switches, %d cables. A cable's label is printed on both of its ends."
            % (len(sheet.switches), len(sheet.cables))]
@@ -51,13 +62,14 @@ def markdown(sheet: Sheet, title: str) -> str:
     for sw in sheet.switches:
         out += ["", "## Switch %d: %s" % (sw.number, sw.name), "", _switch_line(sw), "",
                 "| port | cable | to | NIC or port |", "| ---: | --- | --- | --- |"]
-        out += ["| %d | %s | %s | %s |" % ((port, cable.label) + _device(there))
+        out += ["| %d | %s | %s | %s |" % ((port, cable.label) + _device(there, physical))
                 for port, cable, there in ports[sw.name]]
     p2p = [c for c in sheet.cables if isinstance(c.a, NicEnd) and isinstance(c.b, NicEnd)]
     if p2p:
         out += ["", "## Point-to-point cables", "",
                 "| cable | node | NIC | node | NIC |", "| --- | --- | --- | --- | --- |"]
-        out += ["| %s | %s | %s | %s | %s |" % ((c.label,) + _device(c.a) + _device(c.b))
+        out += ["| %s | %s | %s | %s | %s |" % ((c.label,) + _device(c.a, physical)
+                                                + _device(c.b, physical))
                 for c in p2p]
     return "\n".join(out) + "\n"
 
@@ -97,8 +109,8 @@ FORMATS = ("md", "csv", "json")
 BUILD_FILES = {"cabling.md": "md", "cabling.csv": "csv", "cabling.json": "json"}
 
 
-def render(sheet: Sheet, fmt: str, title: str) -> str:
-    """The sheet in one of FORMATS."""
+def render(sheet: Sheet, fmt: str, title: str, physical: Physical | None = None) -> str:
+    """The sheet in one of FORMATS (CSV and JSON name NICs by their plan names only)."""
     if fmt == "md":
-        return markdown(sheet, title)
+        return markdown(sheet, title, physical)
     return csv_text(sheet) if fmt == "csv" else json_text(sheet)
