@@ -38,7 +38,7 @@ else:
     JSONSCHEMA_IMPORT_ERROR = None
 
 from .errors import Problems
-from .schema import MAX_LAN, MAX_NODES, SCHEMA
+from .schema import MAX_LAN, MAX_NODES, SCHEMA, tree_fanouts
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 50
@@ -345,13 +345,28 @@ def _schema_messages(error: Any) -> list[tuple[list[PathPart], str]]:
     if v in ("type", "minimum", "maximum", "enum", "pattern", "format", "const"):
         return [(parts, _describe(error.schema))]
     if v == "oneOf":
-        return [(parts, "must be a name or a mapping with 'name' (and 'id')")]
+        return _one_of_messages(error, parts)
     if v in ("minItems", "maxItems"):
         return [(parts, "must have %s %d items" % (
             "at least" if v == "minItems" else "at most", error.validator_value))]
     if v == "minLength":
         return [(parts, "must not be empty")]
     return [(parts, error.message)]
+
+
+def _one_of_messages(error: Any, parts: list[PathPart]) -> list[tuple[list[PathPart], str]]:
+    """A value that fits none of several forms: what is wrong with the form of
+    its own type (tree.fanout[1]: must be an integer ...), else the forms allowed."""
+    kind = {list: "array", dict: "object", str: "string", int: "integer"}.get(type(error.instance))
+    forms = error.schema["oneOf"]
+    for k, form in enumerate(forms):
+        found = [m for sub in error.context if sub.schema_path[0] == k
+                 for m in _schema_messages(sub)]
+        if form.get("type") == kind and found:
+            return found
+    if "description" in error.schema:
+        return [(parts, "must be %s" % " or ".join(_describe(f)[len("must be "):] for f in forms))]
+    return [(parts, "must be a name or a mapping with 'name' (and 'id')")]
 
 
 def path_text(parts: list[PathPart]) -> str:
@@ -423,7 +438,7 @@ def _size(data: dict[str, Any], problems: Problems) -> None:
         count, limit = p["groups"] * p["nodes_per_group"], MAX_NODES
         what = "the meta-node graph has %d nodes"
     elif family == "tree":
-        count = p["fanout"] ** (p.get("levels", 2) - 1) * p["nodes_per_leaf"]
+        count = math.prod(tree_fanouts(p)) * p["nodes_per_leaf"]
         limit, what = MAX_LAN, "the tree puts %d nodes on its one LAN"
     else:
         return

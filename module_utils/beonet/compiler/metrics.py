@@ -28,7 +28,18 @@ Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 class _FamilyBisection(TypedDict, total=False):
     paper_closed_form: float            # meta-graph: (C/4)(L/(L-1))
     uplink_per_node_mbit: float         # tree
-    oversubscription: float             # tree
+    oversubscription: float             # tree: the worst level's
+
+
+class LevelLoad(TypedDict):
+    """Oversubscription of the uplinks from one level of a tree to the level above."""
+
+    level: int
+    switches: int
+    nodes_below: int
+    offered_mbit: int
+    uplink_mbit: int
+    ratio: float
 
 
 class Bisection(_FamilyBisection):
@@ -59,6 +70,7 @@ class MetagraphMetrics(TypedDict):
 
 class _FamilyMetrics(TypedDict, total=False):
     metagraph: MetagraphMetrics
+    oversubscription: list[LevelLoad]   # tree: per level, from the root down
 
 
 class Metrics(_FamilyMetrics):
@@ -159,22 +171,67 @@ def _candidates(graph: Graph) -> Iterator[list[int]]:
     yield [1 if i < n // 2 else 0 for i in range(n)]
 
 
-def _tree_crossing(graph: Graph) -> int | None:
-    """Flow each root subtree can push through its uplinks, halves compared."""
-    p = graph.params
+Tables = tuple[list[int], list[int]]
 
-    def cap(sw: Switch) -> int:
-        if not sw.children:
-            inside = len(sw.nodes) * p["downlink_mbit"]
-        else:
-            inside = sum(cap(c) for c in sw.children)
-        return min(inside, sw.uplink_mbit) if sw.parent else inside
-    root = graph.switches[0]
-    kids = [cap(c) for c in root.children]
-    if len(kids) == 1 or len(kids) % 2:
-        return None
-    half = len(kids) // 2
-    return min(sum(kids[:half]), sum(kids[half:]))
+
+def _minplus(a: list[int], b: list[int]) -> list[int]:
+    """out[k] = min over i + j = k of a[i] + b[j]."""
+    m = len(b)
+    out = [a[0] + x for x in b] + [x + b[-1] for x in a[1:]]
+    for i in range(1, len(a)):
+        ai = a[i]
+        out[i:i + m] = map(min, out[i:i + m], [ai + x for x in b])
+    return out
+
+
+def _cut_tables(sw: Switch, memo: dict[tuple[object, ...], tuple[int, Tables]]
+                ) -> tuple[int, Tables]:
+    """Least capacity a cut severs inside the subtree of sw (the downlinks of its
+    nodes and the uplinks of the switches below it) to put exactly k of its nodes
+    on side S: tables[s][k] with sw itself on side s (0: T, 1: S). Subtrees of
+    the same shape are computed once; returns (shape id, tables)."""
+    kids = [(_cut_tables(c, memo), c.uplink_mbit or 0) for c in sw.children]
+    n, down = len(sw.nodes), sw.downlink_mbit or 0
+    key = (n, down, tuple((shape, up) for (shape, _t), up in kids))
+    if key in memo:
+        return memo[key]
+    on_t = [k * down for k in range(n + 1)]          # its nodes in S cross to sw on T
+    on_s = [(n - k) * down for k in range(n + 1)]
+    for (_shape, (c_t, c_s)), up in kids:
+        # a child on the other side of sw than itself severs its uplink
+        on_t = _minplus(on_t, [min(t, s + up) for t, s in zip(c_t, c_s)])
+        on_s = _minplus(on_s, [min(s, t + up) for t, s in zip(c_t, c_s)])
+    memo[key] = (len(memo), (on_t, on_s))
+    return memo[key]
+
+
+def tree_crossing(root: Switch) -> int:
+    """Exact worst bisection of a tree of switches: the least capacity whose
+    removal separates floor(N/2) of its N nodes from the others, each switch
+    on whichever side costs less (dynamic programming over the tree)."""
+    _shape, (t0, t1) = _cut_tables(root, {})
+    half = _below(root) // 2
+    return min(t0[half], t1[half])
+
+
+def _below(sw: Switch) -> int:
+    return len(sw.nodes) + sum(_below(c) for c in sw.children)
+
+
+def level_loads(graph: Graph) -> list[LevelLoad]:
+    """Oversubscription of each level's uplinks: what the nodes below one uplink
+    can offer at their downlink rate over what the uplink carries (the worst
+    switch of the level)."""
+    out: list[LevelLoad] = []
+    down = graph.params["downlink_mbit"]
+    for level in range(1, graph.params["levels"]):
+        tier = [sw for sw in graph.switches if sw.level == level]
+        loads = [(_below(sw) * down / (sw.uplink_mbit or 1), _below(sw), sw) for sw in tier]
+        ratio, below, sw = max(loads, key=lambda t: t[0])
+        out.append({"level": level, "switches": len(tier), "nodes_below": below,
+                    "offered_mbit": below * down, "uplink_mbit": sw.uplink_mbit or 0,
+                    "ratio": round(ratio, 3)})
+    return out
 
 
 def bisection(graph: Graph) -> Bisection:
@@ -191,11 +248,8 @@ def bisection(graph: Graph) -> Bisection:
         link = rates[len(rates) // 2]
     method = "exhaustive"
     if graph.family == "tree":
-        crossing = _tree_crossing(graph)
-        method = "tree halves"
-        if crossing is None:
-            crossing = _balance([1 if i < n // 2 else 0 for i in range(n)], links)
-            method = "estimate (odd root fan-out)"
+        crossing = tree_crossing(graph.switches[0])
+        method = "exact over the switch tree"
     elif n <= EXHAUSTIVE_UP_TO:
         # node 0 on side 1 with every choice of n // 2 - 1 others
         crossing = min(_crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
@@ -212,10 +266,9 @@ def bisection(graph: Graph) -> Bisection:
     if graph.family == "tree":
         # SC98's u/P: what one node gets through the top switch when every node
         # under a root port talks across it.
-        under = len(graph.nodes) // max(1, len(graph.switches[0].children))
-        out["uplink_per_node_mbit"] = round(p["uplink_mbit"] / under, 3)
-        out["oversubscription"] = round(p["nodes_per_leaf"] * p["downlink_mbit"]
-                                        / p["uplink_mbit"], 3)
+        out["uplink_per_node_mbit"] = round(min((c.uplink_mbit or 0) / _below(c)
+                                                for c in graph.switches[0].children), 3)
+        out["oversubscription"] = max(load["ratio"] for load in level_loads(graph))
     return out
 
 
@@ -237,6 +290,8 @@ def metrics(graph: Graph, proof: Proof) -> Metrics:
                          "mean": round(statistics.fmean(fwd), 3) if fwd else 0.0},
         "bisection": bisection(graph),
     }
+    if graph.family == "tree":
+        out["oversubscription"] = level_loads(graph)
     if graph.family == "metagraph":
         p = graph.params
         out["metagraph"] = {"links_per_group_pair": p["links_per_group_pair"],

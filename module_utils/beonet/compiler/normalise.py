@@ -16,10 +16,10 @@ from ..cabling import sheet as cabling
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
+from .schema import tree_fanouts
 
 DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
-                            "mode": "balance-rr", "miimon": 100, "channels": 2,
-                            "tree_levels": 2}
+                            "mode": "balance-rr", "miimon": 100, "channels": 2}
 DEFAULT_PATTERN = {"mesh": "node-{coords}", "bonded": "node{index:02d}",
                    "tree": "node{index:02d}", "metagraph": "node{index:02d}"}
 
@@ -195,39 +195,50 @@ class Builder:
         self.graph.params = {"dims": list(dims), "rate_mbit": rate}
 
     def tree(self, p: dict[str, Any]) -> None:
-        levels = p.get("levels", DEFAULTS["tree_levels"])
-        fan, per_leaf = p["fanout"], p["nodes_per_leaf"]
+        fans, ups = self._tree_levels(p)
         down = p.get("downlink_mbit", self.rate)
-        up = p.get("uplink_mbit", down)
-        switches = []
         root = Switch("root", 0)
-        switches.append(root)
-        tier = [root]
-        for level in range(1, levels):
+        switches, tier = [root], [root]
+        for level, (fan, up) in enumerate(zip(fans, ups), start=1):
             nxt: list[Switch] = []
             for parent in tier:
                 for _child in range(fan):
-                    i = len(nxt)
-                    name = "leaf%d" % i if level == levels - 1 else "agg%d-%d" % (level, i)
-                    sw = Switch(name, level)
-                    sw.parent, sw.uplink_mbit = parent, up
+                    name = ("leaf%d" % len(nxt) if level == len(fans)
+                            else "agg%d-%d" % (level, len(nxt)))
+                    sw = Switch(name, level, parent=parent, uplink_mbit=up)
                     parent.children.append(sw)
                     nxt.append(sw)
             switches.extend(nxt)
             tier = nxt
         net = self.segment("net0", "lan", down, slot=0)
-        index = 0
+        per_leaf = p["nodes_per_leaf"]
         for leaf in tier:
             leaf.downlink_mbit = down
             for _leaf_node in range(per_leaf):
+                index = len(self.graph.nodes)
                 node = self.new_node(self.node_name(index), index + 1)
                 node.switch = leaf.name
                 leaf.nodes.append(node.name)
                 self.attach(net, node, node.hostid)
-                index += 1
         self.graph.switches = switches
-        self.graph.params = {"levels": levels, "fanout": fan, "nodes_per_leaf": per_leaf,
-                             "leaves": len(tier), "downlink_mbit": down, "uplink_mbit": up}
+        self.graph.params = {"levels": len(fans) + 1, "fanout": fans, "nodes_per_leaf": per_leaf,
+                             "leaves": len(tier), "downlink_mbit": down, "uplink_mbit": ups}
+
+    def _tree_levels(self, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+        """Fanout and uplink rate of each level below the root, from the root down;
+        a list must have one value per level."""
+        fans = tree_fanouts(p)
+        want = p.get("levels", len(fans) + 1) - 1
+        up = p.get("uplink_mbit", p.get("downlink_mbit", self.rate))
+        ups = up if isinstance(up, list) else [up] * want
+        for key, values in (("fanout", fans), ("uplink_mbit", ups)):
+            if len(values) != want:
+                self.problems.add("tree." + key, "%d values for a tree of %d levels: give one "
+                                  "per level below the root (%d), from the root down, or one "
+                                  "number for every level" % (len(values), want + 1, want))
+        if self.problems:
+            raise _Stop()
+        return fans, ups
 
     def metagraph(self, p: dict[str, Any]) -> None:
         L, P, C = p["groups"], p["nodes_per_group"], p["p2p_per_node"]

@@ -19,6 +19,7 @@ MAX_LAN = 1024
 MAX_RATE_MBIT = 10_000_000  # 10 Tbit/s
 MAX_NICS = 16
 MAX_HOST_NUMBER = 2 ** 24 - 2  # the last host of a /8
+MAX_TREE_LEVELS = 6
 
 BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
               "802.3ad", "balance-tlb", "balance-alb"]
@@ -37,6 +38,8 @@ _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$"
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
                            "optional zero-padded width and integer format such as {index:03d}"}
+_fanout = {"type": "integer", "minimum": 1, "maximum": MAX_LAN,
+           "description": "children per switch"}
 _ports = {"type": "integer", "minimum": 1, "maximum": 65535,
           "description": "ports of each switch: a LAN needing more is an error. Default: "
                          "not checked"}
@@ -52,6 +55,24 @@ _bond = {
                            "super-packets, across its members: less reordering, more "
                            "throughput), left to the kernel for other modes"},
 }
+
+
+def _per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
+    """One value for every level of a tree, or a list of values from the root down."""
+    return {"oneOf": [item, {"type": "array", "minItems": 1, "maxItems": MAX_TREE_LEVELS - 1,
+                             "items": item}],
+            "description": "%s: one value for every level, or a list with one value per "
+                           "level below the root, from the root down" % what}
+
+
+def tree_fanouts(tree: dict[str, Any]) -> list[int]:
+    """Children per switch, level by level from the root, as a valid tree section
+    asks for them. The number of levels is `levels`, else one more than the
+    longest list of fanouts or uplink rates, else 2; a single fanout repeats."""
+    fanout = tree["fanout"]
+    lists = [v for v in (fanout, tree.get("uplink_mbit")) if isinstance(v, list)]
+    levels = tree.get("levels", max((len(v) + 1 for v in lists), default=2))
+    return list(fanout) if isinstance(fanout, list) else [fanout] * (levels - 1)
 
 
 def _obj(props: dict[str, Any], required: Iterable[str] = (),
@@ -106,11 +127,13 @@ SCHEMA = {
             "rate_mbit": _rate,
         }, required=["dims"], description="routed mesh with gateway nodes"),
         "tree": _obj({
-            "levels": {"type": "integer", "minimum": 2, "maximum": 6},
-            "fanout": {"type": "integer", "minimum": 1, "maximum": MAX_LAN},
+            "levels": {"type": "integer", "minimum": 2, "maximum": MAX_TREE_LEVELS,
+                       "description": "switch levels, counting the root (default: one more "
+                                      "than a list of fanouts or uplink rates, else 2)"},
+            "fanout": _per_level(_fanout, "children per switch"),
             "nodes_per_leaf": {"type": "integer", "minimum": 1, "maximum": MAX_LAN},
             "downlink_mbit": _rate,
-            "uplink_mbit": _rate,
+            "uplink_mbit": _per_level(_rate, "rate of each switch-to-parent uplink in Mbit/s"),
         }, required=["fanout", "nodes_per_leaf"], description="tree of switches"),
         "metagraph": _obj({
             "groups": {"type": "integer", "minimum": 2, "maximum": MAX_NODES // 2,
