@@ -14,7 +14,6 @@ RUN_CAP times its target runs once.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -101,11 +100,18 @@ def run_once(case: Case, out: str) -> float:
     return elapsed
 
 
+COUNT_ENTRIES = ("import json, sys; nodes = json.load(open(sys.argv[1]))['nodes']; "
+                 "print(len(nodes), sum(len(n['routes']) for n in nodes.values()))")
+
+
 def measure_output(case: Case, out: str) -> None:
-    with open(os.path.join(out, "plan.json"), encoding="utf-8") as fh:
-        plan = json.load(fh)
-    case.nodes = len(plan["nodes"])
-    case.entries = case.nodes + sum(len(n["routes"]) for n in plan["nodes"].values())
+    """Nodes, plan entries and bytes written. The plan is read by a child process:
+    a child's peak RSS includes its parent's (Linux carries the high-water mark
+    over exec), so this process must stay small."""
+    counts = subprocess.run([sys.executable, "-c", COUNT_ENTRIES, os.path.join(out, "plan.json")],
+                            check=True, capture_output=True, text=True).stdout.split()
+    case.nodes, routes = int(counts[0]), int(counts[1])
+    case.entries = case.nodes + routes
     case.out_bytes = sum(os.path.getsize(os.path.join(d, f))
                          for d, _dirs, files in os.walk(out) for f in files)
 

@@ -194,3 +194,14 @@ def test_bench_plot_and_markdown(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| L=20 P=19 C=1, 380 nodes | 0.40 s | 0.30 s | 0.50 s | ≤ 0.4 s |" in out
     assert "| 2,000 | 100 |" in out
+
+
+def test_bench_counts_nodes_routes_and_bytes_written(tmp_path):
+    timing = _timing_module()
+    (tmp_path / "nodes" / "a").mkdir(parents=True)
+    (tmp_path / "plan.json").write_text('{"nodes": {"a": {"routes": [1, 2]}, "b": {"routes": []}}}')
+    (tmp_path / "nodes" / "a" / "f").write_text("x" * 100)
+    case = timing.Case("c", "x", 1.0)
+    timing.measure_output(case, str(tmp_path))
+    assert (case.nodes, case.entries) == (2, 4)
+    assert case.out_bytes == 100 + (tmp_path / "plan.json").stat().st_size
