@@ -363,3 +363,16 @@ def test_markdown_names_physical_nics_from_the_inventory(capsys):
     assert "| 2 | sw-d0-0:02 | node-1-0 | eth1 |" in text
     assert cli.main(argv + ["--format", "csv"]) == 0
     assert "sw-d0-0:01,node-0-0,eth1,sw-d0-0,1,d0-0,\n" in capsys.readouterr().out
+
+
+def test_segment_named_like_an_earlier_or_later_bond_channel_is_an_error():
+    segments = [{"name": "x-ch1", "members": ["a", "b"]},
+                {"name": "x", "members": ["a", "b"], "channels": 2}]
+    doc = {"name": "c", "family": "custom", "custom": {"nodes": ["a", "b"], "segments": segments}}
+    with pytest.raises(CompileError) as exc:
+        compile_doc(doc)
+    (problem,) = exc.value.problems
+    assert problem.path == "custom.segments[0].name"
+    assert "'x-ch1' is the name of a bond channel of segment 'x'" in problem.message
+    segments[0]["name"] = "x-ch2"
+    assert len(sheet(compile_doc(doc)).switches) == 3

@@ -117,7 +117,11 @@ def sheet(compiled: Compiled) -> Sheet:
 
 def check_ports(graph: Graph, problems: Problems) -> None:
     """An error, naming the switch, for each switch with fewer ports than it needs
-    (the first MAX_PORT_ERRORS, then one naming how many more)."""
+    (the first MAX_PORT_ERRORS, then one naming how many more), and for a custom
+    segment named like another segment's bond channel (their switches' names)."""
+    _check_names(graph, problems)
+    if problems:
+        return
     short = [(name, need) for name, need in _build(graph)[1].items()
              if need.port > (need.ports or need.port)]
     for name, need in short[:MAX_PORT_ERRORS]:
@@ -127,6 +131,20 @@ def check_ports(graph: Graph, problems: Problems) -> None:
         rest = short[MAX_PORT_ERRORS:]
         problems.add(rest[0][1].key, "and %d more switches with too few ports: %s"
                      % (len(rest), _names([name for name, _need in rest])))
+
+
+def _check_names(graph: Graph, problems: Problems) -> None:
+    """A custom segment that takes the name of a bond channel (`rack-a-ch0`) would
+    share its switch, its cable labels and its name in the plan."""
+    lans = [seg for seg in graph.segments if seg.kind == "lan"]
+    channels = {seg.name: seg for seg in graph.segments if seg.channel_of is not None}
+    for i, seg in enumerate(lans):
+        ch = channels.get(seg.name)
+        if ch is not None and ch.channel_of is not None:
+            problems.add("custom.segments[%d].name" % i,
+                         "'%s' is the name of a bond channel of segment '%s' (its switch "
+                         "sw-%s); give this segment another name"
+                         % (seg.name, ch.channel_of.name, seg.name))
 
 
 def _names(names: list[str]) -> str:
