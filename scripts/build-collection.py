@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE, NAME = "beonet", "cluster"
 FQCN = "%s.%s" % (NAMESPACE, NAME)
-MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark")
-ROLES = ("beonet_plan", "beonet_node", "beonet_benchmark")
+MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark",
+           "beonet_discover", "beonet_cabling")
+ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml")
 REQUIRES_ANSIBLE = ">=2.16.0"
 
