@@ -94,6 +94,10 @@ def test_networkmanager_leaves_the_nics_to_another_backend_or_yields_to_beonets_
     assert d.backend == "networkmanager" and d.unmanage == []
     assert d.notes == ["n1: /etc/NetworkManager/system-connections/Wired.nmconnection names eth1: "
                        "beonet's profile takes precedence (autoconnect-priority)"]
+    # netplan rendering for NetworkManager is NetworkManager's own profile: nothing to unmanage
+    nm_netplan = Snapshot(_units(OFF, ON), True,
+                          {"/etc/netplan/01.yaml": "network:\n  renderer: NetworkManager\n"})
+    assert nm.decide("n1", nm_netplan, NICS, False).unmanage == []
     # no NetworkManager: nothing to tell it
     assert nm.decide("n1", Snapshot(_units(ON)), NICS, False).unmanage == []
 

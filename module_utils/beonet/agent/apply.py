@@ -4,15 +4,17 @@ Standard library only (it travels to the node inside the module). Each part
 is a pure function of the plan and what is live, so it is tested without a
 node:
 
-* ``persistent_files``: systemd-networkd ``.netdev``/``.network`` files or
-  NetworkManager keyfiles, ``/etc/sysctl.d`` forwarding, the nftables ruleset;
+* ``persistent_files``: the network configuration for the node's backend
+  (backends.py: systemd-networkd, NetworkManager, netplan or ifupdown),
+  ``/etc/sysctl.d`` forwarding, the nftables ruleset;
 * ``node_actions``: every command that turns the live state into the plan, in
   the order the module runs them, touching only what differs: forwarding
   (``forwarding_actions``), the ``ip`` commands (``runtime_actions``: links,
   bonds, MTUs, addresses, routes) and bond offloads (``offload_actions``).
   Addresses and routes beonet installs carry protocol ``beonet`` (250),
   addresses are recorded in a state file; those that a newer plan drops are
-  removed, and nothing else is;
+  removed, and nothing else is. IPv6 link-local addresses and routes
+  (fe80::/10) are the OS's and never looked at;
 * ``actions_on_blank_node``: the same list for a node as it comes (the dry run
   prints it);
 * ``run_action``: carries out one command (the forwarding sysctl is written to
