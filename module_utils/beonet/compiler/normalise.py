@@ -73,6 +73,7 @@ class Builder:
         mgmt = self.data.get("management", {}).get("interface", DEFAULTS["management"])
         self.graph = Graph(self.data["name"], self.data["family"])
         self.graph.management = mgmt
+        self.graph.ipv6 = self.data.get("ipv6", True)
         self.ports: int | None = self.data.get("switch", {}).get("ports")
         self.names = _Names(mgmt)
 

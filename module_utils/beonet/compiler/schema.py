@@ -111,6 +111,9 @@ SCHEMA = {
                      description="defaults for every link"),
         "switch": _obj({"ports": _ports},
                        description="defaults for every switch (see the cabling sheet)"),
+        "ipv6": {"type": "boolean",
+                 "description": "false: cluster NICs get no IPv6, not even link-local "
+                                "(default true: the OS's IPv6 link-local behaviour is kept)"},
         "management": _obj({"interface": _ifname},
                            description="the interface Ansible connects through; "
                                        "never touched by a plan"),

@@ -175,6 +175,9 @@ def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
     }
     if graph.switches:
         out["switches"] = {s.name: _switch_plan(s) for s in graph.switches}
+    if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
+        for node in out["nodes"].values():
+            node["ipv6"] = False
     return out
 
 
