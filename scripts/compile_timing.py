@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BENCH = os.path.join(ROOT, "topologies", "benchmarks")
+BENCH = os.path.join(ROOT, "topologies", "benchmarks", "compile")
 BEONET = os.path.join(os.path.dirname(sys.executable), "beonet")
 RUN_CAP = 5
 RSS_TARGET_MB = 1024
