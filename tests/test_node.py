@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, golden
 
 from beonet.agent import apply as node
-from beonet.agent import files, nodeplan
+from beonet.agent import backends, files, nodeplan
 from beonet.agent.backends import RECORD_PATH
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
@@ -132,8 +132,8 @@ def test_planned_routes_restored_by_networkmanager_as_static_are_in_place(mesh):
 
 def test_networkmanager_bond_ports_use_master_and_slave_type():
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net-4.yml")))
-    files = node.nm_files(plan["nodes"]["node01"])
-    port = files["%s/beonet-eth1.nmconnection" % node.NM]
+    files = backends.nm_files(plan["nodes"]["node01"])
+    port = files["%s/beonet-eth1.nmconnection" % backends.NM]
     assert "master=bond0\nslave-type=bond\n" in port and "controller=" not in port
 
 

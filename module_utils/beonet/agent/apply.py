@@ -30,8 +30,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .backends import HEADER, NETPLAN, PROTO, backend_files
-from .backends import NM as NM
-from .backends import nm_files as nm_files
 from .nodeplan import NodePlan
 from .verify import is_link_local
 

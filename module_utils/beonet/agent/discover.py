@@ -31,7 +31,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 FORMAT = 1
@@ -61,8 +61,11 @@ MARKERS = (("bridge", "bridge"), ("bonding", "bond"), ("tun_flags", "tun"),
            ("wireless", "wireless"), ("phy80211", "wireless"))
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
     Neighbour = tuple[str, str, str]   # (node, NIC, MAC)
-    Driver = Callable[[str], str | None]
+    Driver: TypeAlias = "Callable[[str], str | None]"   # a string: the agent runs on Python 3.8
 
 
 class DiscoveryError(Exception):
@@ -292,7 +295,7 @@ def links_up(node: str, names: Iterable[str], proc: str = PROC) -> Iterator[list
             except OSError as exc:
                 raise DiscoveryError("%s: bringing %s up for discovery failed: %s"
                                      % (node, name, exc)) from exc
-        yield [name for name, _ in raised]
+        yield [name for name, _state in raised]
     finally:
         _put_back(node, raised)
 
