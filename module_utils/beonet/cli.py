@@ -438,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 on success, 2 on input or usage errors (argparse's too)."""
     args = parser().parse_args(argv)
     try:
-        args.func(args)
+        with pipeline.progress(sys.stderr):
+            args.func(args)
     except CompileError as exc:
         for p in exc.problems:
             print(str(p), file=sys.stderr)
