@@ -8,9 +8,12 @@ import csv
 import io
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..cabling.sheet import Cable, End, NicEnd, PortEnd, Sheet, SwitchInfo
+from ..cabling.sheet import Cable, NicEnd, PortEnd, Sheet, SwitchInfo
+
+if TYPE_CHECKING:
+    from ..cabling.sheet import End
 
 Physical = dict[tuple[str, str], str]     # (node, logical NIC) -> physical NIC name
 
