@@ -9,7 +9,7 @@ from conftest import ROOT
 
 import beonet
 from beonet import cli
-from beonet.outputs import drawing
+from beonet.outputs import drawing, tree
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
 BONDED = str(ROOT / "topologies/bonded-dual-net-4.yml")
@@ -86,6 +86,41 @@ def test_outputs_are_not_flushed_one_by_one(capsys, tmp_path, monkeypatch):
     code, _, err = run(capsys, "build", MESH, "-o", str(tmp_path / "b"))
     assert code == 0, err
     assert (tmp_path / "b/nodes/node-0-0").is_dir()
+
+
+def test_build_replaces_the_nodes_folder_as_a_whole(capsys, tmp_path):
+    """A node of an earlier build that the new plan lacks leaves no files behind,
+    and no staging folder is left over."""
+    out = tmp_path / "b"
+    assert run(capsys, "build", str(ROOT / "topologies/routed-mesh-2x3.yml"), "-o", str(out))[0] == 0
+    assert (out / "nodes/node-1-2").is_dir()
+    code, _, err = run(capsys, "build", MESH, "-o", str(out))
+    assert code == 0, err
+    assert sorted(os.listdir(out / "nodes")) == ["node-0-0", "node-0-1", "node-1-0", "node-1-1"]
+    assert not [f for f in os.listdir(out) if f.startswith(".")]
+    network = out / "nodes/node-0-0/etc/systemd/network"
+    assert (network / "60-beonet-eth1.network").read_text().startswith("# Ansible managed")
+
+
+def test_build_nodes_path_taken_by_a_file_is_an_error(capsys, tmp_path):
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "nodes").write_text("x")
+    code, _, err = run(capsys, "build", MESH, "-o", str(out))
+    assert code == 2 and err.startswith("beonet build: cannot write ")
+    assert (out / "nodes").read_text() == "x"
+    assert not [f for f in os.listdir(out) if f.startswith(".")]
+
+
+def test_background_writer_failure_is_reported(tmp_path):
+    def fails():
+        raise PermissionError(13, "Permission denied")
+    wait = tree.in_background(fails)
+    with pytest.raises(OSError, match="Permission denied"):
+        wait()
+    done = tmp_path / "done"
+    tree.in_background(lambda: done.write_text("y"))()
+    assert done.read_text() == "y"
 
 
 def test_build_into_a_file_is_an_error(capsys, tmp_path):

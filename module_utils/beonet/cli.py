@@ -4,7 +4,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import __version__
@@ -14,7 +14,7 @@ from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
 from .compiler.schema import SCHEMA
-from .outputs import cabling, drawing, dryrun, export, inventory
+from .outputs import cabling, drawing, dryrun, export, inventory, tree
 from .outputs import plan as render
 
 EXIT_INPUT = 2
@@ -241,8 +241,35 @@ BUILD_FILES = {"plan.json": None, "routes.txt": None, "hosts": "hosts",
 
 
 def cmd_build(args: argparse.Namespace) -> None:
-    """Every artefact into one folder; nothing is written unless all compile."""
+    """Every artefact into one folder; nothing is written unless all compile. Each
+    node's persistent files (as the beonet_node role would write them) go to
+    OUTPUT/nodes/, replaced as a whole, written by a child process meanwhile."""
     compiled, plan = _compile(args)
+    nodes_dir = os.path.join(args.output, "nodes")
+    staged = tree.stage(nodes_dir)
+    try:
+        wait = tree.in_background(lambda: tree.fill(staged, _node_files(plan, args.backend)))
+        try:
+            written = _write_build_files(compiled, plan, args.output)
+        finally:
+            wait()
+        tree.commit(staged, nodes_dir)
+    except BaseException:
+        tree.discard(staged)
+        raise
+    print("beonet: wrote %s and %s files of %d nodes to %s/"
+          % (", ".join(written), args.backend, len(plan["nodes"]), args.output.rstrip("/")))
+
+
+def _node_files(plan: Plan, backend: str) -> Iterator[tuple[str, str]]:
+    nets = render.prefixes(plan)
+    for name, n in plan["nodes"].items():
+        for path, text in node.persistent_files(n, nets, backend).items():
+            yield name + path, text
+
+
+def _write_build_files(compiled: pipeline.Compiled, plan: Plan, output: str) -> list[str]:
+    """plan.json, routes.txt, the exports and the cabling sheet; their names."""
     texts = {"plan.json": render.dumps(plan),
              "routes.txt": "\n".join(dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items())}
     for name, what in BUILD_FILES.items():
@@ -251,16 +278,9 @@ def cmd_build(args: argparse.Namespace) -> None:
     sheet = cabling_sheet.sheet(compiled)
     for name, fmt in cabling.BUILD_FILES.items():
         texts[name] = cabling.render(sheet, fmt, _title(plan), cabling.physical_names(plan))
-    # Each node's persistent files, as the beonet_node role would write them.
-    nets = render.prefixes(plan)
-    for name, n in plan["nodes"].items():
-        for path, text in node.persistent_files(n, nets, args.backend).items():
-            texts[os.path.join("nodes", name) + path] = text
     for name, text in texts.items():
-        _write(text, os.path.join(args.output, name))
-    print("beonet: wrote %s and %s files of %d nodes to %s/"
-          % (", ".join(t for t in texts if not t.startswith("nodes/")), args.backend,
-             len(plan["nodes"]), args.output.rstrip("/")))
+        _write(text, os.path.join(output, name))
+    return list(texts)
 
 
 def cmd_cabling(args: argparse.Namespace) -> None:

@@ -1,0 +1,90 @@
+"""Folders of generated files, written as a whole, and the fork that writes them
+beside the rest of a build.
+
+A tree is filled in a new folder beside the old one (``stage``, ``fill``) and
+the two are swapped (``commit``), so a build leaves the old tree or the new one,
+never a mix, and no file of an earlier build (a node since removed from the
+topology) survives. Its files are written plainly (no temporary file each): the
+folder as a whole is what is atomic.
+
+``in_background`` runs a ``fill`` in a forked child while the parent renders
+the other outputs; its ``wait`` raises OSError with the child's reason when the
+child failed. Where there is no fork, the work runs at once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+
+Wait = Callable[[], None]
+
+
+def stage(path: str) -> str:
+    """A new empty folder beside path, to fill and then put in its place."""
+    path = os.path.abspath(path)
+    parent, base = os.path.split(path)
+    os.makedirs(parent, 0o755, exist_ok=True)
+    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path)):
+        raise NotADirectoryError(20, "Not a directory", path)
+    folder = tempfile.mkdtemp(prefix=".%s.new-" % base, dir=parent)
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def fill(folder: str, files: Iterable[tuple[str, str]]) -> None:
+    """Write files ((path relative to folder, UTF-8 text), ...) into folder."""
+    made: set[str] = set()
+    for rel, text in files:
+        full = os.path.join(folder, rel.lstrip("/"))
+        parent = os.path.dirname(full)
+        if parent not in made:
+            os.makedirs(parent, 0o755, exist_ok=True)
+            made.add(parent)
+        with open(full, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def commit(folder: str, path: str) -> None:
+    """Put the filled folder at path; the folder that was there is removed."""
+    path = os.path.abspath(path)
+    if not os.path.lexists(path):
+        os.rename(folder, path)
+        return
+    old = folder.replace(".new-", ".old-", 1)
+    os.rename(path, old)
+    os.rename(folder, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def in_background(work: Callable[[], None]) -> Wait:
+    """Start work in a forked child; the returned function waits for it."""
+    if not hasattr(os, "fork"):
+        work()
+        return lambda: None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                  # the child: work, then leave at once
+        os.close(read_end)
+        code = 0
+        try:
+            work()
+        except BaseException as exc:              # reported to the parent, not printed here
+            os.write(write_end, (getattr(exc, "strerror", None) or str(exc)).encode("utf-8", "replace"))
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+
+    def wait() -> None:
+        with os.fdopen(read_end, "rb") as fh:
+            reason = fh.read().decode("utf-8", "replace")
+        _pid, status = os.waitpid(pid, 0)
+        if status != 0:
+            raise OSError(reason or "the writer stopped with status %d" % status)
+    return wait
