@@ -120,9 +120,9 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         if wiring == "plan":
             hosts[name]["beonet_interfaces"] = mapping
     inv = inventory(topology, lab, hosts)
+    inv["all"] = {"vars": _discovery_vars(folder)}
     if wiring == "scrambled":
         save_state(folder, WIRING, _truth(layout, moved, seed, cabling_sheet(compiled)))
-        inv["all"] = {"vars": _discovery_vars(folder)}
     path = os.path.join(folder, "inventory.yml")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(inv, fh, indent=2)
@@ -138,9 +138,9 @@ def _plan_nics(plan: Plan, node: str, nets: Nets) -> list[Nic]:
 
 
 def _discovery_vars(folder: str) -> dict[str, Any]:
-    """What discovery needs in a scrambled lab: the lab's NICs are veths, and
-    the mapping it finds goes beside the lab's inventory. Group all, so the
-    controller's play (the implicit localhost) sees them too."""
+    """What discovery and the pre-flight need in a lab: the lab's NICs are veths,
+    and a mapping discovery finds goes beside the lab's inventory. Group all, so
+    the controller's play (the implicit localhost) sees them too."""
     return {"beonet_discover_include_virtual": True,
             "beonet_host_vars_dir": os.path.join(folder, "host_vars")}
 
