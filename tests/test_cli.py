@@ -3,12 +3,15 @@ metrics table, paths, build and usage errors."""
 
 import json
 import os
+import time
 
 import pytest
 from conftest import ROOT
 
 import beonet
 from beonet import cli
+from beonet.compiler import prove
+from beonet.compiler.errors import Problems
 from beonet.outputs import drawing, tree
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
@@ -115,12 +118,27 @@ def test_build_nodes_path_taken_by_a_file_is_an_error(capsys, tmp_path):
 def test_background_writer_failure_is_reported(tmp_path):
     def fails():
         raise PermissionError(13, "Permission denied")
-    wait = tree.in_background(fails)
     with pytest.raises(OSError, match="Permission denied"):
-        wait()
+        tree.Background(fails).wait()
     done = tmp_path / "done"
-    tree.in_background(lambda: done.write_text("y"))()
+    tree.Background(lambda: done.write_text("y")).wait()
     assert done.read_text() == "y"
+    job = tree.Background(lambda: time.sleep(60))
+    job.cancel()
+    assert job.pid == 0
+
+
+def test_build_failing_proof_writes_nothing(capsys, tmp_path, monkeypatch):
+    """The nodes' files are written while the routes are proved: a failed proof
+    throws them away and leaves no output folder behind."""
+    def failed(graph):
+        problems = Problems()
+        problems.add("nodes", "a made-up proof failure")
+        return None, problems
+    monkeypatch.setattr(prove, "prove", failed)
+    code, _, err = run(capsys, "build", MESH, "-o", str(tmp_path / "b"))
+    assert code == 2 and "a made-up proof failure" in err
+    assert os.listdir(tmp_path) == []
 
 
 def test_build_into_a_file_is_an_error(capsys, tmp_path):

@@ -4,7 +4,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from . import __version__
@@ -13,6 +13,7 @@ from .agent.files import atomic_write
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
+from .compiler.model import Graph
 from .compiler.schema import SCHEMA
 from .outputs import cabling, drawing, dryrun, export, inventory, tree
 from .outputs import plan as render
@@ -37,19 +38,24 @@ def _write(data: str | bytes, output: str | None) -> None:
     atomic_write(output, data, durable=False)
 
 
+def _physical(args: argparse.Namespace, graph: Graph) -> render.Physical | None:
+    """{node: {logical: physical NIC}} from -i INVENTORY, or None without one."""
+    if not getattr(args, "inventory", None):
+        return None
+    hosts, problems = inventory.read_inventory(args.inventory)
+    if problems:
+        raise CompileError(problems.items)
+    physical, problems = inventory.physical_names(graph, hosts, args.inventory,
+                                                  inventory.management_of(hosts))
+    if problems:
+        raise CompileError(problems.items)
+    return physical
+
+
 def _compile(args: argparse.Namespace) -> tuple[pipeline.Compiled, Plan]:
     """The compiled topology and its plan (NIC names from -i INVENTORY if given)."""
     compiled = pipeline.compile_file(args.topology)
-    physical = None
-    if getattr(args, "inventory", None):
-        hosts, problems = inventory.read_inventory(args.inventory)
-        if problems:
-            raise CompileError(problems.items)
-        physical, problems = inventory.physical_names(compiled.graph, hosts, args.inventory,
-                                                      inventory.management_of(hosts))
-        if problems:
-            raise CompileError(problems.items)
-    return compiled, render.plan(compiled, physical)
+    return compiled, render.plan(compiled, _physical(args, compiled.graph))
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -236,51 +242,83 @@ def cmd_export(args: argparse.Namespace) -> None:
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
-BUILD_FILES = {"plan.json": None, "routes.txt": None, "hosts": "hosts",
+BUILD_FILES = {"plan.json": None, "hosts": "hosts",
                "topology.conf": "slurm", "hostfile": "hostfile"}
 
 
+ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
+
+
+class _NodeWriter:
+    """Each node's persistent files (as the beonet_node role would write them)
+    and routes.txt: rendered from the routed graph and written to a staged
+    nodes/ folder by a forked child, while this process proves the routes and
+    renders the rest. Put in place by ``commit``; thrown away on any error."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.nodes_dir = os.path.join(args.output, "nodes")
+        self.staged = ""
+        self.physical: render.Physical | None = None
+        self.job: tree.Background | None = None
+
+    def start(self, graph: Graph) -> None:
+        self.physical = _physical(self.args, graph)
+        self.staged = tree.stage(self.nodes_dir)
+        self.job = tree.Background(lambda: self._write(graph))
+
+    def _write(self, graph: Graph) -> None:
+        plans = render.node_plans(graph, self.physical)
+        nets = render.graph_prefixes(graph)
+        tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
+                                for path, text in node.persistent_files(n, nets, self.args.backend).items()))
+        tree.fill(self.staged, [(ROUTES_STAGED, "\n".join(dryrun.ip_route_text(n, name)
+                                                           for name, n in plans.items()))])
+
+    def commit(self) -> None:
+        if self.job is not None:
+            self.job.wait()
+        os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.args.output, "routes.txt"))
+        tree.commit(self.staged, self.nodes_dir)
+
+    def discard(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+        if self.staged:
+            tree.discard(self.staged)
+
+
 def cmd_build(args: argparse.Namespace) -> None:
-    """Every artefact into one folder; nothing is written unless all compile. Each
-    node's persistent files (as the beonet_node role would write them) go to
-    OUTPUT/nodes/, replaced as a whole, written by a child process meanwhile."""
-    compiled, plan = _compile(args)
-    nodes_dir = os.path.join(args.output, "nodes")
-    staged = tree.stage(nodes_dir)
+    """Every artefact into one folder; nothing is written unless all compile."""
+    created = not os.path.isdir(args.output)
+    writer = _NodeWriter(args)
     try:
-        wait = tree.in_background(lambda: tree.fill(staged, _node_files(plan, args.backend)))
-        try:
-            written = _write_build_files(compiled, plan, args.output)
-        finally:
-            wait()
-        tree.commit(staged, nodes_dir)
+        compiled = pipeline.compile_file(args.topology, writer.start)
+        plan = render.plan(compiled, writer.physical)
+        texts = _build_texts(compiled, plan)
+        for name, text in texts.items():
+            _write(text, os.path.join(args.output, name))
+        writer.commit()
     except BaseException:
-        tree.discard(staged)
+        writer.discard()
+        if created and os.path.isdir(args.output) and not os.listdir(args.output):
+            os.rmdir(args.output)
         raise
     print("beonet: wrote %s and %s files of %d nodes to %s/"
-          % (", ".join(written), args.backend, len(plan["nodes"]), args.output.rstrip("/")))
+          % (", ".join(["plan.json", "routes.txt"] + list(texts)[1:]), args.backend,
+             len(plan["nodes"]), args.output.rstrip("/")))
 
 
-def _node_files(plan: Plan, backend: str) -> Iterator[tuple[str, str]]:
-    nets = render.prefixes(plan)
-    for name, n in plan["nodes"].items():
-        for path, text in node.persistent_files(n, nets, backend).items():
-            yield name + path, text
-
-
-def _write_build_files(compiled: pipeline.Compiled, plan: Plan, output: str) -> list[str]:
-    """plan.json, routes.txt, the exports and the cabling sheet; their names."""
-    texts = {"plan.json": render.dumps(plan),
-             "routes.txt": "\n".join(dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items())}
+def _build_texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:
+    """plan.json, the exports and the cabling sheet, by file name."""
+    texts = {"plan.json": render.dumps(plan)}
     for name, what in BUILD_FILES.items():
         if what:
             texts[name] = export.EXPORTS[what](plan)
     sheet = cabling_sheet.sheet(compiled)
     for name, fmt in cabling.BUILD_FILES.items():
         texts[name] = cabling.render(sheet, fmt, _title(plan), cabling.physical_names(plan))
-    for name, text in texts.items():
-        _write(text, os.path.join(output, name))
-    return list(texts)
+    return texts
 
 
 def cmd_cabling(args: argparse.Namespace) -> None:

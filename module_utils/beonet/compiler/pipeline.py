@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO, TypeVar
@@ -109,7 +109,10 @@ def _stage(what: str) -> None:
         _progress[-1].stage(what)
 
 
-def compile_source(source: load.Source) -> Compiled:
+def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None) -> Compiled:
+    """routed(graph), when given, runs once the routes are in place, before the
+    proof: work that needs the routes only (writing each node's files) can
+    start there, to be thrown away when the proof fails."""
     _stage("building the graph")
     graph = _passed(*normalise.normalise(source))
     size = "%d nodes, %d segments" % (len(graph.nodes), len(graph.segments))
@@ -117,6 +120,8 @@ def compile_source(source: load.Source) -> Compiled:
     _check(address.assign(graph, source))
     _stage("routing %s" % size)
     route.route(graph)
+    if routed is not None:
+        routed(graph)
     _stage("proving the routes of %s" % size)
     proof, problems = prove.prove(graph)
     for p in problems.items:
@@ -133,6 +138,6 @@ def compile_text(text: str, file: str = "<topology>") -> Compiled:
     return compile_source(_passed(*load.load_text(text, file)))
 
 
-def compile_file(path: str) -> Compiled:
+def compile_file(path: str, routed: Callable[[Graph], None] | None = None) -> Compiled:
     _stage("loading %s" % path)
-    return compile_source(_passed(*load.load_file(path)))
+    return compile_source(_passed(*load.load_file(path)), routed)

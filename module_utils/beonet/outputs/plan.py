@@ -17,7 +17,7 @@ from ..agent.nodeplan import NodePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
-from ..compiler.model import Interface, Node, Segment, Switch, ip_text, net_text, parse_net
+from ..compiler.model import Graph, Interface, Node, Segment, Switch, ip_text, net_text, parse_net
 from ..compiler.pipeline import Compiled
 
 PLAN_FORMAT = 1
@@ -169,14 +169,21 @@ def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
         "topology": {"name": graph.name, "family": graph.family,
                      "source": compiled.source_file},
         "management": {"interface": graph.management},
-        "nodes": {n.name: node_plan(n, physical) for n in graph.nodes},
+        "nodes": node_plans(graph, physical),
         "segments": {s.name: segment_plan(s, physical) for s in graph.segments},
         "metrics": compiled.metrics,
     }
     if graph.switches:
         out["switches"] = {s.name: _switch_plan(s) for s in graph.switches}
+    return out
+
+
+def node_plans(graph: Graph, physical: Physical | None = None) -> dict[str, NodePlan]:
+    """Every node's part of the plan (it needs the routes, not the proof)."""
+    physical = physical or {}
+    out = {n.name: node_plan(n, physical) for n in graph.nodes}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
-        for node in out["nodes"].values():
+        for node in out.values():
             node["ipv6"] = False
     return out
 
@@ -191,6 +198,12 @@ def prefixes(plan_: Mapping[str, Any]) -> list[str]:
             net, plen = parse_net(seg["prefix"])
             spans.append((net, net + (1 << (32 - plen))))
     return [net_text(net, plen) for net, plen in aggregate(spans)]
+
+
+def graph_prefixes(graph: Graph) -> list[str]:
+    """``prefixes`` of the plan of graph, read from the graph itself."""
+    return [net_text(net, plen) for net, plen in aggregate(
+        [(s.net, s.net + (1 << (32 - s.plen))) for s in graph.segments if s.prefix_text()])]
 
 
 def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

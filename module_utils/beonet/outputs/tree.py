@@ -7,19 +7,18 @@ never a mix, and no file of an earlier build (a node since removed from the
 topology) survives. Its files are written plainly (no temporary file each): the
 folder as a whole is what is atomic.
 
-``in_background`` runs a ``fill`` in a forked child while the parent renders
-the other outputs; its ``wait`` raises OSError with the child's reason when the
-child failed. Where there is no fork, the work runs at once.
+``Background`` runs a ``fill`` in a forked child while the parent renders the
+other outputs; its ``wait`` raises OSError with the child's reason when the
+child failed, ``cancel`` stops it. Where there is no fork, the work runs at once.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterable
-
-Wait = Callable[[], None]
 
 
 def stage(path: str) -> str:
@@ -63,28 +62,47 @@ def discard(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def in_background(work: Callable[[], None]) -> Wait:
-    """Start work in a forked child; the returned function waits for it."""
-    if not hasattr(os, "fork"):
-        work()
-        return lambda: None
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                  # the child: work, then leave at once
-        os.close(read_end)
-        code = 0
-        try:
-            work()
-        except BaseException as exc:              # reported to the parent, not printed here
-            os.write(write_end, (getattr(exc, "strerror", None) or str(exc)).encode("utf-8", "replace"))
-            code = 1
-        os._exit(code)
-    os.close(write_end)
+class Background:
+    """Work running in a forked child (or already done, where there is no fork)."""
 
-    def wait() -> None:
-        with os.fdopen(read_end, "rb") as fh:
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.pid = 0
+        self.reason = ""
+        if not hasattr(os, "fork"):
+            work()
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:                              # the child: work, then leave at once
+            os.close(read_end)
+            os._exit(_run_child(work, write_end))
+        os.close(write_end)
+        self.pid, self.pipe = pid, read_end
+
+    def wait(self) -> None:
+        """Wait for the work; OSError with the child's reason when it failed."""
+        if not self.pid:
+            return
+        with os.fdopen(self.pipe, "rb") as fh:
             reason = fh.read().decode("utf-8", "replace")
-        _pid, status = os.waitpid(pid, 0)
+        _pid, status = os.waitpid(self.pid, 0)
+        self.pid = 0
         if status != 0:
             raise OSError(reason or "the writer stopped with status %d" % status)
-    return wait
+
+    def cancel(self) -> None:
+        """Stop the work (its output is to be thrown away) and reap the child."""
+        if self.pid:
+            os.kill(self.pid, signal.SIGKILL)
+            os.close(self.pipe)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+def _run_child(work: Callable[[], None], pipe: int) -> int:
+    try:
+        work()
+    except BaseException as exc:                  # reported to the parent, not printed here
+        os.write(pipe, (getattr(exc, "strerror", None) or str(exc)).encode("utf-8", "replace"))
+        return 1
+    return 0
