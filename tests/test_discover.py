@@ -56,6 +56,31 @@ def test_anything_but_a_beacon_of_this_run_is_ignored(frame):
     assert d.decode_beacon(frame, RUN) is None
 
 
+class _Queue:
+    """A socket's receive queue: (frame, address) pairs, then nothing waiting."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def recvfrom(self, _size):
+        if not self.items:
+            raise BlockingIOError()
+        return self.items.pop(0)
+
+
+def test_only_beacons_the_nic_itself_received_count():
+    """Our own frames, and frames another NIC received (queued before the socket
+    was bound to its NIC), are not neighbours of this NIC."""
+    theirs = d.encode_beacon(RUN, "node05", "ens13", "02:42:64:68:00:06")
+    peer = d.encode_beacon(RUN, "node21", "eno1", "02:42:64:68:09:03")
+    own = d.encode_beacon(RUN, "node06", "eno1", "02:42:64:68:09:02")
+    heard = set()
+    d._receive(_Queue([(theirs, ("eth0", 0x88B5, 1, 1, b"")),
+                       (own, ("eno1", 0x88B5, d.PACKET_OUTGOING, 1, b"")),
+                       (peer, ("eno1", 0x88B5, 1, 1, b""))]), "eno1", "node06", RUN, heard)
+    assert heard == {("node21", "eno1", "02:42:64:68:09:03")}
+
+
 def test_a_beacon_too_long_for_a_frame_is_refused_naming_node_and_nic():
     with pytest.raises(d.DiscoveryError, match="node07: the beacon of eth1 is .* bytes"):
         d.encode_beacon("x" * 1600, "node07", "eth1", "02:00:00:00:00:01")

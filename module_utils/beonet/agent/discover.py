@@ -335,10 +335,12 @@ def _bpf_beacons_only() -> bytes:
 
 def open_socket(node: str, name: str) -> socket.socket:
     """A raw socket on NIC name seeing every frame the NIC receives (bond and bridge
-    members too), filtered to beacons where the kernel allows."""
+    members too), filtered to beacons where the kernel allows. It is opened for no
+    protocol and receives nothing until bound to the NIC: a socket opened for every
+    protocol would queue, until bound, frames that other NICs receive."""
     import array
     try:
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     except OSError as exc:
         raise DiscoveryError("%s: opening a raw socket failed (discovery runs as root): %s"
                              % (node, exc)) from exc
@@ -364,8 +366,8 @@ def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbo
             return
         except OSError:
             return
-        if len(addr) > 2 and addr[2] == PACKET_OUTGOING:
-            continue
+        if len(addr) > 2 and (addr[2] == PACKET_OUTGOING or addr[0] != nic):
+            continue                # our own frame, or one another NIC received
         beacon = decode_beacon(frame, run)
         if beacon and beacon[:2] != (node, nic):
             heard.add(beacon)
