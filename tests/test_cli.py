@@ -339,3 +339,20 @@ def test_graphviz_failure_is_reported(capsys, tmp_path, monkeypatch):
     code, _, err = run(capsys, "graph", MESH, "--format", "svg", "-o", str(tmp_path / "g.svg"))
     assert code == 1 and "failed (exit 1): syntax error in line 1" in err
     assert not (tmp_path / "g.svg").exists()
+
+
+def test_the_command_exits_with_main_status_and_flushed_output(tmp_path):
+    """`beonet` (cli.run) leaves with os._exit: its output must be flushed first."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "module_utils"))
+    ok = subprocess.run([sys.executable, "-m", "beonet.cli", "export", MESH, "hosts"],
+                        capture_output=True, text=True, env=env, check=False)
+    assert ok.returncode == 0 and ok.stdout.startswith("# /etc/hosts entries for routed-mesh-2x2")
+    assert ok.stdout.endswith("\n")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("name: x\n")
+    failed = subprocess.run([sys.executable, "-m", "beonet.cli", "compile", str(bad)],
+                            capture_output=True, text=True, env=env, check=False)
+    assert failed.returncode == 2
+    assert failed.stderr.endswith("beonet: 1 error, nothing written\n")

@@ -238,7 +238,7 @@ def test_wheel_has_core_deps_extras_and_every_subpackage(tmp_path):
             extras.setdefault(r.split('extra == "')[1].rstrip('"'), set()).add(_requirement_name(r))
     assert extras["lab"] == {"ansible-core", "ansible"} and extras["plots"] == {"matplotlib"}
     assert {"pytest", "ruff", "mypy", "ansible-lint", "pre-commit"} <= extras["dev"]
-    assert "beonet = beonet.cli:main" in entry_points
+    assert "beonet = beonet.cli:run" in entry_points
     packages = {p.parent.relative_to(ROOT / "module_utils").as_posix()
                 for p in (ROOT / "module_utils" / "beonet").rglob("__init__.py")}
     assert packages >= {"beonet", "beonet/compiler", "beonet/outputs", "beonet/agent", "beonet/labs",

@@ -1,6 +1,7 @@
 """The `beonet` command line: compile, dry run, paths, metrics, drawings, exports."""
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -494,6 +495,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 on success, 2 on input or usage errors (argparse's too)."""
+    # A compile holds millions of small objects and makes no reference cycles worth
+    # collecting: the cyclic collector would walk them all again and again (a
+    # third of the time of a large build) for nothing a short-lived command needs.
+    gc.disable()
     args = parser().parse_args(argv)
     try:
         with pipeline.progress(sys.stderr):
@@ -519,5 +524,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> None:
+    """The ``beonet`` command: main, then exit without freeing the compiled
+    topology object by object (half a second for a 4,096-node mesh)."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

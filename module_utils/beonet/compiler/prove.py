@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from .errors import Problems
-from .model import ON_LINK, Graph, Hop, Node, RouteTable, ends_of_shortest, ip_text, mask, net_text
+from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
 
 Signature = tuple[tuple[int, int], ...]     # the (plen, net) prefixes matching a class's addresses
@@ -95,22 +95,34 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
         dev_net = {i.name: (i.segment.net, mask(i.segment.plen)) for i in node.interfaces
                    if i.addresses}
         mine = {a for i in node.interfaces for a in i.addresses}
-        where = "nodes.%s.routes" % node.name
+        by_len = t.by_len
         for r in node.routes:
             net = dev_net.get(r.dev)
-            if net is None:
-                problems.add(where, "route to %s uses %s, which has no address"
-                             % (net_text(r.net, r.plen), r.dev))
-            elif (r.via & net[1]) != net[0] or r.via not in owner:
-                problems.add(where, "gateway %s for %s is not a neighbour on %s"
-                             % (ip_text(r.via), net_text(r.net, r.plen), r.dev))
-            elif r.src not in mine:
-                problems.add(where, "src %s of the route to %s is not the node's own"
-                             % (ip_text(r.src), net_text(r.net, r.plen)))
-            else:
-                t.add(r.net, r.plen, (owner[r.via], r.src))
+            via = r.via
+            if net is None or (via & net[1]) != net[0] or via not in owner or r.src not in mine:
+                _route_problem(node, r, net, owner, problems)
+                continue
+            bucket = by_len.get(r.plen)
+            if bucket is None:
+                t.add(r.net, r.plen, (owner[via], r.src))
+            else:                               # what t.add does, without the call
+                bucket.setdefault(r.net, (owner[via], r.src))
         tables.append(t)
     return tables
+
+
+def _route_problem(node: Node, r: Route, net: tuple[int, int] | None, owner: dict[int, int],
+                   problems: Problems) -> None:
+    where = "nodes.%s.routes" % node.name
+    if net is None:
+        problems.add(where, "route to %s uses %s, which has no address"
+                     % (net_text(r.net, r.plen), r.dev))
+    elif (r.via & net[1]) != net[0] or r.via not in owner:
+        problems.add(where, "gateway %s for %s is not a neighbour on %s"
+                     % (ip_text(r.via), net_text(r.net, r.plen), r.dev))
+    else:
+        problems.add(where, "src %s of the route to %s is not the node's own"
+                     % (ip_text(r.src), net_text(r.net, r.plen)))
 
 
 class _Walker:
@@ -163,8 +175,9 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
     walker = _Walker(graph.nodes, tables, problems)
     hosts = _host_route_holders(tables)
     tally = _Tally([0] * n, [0] * n)
+    buckets: dict[int, list[dict[int, Hop]]] = {}
     for sig, dests in _classes(graph, tables):
-        cls = _walk_class(graph.nodes, tables, sig, dests, problems)
+        cls = _walk_class(graph.nodes, tables, sig, dests, problems, buckets)
         if cls is None:
             return None, problems
         _count_class(cls, tally)
@@ -188,7 +201,7 @@ def _host_route_holders(tables: list[RouteTable]) -> dict[int, list[int]]:
 
 
 def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, dests: list[int],
-                problems: Problems) -> _Class | None:
+                problems: Problems, cache: dict[int, list[dict[int, Hop]]]) -> _Class | None:
     """Next hop and distance to the exit of every node towards one class (no
     host routes); None, with the problems added, on a missing route or a loop."""
     rep = nodes[dests[0]]
@@ -196,7 +209,7 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
     # prefixes (all of those that contain its addresses) in the node's table.
     if len(sig) == 1:
         plen, net = sig[0]
-        entries = [t.by_len.get(plen, _NONE).get(net) for t in tables]
+        entries = [bucket.get(net) for bucket in _buckets(tables, plen, cache)]
     else:
         entries = [_longest(t, sig) for t in tables]
     if None in entries:
@@ -210,6 +223,16 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
 
 
 _NONE: dict[int, Hop] = {}
+
+
+def _buckets(tables: list[RouteTable], plen: int,
+             cache: dict[int, list[dict[int, Hop]]]) -> list[dict[int, Hop]]:
+    """Every table's routes of prefix length plen (its dict, or an empty one),
+    made once per length for all classes."""
+    out = cache.get(plen)
+    if out is None:
+        out = cache[plen] = [t.by_len.get(plen, _NONE) for t in tables]
+    return out
 
 
 def _longest(table: RouteTable, sig: Signature) -> Hop | None:
