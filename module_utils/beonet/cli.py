@@ -5,12 +5,13 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import __version__
 from .agent import apply as node
 from .agent.files import atomic_write
+from .agent.nodeplan import NodePlan
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
@@ -243,43 +244,70 @@ def cmd_export(args: argparse.Namespace) -> None:
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
-BUILD_FILES = {"plan.json": None, "hosts": "hosts",
+BUILD_FILES = {"hosts": "hosts",
                "topology.conf": "slurm", "hostfile": "hostfile"}
 
 
 ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
+NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
+SHARED_JOBS = (ROUTES_STAGED, NODES_STAGED)
 
 
 class _NodeWriter:
-    """Each node's persistent files (as the beonet_node role would write them)
-    and routes.txt: rendered from the routed graph and written to a staged
-    nodes/ folder by a forked child, while this process proves the routes and
-    renders the rest. Put in place by ``commit``; thrown away on any error."""
+    """Each node's persistent files (as the beonet_node role would write them),
+    routes.txt and the nodes' part of plan.json, rendered from the routed graph
+    into a staged nodes/ folder. A forked child starts on them while this
+    process proves the routes; routes.txt and the nodes' JSON are done by
+    whichever of the two claims them first. Put in place by ``commit``; thrown
+    away on any error."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.nodes_dir = os.path.join(args.output, "nodes")
         self.staged = ""
+        self.graph: Graph | None = None
         self.physical: render.Physical | None = None
         self.job: tree.Background | None = None
 
     def start(self, graph: Graph) -> None:
-        self.physical = _physical(self.args, graph)
+        self.graph, self.physical = graph, _physical(self.args, graph)
         self.staged = tree.stage(self.nodes_dir)
-        self.job = tree.Background(lambda: self._write(graph))
+        self.job = tree.Background(self._child)
 
-    def _write(self, graph: Graph) -> None:
-        plans = render.node_plans(graph, self.physical)
-        nets = render.graph_prefixes(graph)
+    def _plans(self) -> dict[str, NodePlan]:
+        if self.graph is None:
+            raise AssertionError("the writer was not started")
+        return render.node_plans(self.graph, self.physical)
+
+    def _child(self) -> None:
+        plans = self._plans()
+        nets = render.graph_prefixes(self.graph) if self.graph else []
         tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
                                 for path, text in node.persistent_files(n, nets, self.args.backend).items()))
-        tree.fill(self.staged, [(ROUTES_STAGED, "\n".join(dryrun.ip_route_text(n, name)
-                                                           for name, n in plans.items()))])
+        self._share(lambda: plans)
 
-    def commit(self) -> None:
+    def _share(self, plans: Callable[[], dict[str, NodePlan]]) -> None:
+        """Do the shared jobs nobody has claimed yet."""
+        got: dict[str, NodePlan] | None = None
+        for job in SHARED_JOBS:
+            if tree.claim(self.staged, job):
+                got = got or plans()
+                text = ("\n".join(dryrun.ip_route_text(n, name) for name, n in got.items())
+                        if job == ROUTES_STAGED else render.nodes_json(got, render.compact(len(got))))
+                tree.fill(self.staged, [(job, text)])
+
+    def nodes_json(self) -> str:
+        """The nodes' part of plan.json, once this process has helped and the child is done."""
+        self._share(self._plans)
         if self.job is not None:
             self.job.wait()
+        with open(os.path.join(self.staged, NODES_STAGED), encoding="utf-8") as fh:
+            return fh.read()
+
+    def commit(self) -> None:
+        os.unlink(os.path.join(self.staged, NODES_STAGED))
         os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.args.output, "routes.txt"))
+        tree.unclaim(self.staged, SHARED_JOBS)
         tree.commit(self.staged, self.nodes_dir)
 
     def discard(self) -> None:
@@ -295,10 +323,11 @@ def cmd_build(args: argparse.Namespace) -> None:
     writer = _NodeWriter(args)
     try:
         compiled = pipeline.compile_file(args.topology, writer.start)
-        plan = render.plan(compiled, writer.physical)
+        plan = render.plan(compiled, writer.physical, routes=False)   # the writer renders them
         texts = _build_texts(compiled, plan)
         for name, text in texts.items():
             _write(text, os.path.join(args.output, name))
+        _write(render.dumps(plan, nodes=writer.nodes_json()), os.path.join(args.output, "plan.json"))
         writer.commit()
     except BaseException:
         writer.discard()
@@ -306,16 +335,15 @@ def cmd_build(args: argparse.Namespace) -> None:
             os.rmdir(args.output)
         raise
     print("beonet: wrote %s and %s files of %d nodes to %s/"
-          % (", ".join(["plan.json", "routes.txt"] + list(texts)[1:]), args.backend,
+          % (", ".join(["plan.json", "routes.txt"] + list(texts)), args.backend,
              len(plan["nodes"]), args.output.rstrip("/")))
 
 
 def _build_texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:
-    """plan.json, the exports and the cabling sheet, by file name."""
-    texts = {"plan.json": render.dumps(plan)}
+    """The exports and the cabling sheet, by file name."""
+    texts = {}
     for name, what in BUILD_FILES.items():
-        if what:
-            texts[name] = export.EXPORTS[what](plan)
+        texts[name] = export.EXPORTS[what](plan)
     sheet = cabling_sheet.sheet(compiled)
     for name, fmt in cabling.BUILD_FILES.items():
         texts[name] = cabling.render(sheet, fmt, _title(plan), cabling.physical_names(plan))

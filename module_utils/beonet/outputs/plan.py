@@ -118,8 +118,9 @@ def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> In
     return out
 
 
-def node_plan(node: Node, everyone: Physical | None = None) -> NodePlan:
-    """One node's plan; everyone: {node: {logical: physical NIC name}}."""
+def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True) -> NodePlan:
+    """One node's plan; everyone: {node: {logical: physical NIC name}}.
+    routes=False leaves its routes out (an empty list)."""
     everyone = everyone or {}
     physical = everyone.get(node.name, {})
     out: NodePlan = {
@@ -127,7 +128,7 @@ def node_plan(node: Node, everyone: Physical | None = None) -> NodePlan:
         "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
         "routes": [{"to": net_text(r.net, r.plen), "via": ip_text(r.via),
                     "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
-                   for r in node.routes]}
+                   for r in node.routes] if routes else []}
     if node.group is not None:
         out["group"] = node.group
     if node.coords is not None:
@@ -160,8 +161,9 @@ def _switch_plan(sw: Switch) -> SwitchPlan:
             "nodes": sw.nodes}
 
 
-def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
-    """The whole plan as a dict. physical: {node: {logical: physical NIC}}."""
+def plan(compiled: Compiled, physical: Physical | None = None, routes: bool = True) -> Plan:
+    """The whole plan as a dict. physical: {node: {logical: physical NIC}};
+    routes=False leaves the nodes' routes out."""
     graph = compiled.graph
     physical = physical or {}
     out: Plan = {
@@ -169,7 +171,7 @@ def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
         "topology": {"name": graph.name, "family": graph.family,
                      "source": compiled.source_file},
         "management": {"interface": graph.management},
-        "nodes": node_plans(graph, physical),
+        "nodes": node_plans(graph, physical, routes),
         "segments": {s.name: segment_plan(s, physical) for s in graph.segments},
         "metrics": compiled.metrics,
     }
@@ -178,10 +180,11 @@ def plan(compiled: Compiled, physical: Physical | None = None) -> Plan:
     return out
 
 
-def node_plans(graph: Graph, physical: Physical | None = None) -> dict[str, NodePlan]:
+def node_plans(graph: Graph, physical: Physical | None = None,
+               routes: bool = True) -> dict[str, NodePlan]:
     """Every node's part of the plan (it needs the routes, not the proof)."""
     physical = physical or {}
-    out = {n.name: node_plan(n, physical) for n in graph.nodes}
+    out = {n.name: node_plan(n, physical, routes) for n in graph.nodes}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
             node["ipv6"] = False
@@ -226,12 +229,32 @@ def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def dumps(data: Mapping[str, Any], fmt: str = "json") -> str:
+def compact(nodes: int) -> bool:
+    """Whether a plan of this many nodes is written as compact JSON (no indentation)."""
+    return nodes > 500
+
+
+def nodes_json(nodes: Mapping[str, NodePlan], compact_: bool) -> str:
+    """The JSON text of a plan's nodes as ``dumps`` writes it inside the plan."""
+    if compact_:
+        return json.dumps(nodes, separators=(",", ":"), check_circular=False)
+    return json.dumps(nodes, indent=2).replace("\n", "\n  ")     # one level down
+
+
+def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) -> str:
+    """The plan as JSON (compact beyond 500 nodes) or YAML. nodes: the text of
+    its nodes from ``nodes_json``, to be written in place of data's nodes."""
     if fmt == "yaml":
         import yaml
         text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
         return text
-    nodes = data.get("nodes")
-    if isinstance(nodes, dict) and len(nodes) > 500:
-        return json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
-    return json.dumps(data, indent=2) + "\n"
+    plan_nodes = data.get("nodes")
+    small = not (isinstance(plan_nodes, dict) and compact(len(plan_nodes)))
+    if nodes is not None:
+        data = {**data, "nodes": None}
+    if small:
+        text = json.dumps(data, indent=2) + "\n"
+        return text if nodes is None else text.replace('"nodes": null', '"nodes": ' + nodes, 1)
+    text = json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
+    # No string holds '"nodes":null' unescaped, and the key comes before any other.
+    return text if nodes is None else text.replace('"nodes":null', '"nodes":' + nodes, 1)

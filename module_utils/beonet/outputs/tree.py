@@ -8,12 +8,14 @@ topology) survives. Its files are written plainly (no temporary file each): the
 folder as a whole is what is atomic.
 
 ``Background`` runs a ``fill`` in a forked child while the parent renders the
-other outputs; its ``wait`` raises OSError with the child's reason when the
-child failed, ``cancel`` stops it. Where there is no fork, the work runs at once.
+other outputs (a job either may do is ``claim``ed by the first to get to it);
+its ``wait`` raises OSError with the child's reason when the child failed,
+``cancel`` stops it. Where there is no fork, the work runs at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -56,6 +58,22 @@ def commit(folder: str, path: str) -> None:
     os.rename(path, old)
     os.rename(folder, path)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def claim(folder: str, job: str) -> bool:
+    """True for the first process (of those sharing folder) to claim job, once."""
+    try:
+        os.mkdir(os.path.join(folder, ".claim-" + job))
+    except FileExistsError:
+        return False
+    return True
+
+
+def unclaim(folder: str, jobs: Iterable[str]) -> None:
+    """Remove the claims on jobs (before the folder is committed)."""
+    for job in jobs:
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(os.path.join(folder, ".claim-" + job))
 
 
 def discard(folder: str) -> None:
