@@ -10,9 +10,10 @@ from conftest import ROOT
 
 import beonet
 from beonet import cli
-from beonet.compiler import prove
+from beonet.compiler import pipeline, prove
 from beonet.compiler.errors import Problems
 from beonet.outputs import drawing, tree
+from beonet.outputs import plan as render
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
 BONDED = str(ROOT / "topologies/bonded-dual-net-4.yml")
@@ -356,3 +357,18 @@ def test_the_command_exits_with_main_status_and_flushed_output(tmp_path):
                             capture_output=True, text=True, env=env, check=False)
     assert failed.returncode == 2
     assert failed.stderr.endswith("beonet: 1 error, nothing written\n")
+
+
+@pytest.mark.parametrize("text", [
+    "name: m\nfamily: mesh\nipv6: false\nmesh: {dims: [4, 5, 6]}\n",
+    open(METANODE, encoding="utf-8").read(),
+    open(BONDED, encoding="utf-8").read(),
+], ids=["mesh-ipv6-off", "metanode", "bonded"])
+def test_compact_nodes_json_is_the_encoded_node_plans(text):
+    """plan.json's nodes of a large plan are written straight from the graph:
+    the same text as the node plans encoded, NICs renamed by an inventory too."""
+    graph = pipeline.compile_text(text, "t.yml").graph
+    physical = {n.name: {i.name: "enp%ds0" % k for k, i in enumerate(n.interfaces)}
+                for n in graph.nodes[::2]}
+    assert render.compact_nodes_json(graph, physical) == render.nodes_json(
+        render.node_plans(graph, physical), compact_=True)

@@ -288,13 +288,16 @@ class _NodeWriter:
 
     def _share(self, plans: Callable[[], dict[str, NodePlan]]) -> None:
         """Do the shared jobs nobody has claimed yet."""
-        got: dict[str, NodePlan] | None = None
         for job in SHARED_JOBS:
             if tree.claim(self.staged, job):
-                got = got or plans()
-                text = ("\n".join(dryrun.ip_route_text(n, name) for name, n in got.items())
-                        if job == ROUTES_STAGED else render.nodes_json(got, render.compact(len(got))))
-                tree.fill(self.staged, [(job, text)])
+                tree.fill(self.staged, [(job, self._render(job, plans))])
+
+    def _render(self, job: str, plans: Callable[[], dict[str, NodePlan]]) -> str:
+        if job == ROUTES_STAGED:
+            return "\n".join(dryrun.ip_route_text(n, name) for name, n in plans().items())
+        if self.graph is not None and render.compact(len(self.graph.nodes)):
+            return render.compact_nodes_json(self.graph, self.physical)
+        return render.nodes_json(plans(), compact_=False)
 
     def nodes_json(self) -> str:
         """The nodes' part of plan.json, once this process has helped and the child is done."""
