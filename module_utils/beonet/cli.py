@@ -5,19 +5,17 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from . import __version__
-from .agent import apply as node
 from .agent.files import atomic_write
-from .agent.nodeplan import NodePlan
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
 from .compiler.model import Graph
 from .compiler.schema import SCHEMA
-from .outputs import cabling, drawing, dryrun, export, inventory, tree
+from .outputs import build, cabling, drawing, dryrun, export, inventory
 from .outputs import plan as render
 
 EXIT_INPUT = 2
@@ -228,129 +226,23 @@ def cmd_graph(args: argparse.Namespace) -> None:
     _write(data.decode("utf-8") if args.format == "svg" else data, args.output)
 
 
-def _title(plan: Plan) -> str:
-    return "%s (%s)" % (plan["topology"]["name"], plan["topology"]["family"])
-
-
 def cmd_export(args: argparse.Namespace) -> None:
     if args.format and args.what != "cabling":
         raise UsageError("--format goes with 'cabling' only")
     compiled, plan = _compile(args)
     if args.what == "cabling":
         sheet = cabling_sheet.sheet(compiled)
-        _write(cabling.render(sheet, args.format or "md", _title(plan),
+        _write(cabling.render(sheet, args.format or "md", build.title(plan),
                               cabling.physical_names(plan)), args.output)
         return
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
-BUILD_FILES = {"hosts": "hosts",
-               "topology.conf": "slurm", "hostfile": "hostfile"}
-
-
-ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
-NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
-SHARED_JOBS = (ROUTES_STAGED, NODES_STAGED)
-
-
-class _NodeWriter:
-    """Each node's persistent files (as the beonet_node role would write them),
-    routes.txt and the nodes' part of plan.json, rendered from the routed graph
-    into a staged nodes/ folder. A forked child starts on them while this
-    process proves the routes; routes.txt and the nodes' JSON are done by
-    whichever of the two claims them first. Put in place by ``commit``; thrown
-    away on any error."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.nodes_dir = os.path.join(args.output, "nodes")
-        self.staged = ""
-        self.graph: Graph | None = None
-        self.physical: render.Physical | None = None
-        self.job: tree.Background | None = None
-
-    def start(self, graph: Graph) -> None:
-        self.graph, self.physical = graph, _physical(self.args, graph)
-        self.staged = tree.stage(self.nodes_dir)
-        self.job = tree.Background(self._child)
-
-    def _plans(self) -> dict[str, NodePlan]:
-        if self.graph is None:
-            raise AssertionError("the writer was not started")
-        return render.node_plans(self.graph, self.physical)
-
-    def _child(self) -> None:
-        plans = self._plans()
-        nets = render.graph_prefixes(self.graph) if self.graph else []
-        tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
-                                for path, text in node.persistent_files(n, nets, self.args.backend).items()))
-        self._share(lambda: plans)
-
-    def _share(self, plans: Callable[[], dict[str, NodePlan]]) -> None:
-        """Do the shared jobs nobody has claimed yet."""
-        for job in SHARED_JOBS:
-            if tree.claim(self.staged, job):
-                tree.fill(self.staged, [(job, self._render(job, plans))])
-
-    def _render(self, job: str, plans: Callable[[], dict[str, NodePlan]]) -> str:
-        if job == ROUTES_STAGED:
-            return "\n".join(dryrun.ip_route_text(n, name) for name, n in plans().items())
-        if self.graph is not None and render.compact(len(self.graph.nodes)):
-            return render.compact_nodes_json(self.graph, self.physical)
-        return render.nodes_json(plans(), compact_=False)
-
-    def nodes_json(self) -> str:
-        """The nodes' part of plan.json, once this process has helped and the child is done."""
-        self._share(self._plans)
-        if self.job is not None:
-            self.job.wait()
-        with open(os.path.join(self.staged, NODES_STAGED), encoding="utf-8") as fh:
-            return fh.read()
-
-    def commit(self) -> None:
-        os.unlink(os.path.join(self.staged, NODES_STAGED))
-        os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.args.output, "routes.txt"))
-        tree.unclaim(self.staged, SHARED_JOBS)
-        tree.commit(self.staged, self.nodes_dir)
-
-    def discard(self) -> None:
-        if self.job is not None:
-            self.job.cancel()
-        if self.staged:
-            tree.discard(self.staged)
-
-
 def cmd_build(args: argparse.Namespace) -> None:
-    """Every artefact into one folder; nothing is written unless all compile."""
-    created = not os.path.isdir(args.output)
-    writer = _NodeWriter(args)
-    try:
-        compiled = pipeline.compile_file(args.topology, writer.start)
-        plan = render.plan(compiled, writer.physical, routes=False)   # the writer renders them
-        texts = _build_texts(compiled, plan)
-        for name, text in texts.items():
-            _write(text, os.path.join(args.output, name))
-        _write(render.dumps(plan, nodes=writer.nodes_json()), os.path.join(args.output, "plan.json"))
-        writer.commit()
-    except BaseException:
-        writer.discard()
-        if created and os.path.isdir(args.output) and not os.listdir(args.output):
-            os.rmdir(args.output)
-        raise
+    plan, written = build.build(args.topology, args.output, args.backend,
+                                lambda graph: _physical(args, graph))
     print("beonet: wrote %s and %s files of %d nodes to %s/"
-          % (", ".join(["plan.json", "routes.txt"] + list(texts)), args.backend,
-             len(plan["nodes"]), args.output.rstrip("/")))
-
-
-def _build_texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:
-    """The exports and the cabling sheet, by file name."""
-    texts = {}
-    for name, what in BUILD_FILES.items():
-        texts[name] = export.EXPORTS[what](plan)
-    sheet = cabling_sheet.sheet(compiled)
-    for name, fmt in cabling.BUILD_FILES.items():
-        texts[name] = cabling.render(sheet, fmt, _title(plan), cabling.physical_names(plan))
-    return texts
+          % (", ".join(written), args.backend, len(plan["nodes"]), args.output.rstrip("/")))
 
 
 def cmd_cabling(args: argparse.Namespace) -> None:

@@ -1,0 +1,141 @@
+"""``beonet build``: every artefact of a topology into one folder.
+
+plan.json, routes.txt (the dry run of every node), the exports (hosts,
+topology.conf, hostfile), the cabling sheets, and under nodes/ each node's
+persistent files as the beonet_node role would write them. Nothing is written
+unless the topology compiles and its routes are proved.
+
+Two processes share the work. Once the routes are in place (before the proof)
+a forked writer renders every node's plan and files into a new nodes/ folder
+beside the old one, while this process proves the routes, computes the
+metrics and renders the exports and sheets. routes.txt and the nodes' part of
+plan.json go to whichever of the two claims them first. Then the new nodes/
+folder replaces the old one as a whole; a failed proof throws it away.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from ..agent import apply as node
+from ..agent.files import atomic_write
+from ..agent.nodeplan import NodePlan
+from ..cabling import sheet as cabling_sheet
+from ..compiler import pipeline
+from ..compiler.model import Graph
+from . import cabling, dryrun, export, tree
+from . import plan as render
+
+if TYPE_CHECKING:
+    Plan = dict[str, Any]
+    PhysicalOf = Callable[[Graph], "render.Physical | None"]   # the -i INVENTORY NIC names of a graph
+
+EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "hostfile": "hostfile"}
+ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
+NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
+SHARED_JOBS = (ROUTES_STAGED, NODES_STAGED)
+
+
+def title(plan: Plan) -> str:
+    return "%s (%s)" % (plan["topology"]["name"], plan["topology"]["family"])
+
+
+class _NodeWriter:
+    """Each node's persistent files (as the beonet_node role would write them),
+    routes.txt and the nodes' part of plan.json, rendered from the routed graph
+    into a staged nodes/ folder. A forked child starts on them while this
+    process proves the routes; routes.txt and the nodes' JSON are done by
+    whichever of the two claims them first. Put in place by ``commit``; thrown
+    away on any error."""
+
+    def __init__(self, output: str, backend: str, physical_of: PhysicalOf) -> None:
+        self.output, self.backend, self.physical_of = output, backend, physical_of
+        self.nodes_dir = os.path.join(output, "nodes")
+        self.staged = ""
+        self.graph: Graph | None = None
+        self.physical: render.Physical | None = None
+        self.job: tree.Background | None = None
+
+    def start(self, graph: Graph) -> None:
+        self.graph, self.physical = graph, self.physical_of(graph)
+        self.staged = tree.stage(self.nodes_dir)
+        self.job = tree.Background(self._child)
+
+    def _plans(self) -> dict[str, NodePlan]:
+        if self.graph is None:
+            raise AssertionError("the writer was not started")
+        return render.node_plans(self.graph, self.physical)
+
+    def _child(self) -> None:
+        plans = self._plans()
+        nets = render.graph_prefixes(self.graph) if self.graph else []
+        tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
+                                for path, text in node.persistent_files(n, nets, self.backend).items()))
+        self._share(lambda: plans)
+
+    def _share(self, plans: Callable[[], dict[str, NodePlan]]) -> None:
+        """Do the shared jobs nobody has claimed yet."""
+        for job in SHARED_JOBS:
+            if tree.claim(self.staged, job):
+                tree.fill(self.staged, [(job, self._render(job, plans))])
+
+    def _render(self, job: str, plans: Callable[[], dict[str, NodePlan]]) -> str:
+        if job == ROUTES_STAGED:
+            return "\n".join(dryrun.ip_route_text(n, name) for name, n in plans().items())
+        if self.graph is not None and render.compact(len(self.graph.nodes)):
+            return render.compact_nodes_json(self.graph, self.physical)
+        return render.nodes_json(plans(), compact_=False)
+
+    def nodes_json(self) -> str:
+        """The nodes' part of plan.json, once this process has helped and the child is done."""
+        self._share(self._plans)
+        if self.job is not None:
+            self.job.wait()
+        with open(os.path.join(self.staged, NODES_STAGED), encoding="utf-8") as fh:
+            return fh.read()
+
+    def commit(self) -> None:
+        os.unlink(os.path.join(self.staged, NODES_STAGED))
+        os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.output, "routes.txt"))
+        tree.unclaim(self.staged, SHARED_JOBS)
+        tree.commit(self.staged, self.nodes_dir)
+
+    def discard(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+        if self.staged:
+            tree.discard(self.staged)
+
+
+def build(topology: str, output: str, backend: str, physical_of: PhysicalOf) -> tuple[Plan, list[str]]:
+    """Compile topology and write everything into output; the plan (its nodes
+    without routes) and the names of the files written beside nodes/."""
+    created = not os.path.isdir(output)
+    writer = _NodeWriter(output, backend, physical_of)
+    try:
+        compiled = pipeline.compile_file(topology, writer.start)
+        # The nodes' routes are the writer's to render; the exports do not read them.
+        plan = cast("Plan", render.plan(compiled, writer.physical, routes=False))
+        texts = _texts(compiled, plan)
+        for name, text in texts.items():
+            atomic_write(os.path.join(output, name), text, durable=False)
+        atomic_write(os.path.join(output, "plan.json"), render.dumps(plan, nodes=writer.nodes_json()),
+                     durable=False)
+        writer.commit()
+    except BaseException:
+        writer.discard()
+        if created and os.path.isdir(output) and not os.listdir(output):
+            os.rmdir(output)
+        raise
+    return plan, ["plan.json", "routes.txt"] + list(texts)
+
+
+def _texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:
+    """The exports and the cabling sheets, by file name."""
+    texts = {name: export.EXPORTS[what](plan) for name, what in EXPORT_FILES.items()}
+    sheet = cabling_sheet.sheet(compiled)
+    for name, fmt in cabling.BUILD_FILES.items():
+        texts[name] = cabling.render(sheet, fmt, title(plan), cabling.physical_names(plan))
+    return texts
