@@ -85,7 +85,6 @@ class Background:
 
     def __init__(self, work: Callable[[], None]) -> None:
         self.pid = 0
-        self.reason = ""
         if not hasattr(os, "fork"):
             work()
             return
