@@ -107,7 +107,7 @@ vm-image: setup
 # Molecule on the VM lab: bonded-dual-net on 4 VMs (bond, verify, idempotence,
 # reboot, link failover) and a 2x2 routed mesh (both gateways reboot).
 vm-test: setup
-	bash scripts/molecule.sh vm-bonded vm-mesh
+	bash scripts/molecule.sh vm-bonded vm-mesh vm-backends
 
 # Manual: the full 16-node Beowulf (or VM_TOPOLOGY) on VMs; stays up ('make vm-down').
 vm-demo: vm-image

@@ -17,8 +17,10 @@ description:
   - With C(backend=auto), detects the manager that brings the cluster NICs up at boot
     (netplan, NetworkManager, systemd-networkd, ifupdown) and refuses, before any change,
     a node where none would. A running NetworkManager is told to leave the cluster NICs
-    when another backend is used; an ifupdown stanza or a netplan file of another tool
-    naming a cluster NIC is refused by name.
+    when another backend is used; when it is the backend, a cluster NIC it holds with
+    another profile (DHCP, say) is given beonet's profile at once (C(nmcli connection up)).
+    An ifupdown stanza or a netplan file of another tool naming a cluster NIC is refused
+    by name.
   - With netplan, runs C(netplan generate) only (never C(netplan apply)).
   - Reads the live state (C(ip -j link/addr/route)) and changes only what differs
     from the plan. Routes it installs carry protocol 250 (C(beonet)) and addresses are
@@ -281,6 +283,20 @@ def _tell_managers(module: AnsibleModule, result: dict[str, Any]) -> None:
                                                      err.strip()), **result)
 
 
+def _nm_takeovers(module: AnsibleModule, n: nodeplan.NodePlan,
+                  d: netmanager.Decision) -> list[list[str]]:
+    """nmcli commands activating beonet's profile on each cluster NIC that NetworkManager
+    holds with another profile (NetworkManager backend only; read-only here)."""
+    nmcli = module.get_bin_path("nmcli")
+    if d.backend != "networkmanager" or not nmcli:
+        return []
+    rc, out, _err = module.run_command([nmcli, "-t", "-f", "DEVICE,CONNECTION", "device"])
+    if rc:
+        return []                       # NetworkManager not running: boot settles it
+    return [[nmcli, "connection", "up", "id", profile]
+            for profile in netmanager.nm_takeovers(n, netmanager.nm_devices(out))]
+
+
 def _route_diff(name: str, n: nodeplan.NodePlan, live: beonet.LiveState) -> dict[str, str]:
     return {"before_header": "%s routes (proto beonet)" % name,
             "after_header": "%s routes (plan)" % name,
@@ -292,9 +308,11 @@ def main() -> None:
     p = module.params
     n, name = p["plan"], p["node"]
     actions, live, decision = _checked_actions(module)
+    takeovers = _nm_takeovers(module, n, decision)
     backend = decision.backend or "networkd"
     result: dict[str, Any] = {
-        "changed": False, "actions": [" ".join(a) for a in actions], "files": [], "removed": [],
+        "changed": False, "actions": [" ".join(a) for a in actions + takeovers], "files": [],
+        "removed": [],
         "backend": backend + ("/" + decision.renderer if backend == "netplan" else ""),
         "notes": decision.notes}
     if p["validate_only"]:
@@ -307,6 +325,7 @@ def main() -> None:
     if not module.check_mode:
         _run(module, actions, result)
         _tell_managers(module, result)
+        _run(module, takeovers, result)
         state = beonet.installed_addresses(n)
         if live["installed"] != state.splitlines():
             _write(module, beonet.STATE_PATH, state, 0o644, result)

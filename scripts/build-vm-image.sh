@@ -2,25 +2,39 @@
 # Build the VM lab's base disk images locally, with no registry: debootstrap
 # Debian (bookworm) from the apt mirror this machine is configured with, add a
 # Debian kernel + initramfs, systemd, openssh and the node tools, then make an
-# ext4 disk image with `mkfs.ext4 -d`. Two variants:
-#   networkd  systemd-networkd enabled (the default backend)
-#   nm        NetworkManager installed and enabled (the NetworkManager backend)
+# ext4 disk image with `mkfs.ext4 -d`. One variant per network manager a
+# stock system boots with (each from a copy of one common root):
+#   networkd  systemd-networkd enabled
+#   nm        NetworkManager installed and enabled, systemd-networkd disabled
+#   netplan   netplan.io with a file naming the networkd renderer (as Ubuntu server)
+#   ifupdown  ifupdown + ifenslave, networking.service enabled, systemd-networkd
+#             disabled (as a stock Debian server)
 # Kernel and initrd are copied beside each image: VMs boot with -kernel/-initrd.
 # Cached under $BEONET_VM_CACHE (default /var/cache/beonet/vm): a variant whose
 # image exists and was built from the same recipe (stamp: suite, size, package
-# list, IMAGE_REV) is skipped; a changed recipe rebuilds it. Each VM later
-# gets a qcow2 overlay on top.
-#   scripts/build-vm-image.sh [networkd|nm|all]     (default: all)
+# list, the variant's own packages, IMAGE_REV) is skipped; a changed recipe
+# rebuilds it. Each VM later gets a qcow2 overlay on top.
+#   scripts/build-vm-image.sh [networkd|nm|netplan|ifupdown|all]...   (default: all)
 set -euo pipefail
 CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
 SUITE=${BEONET_SUITE:-bookworm}
 SIZE=${BEONET_VM_DISK:-2G}
-WANT=${1:-all}
+VARIANTS=(networkd nm netplan ifupdown)
 PACKAGES=linux-image-cloud-amd64,initramfs-tools,systemd,systemd-sysv,udev,kmod,dbus,\
 openssh-server,python3,iproute2,iputils-ping,traceroute,nftables,iperf3,gcc,libc6-dev,procps,less,ethtool
 # Bump when the image recipe below changes in a way the package list does not show.
 IMAGE_REV=2
 STAMP="$SUITE $SIZE $IMAGE_REV $PACKAGES"
+# The packages each variant adds to the common root.
+extra_packages() {
+  case "$1" in
+    nm) echo network-manager ;;
+    netplan) echo netplan.io ;;
+    ifupdown) echo ifupdown ifenslave ;;
+    *) echo ;;
+  esac
+}
+stamp() { echo "$STAMP $1 $(extra_packages "$1")"; }
 say() { echo "beonet vm-image: $*"; }
 
 need=()
@@ -35,15 +49,19 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 variants=()
-case "$WANT" in
-  all) variants=(networkd nm) ;;
-  networkd|nm) variants=("$WANT") ;;
-  *) echo "usage: $0 [networkd|nm|all]" >&2; exit 2 ;;
-esac
+[ $# -gt 0 ] || set -- all
+for want in "$@"; do
+  case " all ${VARIANTS[*]} " in
+    *" $want "*) ;;
+    *) echo "usage: $0 [networkd|nm|netplan|ifupdown|all]..." >&2; exit 2 ;;
+  esac
+  if [ "$want" = all ]; then variants+=("${VARIANTS[@]}"); else variants+=("$want"); fi
+done
 todo=()
 for v in "${variants[@]}"; do
+  case " ${todo[*]} " in *" $v "*) continue ;; esac
   if [ -f "$CACHE/$v/disk.img" ] && [ -f "$CACHE/$v/vmlinuz" ] && [ -f "$CACHE/$v/initrd.img" ] \
-     && [ "$(cat "$CACHE/$v/stamp" 2>/dev/null)" = "$STAMP" ]; then
+     && [ "$(cat "$CACHE/$v/stamp" 2>/dev/null)" = "$(stamp "$v")" ]; then
     say "$v image is cached in $CACHE/$v"
   else
     todo+=("$v")
@@ -58,8 +76,11 @@ mirror=$(apt_mirror)
 
 mkdir -p "$CACHE"
 work=$(mktemp -d /var/tmp/beonet-vmroot.XXXXXX)
+unmount() { local m; for m in proc sys dev; do if mountpoint -q "$1/$m"; then umount -l "$1/$m" || true; fi; done; }
+mount_in() { mount -t proc proc "$1/proc"; mount -t sysfs sys "$1/sys"; mount --bind /dev "$1/dev"; }
 cleanup() {
-  for m in proc sys dev; do umountpoint=$work/root/$m; if mountpoint -q "$umountpoint"; then umount -l "$umountpoint" || true; fi; done
+  local d
+  for d in "$work"/*/; do unmount "${d%/}"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -138,38 +159,63 @@ RemainAfterExit=yes
 [Install]
 WantedBy=multi-user.target
 UNIT
-mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"; mount --bind /dev "$root/dev"
-in_root() { DEBIAN_FRONTEND=noninteractive chroot "$root" "$@"; }
-in_root systemctl enable beonet-vm-boot.service nftables.service >/dev/null 2>&1
-in_root systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer \
+mount_in "$root"
+in_chroot() { local r=$1; shift; DEBIAN_FRONTEND=noninteractive chroot "$r" "$@"; }
+in_chroot "$root" systemctl enable beonet-vm-boot.service nftables.service >/dev/null 2>&1
+in_chroot "$root" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer \
   systemd-networkd-wait-online.service >/dev/null 2>&1 || true
-in_root passwd -l root >/dev/null
+in_chroot "$root" passwd -l root >/dev/null
+in_chroot "$root" apt-get update -q >>"$log" 2>&1
+unmount "$root"
+
+# The variant's own network manager, set up as its distribution leaves it.
+configure_variant() {
+  local v=$1 r=$2 pkgs
+  read -r -a pkgs <<<"$(extra_packages "$v")"
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    say "$v variant: installing ${pkgs[*]}"
+    in_chroot "$r" apt-get install -y -q --no-install-recommends "${pkgs[@]}" >>"$log" 2>&1 \
+      || { tail -20 "$log" >&2; echo "beonet vm-image: installing ${pkgs[*]} failed" >&2; exit 1; }
+  fi
+  case "$v" in
+    nm)
+      in_chroot "$r" systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
+      in_chroot "$r" systemctl enable NetworkManager.service >/dev/null 2>&1
+      in_chroot "$r" systemctl mask NetworkManager-wait-online.service >/dev/null 2>&1 || true
+      # No automatic DHCP profiles: only beonet's keyfiles configure NICs.
+      printf '[main]\nno-auto-default=*\n' > "$r/etc/NetworkManager/conf.d/90-beonet-lab.conf" ;;
+    netplan)
+      in_chroot "$r" systemctl enable systemd-networkd.service >/dev/null 2>&1
+      # As an Ubuntu server leaves it: a netplan file naming the renderer.
+      printf 'network:\n  version: 2\n  renderer: networkd\n' > "$r/etc/netplan/01-lab.yaml"
+      chmod 600 "$r/etc/netplan/01-lab.yaml" ;;
+    ifupdown)
+      in_chroot "$r" systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
+      in_chroot "$r" systemctl enable networking.service >/dev/null 2>&1
+      # As the Debian installer leaves it (the management NIC is set up at boot
+      # by beonet-vm-boot, outside any manager).
+      printf '%s\n' '# The loopback network interface' 'source /etc/network/interfaces.d/*' '' \
+        'auto lo' 'iface lo inet loopback' > "$r/etc/network/interfaces" ;;
+    *)
+      in_chroot "$r" systemctl enable systemd-networkd.service >/dev/null 2>&1 ;;
+  esac
+}
 
 for v in "${todo[@]}"; do
-  if [ "$v" = nm ]; then
-    say "NetworkManager variant: installing network-manager"
-    in_root apt-get update -q >>"$log" 2>&1
-    in_root apt-get install -y -q --no-install-recommends network-manager >>"$log" 2>&1 \
-      || { tail -20 "$log" >&2; echo "beonet vm-image: network-manager install failed" >&2; exit 1; }
-    in_root systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
-    in_root systemctl enable NetworkManager.service >/dev/null 2>&1
-    in_root systemctl mask NetworkManager-wait-online.service >/dev/null 2>&1 || true
-    # No automatic DHCP profiles: only beonet's keyfiles configure NICs.
-    printf '[main]\nno-auto-default=*\n' > "$root/etc/NetworkManager/conf.d/90-beonet-lab.conf"
-  else
-    in_root systemctl enable systemd-networkd.service >/dev/null 2>&1
-  fi
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-  mkdir -p "$CACHE/$v.new"
-  kernels=("$root"/boot/vmlinuz-*) initrds=("$root"/boot/initrd.img-*)
+  vroot=$work/$v
+  cp -a "$root" "$vroot"
+  mount_in "$vroot"
+  configure_variant "$v" "$vroot"
+  unmount "$vroot"
+  rm -rf "$vroot"/var/cache/apt/archives/*.deb "$vroot"/var/lib/apt/lists/*
+  rm -rf "${CACHE:?}/$v.new"; mkdir -p "$CACHE/$v.new"
+  kernels=("$vroot"/boot/vmlinuz-*) initrds=("$vroot"/boot/initrd.img-*)
   cp "${kernels[-1]}" "$CACHE/$v.new/vmlinuz"
   cp "${initrds[-1]}" "$CACHE/$v.new/initrd.img"
-  for m in proc sys dev; do umount -l "$root/$m"; done
   say "$v: mkfs.ext4 -d ($SIZE sparse)"
   truncate -s "$SIZE" "$CACHE/$v.new/disk.img"
-  mkfs.ext4 -q -F -L beonet-root -d "$root" "$CACHE/$v.new/disk.img"
-  printf '%s\n' "$STAMP" > "$CACHE/$v.new/stamp"
-  rm -rf "${CACHE:?}/$v"; mv "$CACHE/$v.new" "$CACHE/$v"
+  mkfs.ext4 -q -F -L beonet-root -d "$vroot" "$CACHE/$v.new/disk.img"
+  stamp "$v" > "$CACHE/$v.new/stamp"
+  rm -rf "${CACHE:?}/$v" "$vroot"; mv "$CACHE/$v.new" "$CACHE/$v"
   say "$v: built $CACHE/$v (disk.img, vmlinuz, initrd.img) at $(( $(date +%s) - start )) s"
-  mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"; mount --bind /dev "$root/dev"
 done

@@ -442,7 +442,7 @@ def vmhost(monkeypatch, bonded):
 
 
 def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
-    vmlab.up(str(bonded), str(tmp_path), nm_nodes=["node04"])
+    vmlab.up(str(bonded), str(tmp_path), node_images={"node04": "nm"})
     assert [c[0] for c in vmhost.log[:3]] == ["ssh-keygen", "ip", "ip"]
     assert vmhost.log[1] == ["ip", "netns", "add", "beonet-bonded-dual-net-4"]
     assert vmhost.log[2][:5] == ["ip", "netns", "exec", "beonet-bonded-dual-net-4", "sh"]

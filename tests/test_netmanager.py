@@ -136,3 +136,21 @@ def test_probe_reads_units_and_files_from_a_tree(tmp_path):
     assert snap.nm_connections == {}            # beonet's own files are not claims
     empty = nm.probe(str(tmp_path / "nothing"))
     assert empty == Snapshot(_units(NONE)) and nm.decide("n1", empty, NICS, False).backend is None
+
+
+def test_nm_devices_reads_terse_nmcli_output():
+    text = "eth1:lab-dhcp\nbond0:beonet-bond0\nlo:\neth9:a\\:b\nens3:--\n\n"
+    assert nm.nm_devices(text) == {"eth1": "lab-dhcp", "bond0": "beonet-bond0", "lo": "",
+                                           "eth9": "a:b", "ens3": ""}
+
+
+def test_a_cluster_nic_held_by_another_profile_is_given_beonets():
+    n = {"interfaces": [{"name": "eth1", "kind": "ethernet", "bond": "bond0"},
+                        {"name": "bond0", "kind": "bond"},
+                        {"name": "eth3", "kind": "ethernet"},
+                        {"name": "eth4", "kind": "ethernet"}]}
+    active = {"eth1": "Wired connection 1", "bond0": "lab-dhcp", "eth3": "beonet-eth3", "eth4": "",
+              "ens16": "mgmt"}
+    # bonds and plain NICs first, then members; NICs already on beonet's or on none are left
+    assert nm.nm_takeovers(n, active) == ["beonet-bond0", "beonet-eth1"]
+    assert nm.nm_takeovers(n, {}) == []

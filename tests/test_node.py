@@ -577,3 +577,31 @@ def test_atomic_write_writes_into_a_device_instead_of_replacing_it():
     files.atomic_write("/dev/null", "plan\n")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert not [n for n in os.listdir("/dev") if n.startswith(".null.")]
+
+
+def test_the_module_gives_beonets_profile_to_a_nic_networkmanager_holds_with_dhcp(
+        beonet_node, monkeypatch):
+    """NetworkManager backend, a DHCP profile active on a cluster NIC: the module
+    activates beonet's profile there (reported in check mode; run after the files
+    and the reload otherwise); a NIC already on beonet's profile is left alone."""
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
+    n = plan["nodes"]["node01"]
+    nic = n["interfaces"][0]["name"]
+    params = dict(_module_params(plan, "node01"), backend="networkmanager")
+    monkeypatch.setattr(_FakeModule, "get_bin_path", lambda self, name: "/usr/bin/" + name)
+    monkeypatch.setattr(beonet_node, "atomic_write", lambda path, text, mode: None)   # nothing on this host
+    devices = {"held": "%s:lab-dhcp\nens3:mgmt\n" % nic, "settled": "%s:beonet-%s\n" % (nic, nic)}
+    runs = {}
+    for case, text in devices.items():
+        def answer(self, cmd, _text=text, _orig=_FakeModule.run_command, **kw):
+            if cmd[1:] == ["-t", "-f", "DEVICE,CONNECTION", "device"]:
+                return 0, _text, ""
+            return _orig(self, cmd, **kw)
+        monkeypatch.setattr(_FakeModule, "run_command", answer)
+        out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(n), check_mode=False)
+        assert not out.failed, out.result
+        runs[case] = [" ".join(c) for c in commands]
+    up = "/usr/bin/nmcli connection up id beonet-%s" % nic
+    assert up in runs["held"] and runs["held"].index(up) > runs["held"].index(
+        "/usr/bin/nmcli connection reload")
+    assert up not in runs["settled"]

@@ -156,15 +156,20 @@ def test_inventory(bonded):
     assert h["ansible_host"] == "198.18.0.12"
     assert h["beonet_management_interface"] == "ens16"
     assert h["beonet_interfaces"] == {"eth1": "ens17", "eth2": "ens18"}
-    assert "beonet_node_backend" not in h
-    assert group["hosts"]["node04"]["beonet_node_backend"] == "networkmanager"
+    # No backend in the inventory: the node role detects the image's manager.
+    assert all("beonet_node_backend" not in h for h in group["hosts"].values())
+    assert h["beonet_vm_image"] == "networkd"
+    assert group["hosts"]["node04"]["beonet_vm_image"] == "nm"
 
 
 def test_images_per_node(bonded):
-    assert vmlab._images(bonded, "networkd", ["node02"])["node02"] == "nm"
-    assert vmlab._images(bonded, "nm", [])["node01"] == "nm"
+    assert vmlab._images(bonded, "networkd", {"node02": "nm"})["node02"] == "nm"
+    assert vmlab._images(bonded, "nm", {})["node01"] == "nm"
     with pytest.raises(LabError, match="node99"):
-        vmlab._images(bonded, "networkd", ["node99"])
+        vmlab._images(bonded, "networkd", {"node99": "nm"})
+    with pytest.raises(LabError,
+                       match="node02: image 'wicked' is not one of networkd, nm, netplan, ifupdown"):
+        vmlab._images(bonded, "networkd", {"node02": "wicked"})
 
 
 def test_proxy_relays_both_ways(tmp_path):
@@ -226,8 +231,11 @@ def test_monitor_missing_socket(tmp_path):
 
 def test_cli_flags():
     args = cli.parser().parse_args(["lab", "up", "--provider", "vm", "t.yml", "--name", "x",
-                                    "--nm-nodes", "a,b"])
-    assert (args.provider, args.name, args.nm_nodes, args.image) == ("vm", "x", "a,b", "networkd")
+                                    "--node-images", "a=nm,b=ifupdown"])
+    assert (args.provider, args.name, args.node_images, args.image) == (
+        "vm", "x", "a=nm,b=ifupdown", "networkd")
+    assert vmlab.parse_node_images(args.node_images) == {"a": "nm", "b": "ifupdown"}
+    assert vmlab.parse_node_images(None) == {}
     args = cli.parser().parse_args(["lab", "link", "t.yml", "--provider", "vm", "--node", "n",
                                     "--nic", "eth1", "--state", "down"])
     assert (args.action, args.node, args.nic, args.state) == ("link", "n", "eth1", "down")
@@ -239,3 +247,17 @@ def test_link_needs_vm_provider(capsys):
         cli.main(["lab", "link", "topologies/bonded-dual-net-4.yml"])
     assert exc.value.code == 2
     assert "needs --provider vm" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("text", ["a", "a=", "=nm", "a=nm,b"])
+def test_node_images_malformed(text):
+    with pytest.raises(LabError, match="is not NODE=IMAGE"):
+        vmlab.parse_node_images(text)
+
+
+def test_cli_node_images_malformed_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lab", "up", "--provider", "vm", "t.yml", "--node-images", "node01"])
+    assert exc.value.code == 2
+    assert "--node-images: 'node01' is not NODE=IMAGE" in capsys.readouterr().err

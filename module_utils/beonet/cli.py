@@ -15,6 +15,7 @@ from .compiler import pipeline
 from .compiler.errors import CompileError
 from .compiler.model import Graph
 from .compiler.schema import SCHEMA
+from .labs import VM_IMAGES
 from .outputs import build, cabling, drawing, dryrun, export, inventory
 from .outputs import plan as render
 
@@ -283,8 +284,13 @@ def cmd_schema(args: argparse.Namespace) -> None:
 def cmd_lab(args):
     if args.provider == "vm":
         from .labs import vm as vmlab
+        try:
+            node_images = vmlab.parse_node_images(args.node_images)
+        except vmlab.LabError as exc:
+            print("beonet lab (vm): %s" % exc, file=sys.stderr)
+            sys.exit(2)
         code = vmlab.main([args.action, args.topology], args.name, image=args.image,
-                          nm_nodes=[n for n in (args.nm_nodes or "").split(",") if n],
+                          node_images=node_images,
                           node=args.node, nic=args.nic, link_state=args.state)
         if code:
             sys.exit(code)
@@ -390,10 +396,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--provider", choices=["docker", "vm"], default="docker",
                    help="docker: containers (shared kernel, no bonding); vm: QEMU VMs "
                    "with their own Debian kernel (scripts/build-vm-image.sh first)")
-    s.add_argument("--image", choices=["networkd", "nm"], default="networkd",
-                   help="vm: base image of every VM (default networkd)")
-    s.add_argument("--nm-nodes", help="vm: comma-separated nodes booted from the "
-                   "NetworkManager image (backend networkmanager in the inventory)")
+    s.add_argument("--image", choices=VM_IMAGES, default="networkd",
+                   help="vm: base image of every VM, named after the network manager it "
+                   "boots with (default networkd)")
+    s.add_argument("--node-images", metavar="NODE=IMAGE,...", help="vm: nodes booted from "
+                   "another image than --image (the node role detects its manager)")
     s.add_argument("--node", help="link: the VM")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")

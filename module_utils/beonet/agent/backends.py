@@ -101,9 +101,14 @@ def _nm_ip(n: NodePlan, iface: Interface) -> str:
     return "".join(out)
 
 
+def nm_id(nic: str) -> str:
+    """The id of beonet's NetworkManager profile for a NIC or bond."""
+    return "beonet-" + nic
+
+
 def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
-    out = [HEADER, "[connection]\nid=beonet-%s\ninterface-name=%s\nautoconnect-priority=%d\n"
-           % (iface["name"], iface["name"], NM_PRIORITY)]
+    out = [HEADER, "[connection]\nid=%s\ninterface-name=%s\nautoconnect-priority=%d\n"
+           % (nm_id(iface["name"]), iface["name"], NM_PRIORITY)]
     if iface["kind"] == "bond":
         out.append("type=bond\n\n[bond]\nmode=%s\nmiimon=%d\n" % (iface["mode"], iface["miimon"]))
         if iface.get("mac"):
@@ -124,7 +129,7 @@ def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
 
 
 def nm_files(n: NodePlan) -> dict[str, str]:
-    return {"%s/beonet-%s.nmconnection" % (NM, i["name"]): _nm_keyfile(n, i) for i in n["interfaces"]}
+    return {"%s/%s.nmconnection" % (NM, nm_id(i["name"])): _nm_keyfile(n, i) for i in n["interfaces"]}
 
 
 def _yaml_list(items: Iterable[str]) -> str:

@@ -23,6 +23,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from .backends import nm_id
+from .nodeplan import NodePlan
+
 BACKENDS = ("networkd", "networkmanager", "netplan", "ifupdown")
 UNITS = {"networkd": "systemd-networkd.service", "networkmanager": "NetworkManager.service",
          "ifupdown": "networking.service"}
@@ -204,3 +207,25 @@ def decide(node: str, snap: Snapshot, nics: list[str], bonds: bool,
         d.problems += _ifupdown_problems(node, snap, bonds)
     _claims(node, snap, d, nics)
     return d
+
+
+def nm_devices(text: str) -> dict[str, str]:
+    """{device: active connection ('' for none)} from ``nmcli -t -f DEVICE,CONNECTION device``
+    (terse output: a ':' inside a field is written '\\:')."""
+    out = {}
+    for line in text.splitlines():
+        fields = [f.replace("\\:", ":").replace("\\\\", "\\")
+                  for f in re.split(r"(?<!\\):", line, maxsplit=1)]
+        if len(fields) == 2 and fields[0]:
+            out[fields[0]] = "" if fields[1] == "--" else fields[1]
+    return out
+
+
+def nm_takeovers(n: NodePlan, active: dict[str, str]) -> list[str]:
+    """The ids of beonet's profiles to activate now: one for each NIC or bond of the plan
+    that NetworkManager holds with another profile (a DHCP profile, say), bonds and
+    plain NICs before bond members. Activating beonet's profile settles the claim at
+    once; at boot its autoconnect-priority settles it."""
+    ifaces = sorted(n["interfaces"], key=lambda i: bool(i.get("bond")))
+    return [nm_id(i["name"]) for i in ifaces
+            if active.get(i["name"]) not in (None, "", nm_id(i["name"]))]

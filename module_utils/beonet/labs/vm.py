@@ -33,11 +33,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from ..compiler import pipeline
 from ..outputs import plan as render
+from . import VM_IMAGES
 from .base import (
     VM_STATE,
     LabError,
@@ -64,7 +64,7 @@ MGMT_NET = (198 << 24) | (18 << 16)        # 198.18.0.0/16 inside the lab's name
 MGMT_PREFIX = 16
 MGMT_HOST = MGMT_NET + 1                   # the namespace's end of the management bridge
 MGMT_BRIDGE = "mgmt0"
-IMAGES = ("networkd", "nm")
+IMAGES = VM_IMAGES
 NIC_SLOT = 0x10                            # PCI slot of the management NIC; plan NICs follow
 STATE = VM_STATE
 
@@ -230,9 +230,8 @@ def inventory(plan: Plan, topology: str, name: str, netns: str, key: str, layout
     for node, vm in layout_["vms"].items():
         h = {"ansible_host": vm["mgmt_address"], "beonet_interfaces": mapping[node],
              "beonet_management_interface": mgmt_names[node],
-             "beonet_vm_monitor": os.path.join(os.path.dirname(key), node + ".mon")}
-        if images.get(node) == "nm":
-            h["beonet_node_backend"] = "networkmanager"
+             "beonet_vm_monitor": os.path.join(os.path.dirname(key), node + ".mon"),
+             "beonet_vm_image": images[node]}
         hosts[node] = h
     return {"beonet_nodes": {
         "vars": {"ansible_connection": "ssh", "ansible_user": "root",
@@ -258,16 +257,28 @@ def _require(binary: str, package: str) -> None:
         raise LabError("%s not found: run scripts/build-vm-image.sh (installs %s)" % (binary, package))
 
 
-def _images(plan: Plan, image: str, nm_nodes: Sequence[str]) -> dict[str, str]:
+def parse_node_images(text: str | None) -> dict[str, str]:
+    """``NODE=IMAGE,NODE=IMAGE`` (the --node-images option) as a dict."""
     out = {}
-    unknown = [n for n in nm_nodes if n not in plan["nodes"]]
-    if unknown:
-        raise LabError("--nm-nodes: no such node(s) in the topology: %s" % ", ".join(unknown))
-    if image not in IMAGES:
-        raise LabError("--image must be one of %s" % ", ".join(IMAGES))
-    for node in plan["nodes"]:
-        out[node] = "nm" if node in nm_nodes else image
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        node, sep, image = item.partition("=")
+        if not sep or not node.strip() or not image.strip():
+            raise LabError("--node-images: %r is not NODE=IMAGE" % item)
+        out[node.strip()] = image.strip()
     return out
+
+
+def _images(plan: Plan, image: str, node_images: dict[str, str]) -> dict[str, str]:
+    """{node: image variant}: node_images where given, else image."""
+    unknown = sorted(n for n in node_images if n not in plan["nodes"])
+    if unknown:
+        raise LabError("--node-images: no such node(s) in the topology: %s" % ", ".join(unknown))
+    for what, value in [("--image", image)] + [("--node-images " + n, v) for n, v in node_images.items()]:
+        if value not in IMAGES:
+            raise LabError("%s: image %r is not one of %s" % (what, value, ", ".join(IMAGES)))
+    return {node: node_images.get(node, image) for node in plan["nodes"]}
 
 
 def _netns_exists(netns: str) -> bool:
@@ -294,13 +305,13 @@ def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]
 
 
 def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
-       nm_nodes: Sequence[str] = ()) -> str:
+       node_images: dict[str, str] | None = None) -> str:
     """Boot the VM lab of a topology; returns the path of its inventory."""
     plan = render.plan(pipeline.compile_file(topology))
     name = lab_name(plan, label)
     check_mgmt_overlap(plan)
     lay = layout(plan, name)
-    images = _images(plan, image, nm_nodes)
+    images = _images(plan, image, node_images or {})
     _check_host(images)
     state = state_dir(root, topology, label)
     check_kind(state, STATE)
@@ -543,7 +554,8 @@ def down(topology: str, root: str, label: str | None = None) -> None:
          % (saved["lab"], count))
 
 
-def main(argv: list[str], name: str | None = None, image: str = "networkd", nm_nodes: Sequence[str] = (),
+def main(argv: list[str], name: str | None = None, image: str = "networkd",
+         node_images: dict[str, str] | None = None,
          node: str | None = None, nic: str | None = None, link_state: str | None = None) -> int:
     action, topology = argv[0], argv[1]
     root = os.getcwd()
@@ -551,7 +563,7 @@ def main(argv: list[str], name: str | None = None, image: str = "networkd", nm_n
         if os.geteuid() != 0:
             raise LabError("the VM lab needs root (network namespaces, taps, bridges)")
         if action == "up":
-            up(topology, root, name, image, nm_nodes)
+            up(topology, root, name, image, node_images)
         elif action == "down":
             down(topology, root, name)
         elif action == "link":
