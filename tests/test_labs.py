@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 from beonet import cli
-from beonet.labs import base
+from beonet.labs import base, faults
 from beonet.labs import docker as dlab
 from beonet.labs import vm as vmlab
 from beonet.labs.base import LabError
@@ -54,7 +54,7 @@ class FakeDockerHost:
                 "networks": [] if first == "none" else [first]}
         elif cmd[:3] == ["docker", "network", "connect"]:
             self.containers[cmd[4]]["networks"].append(cmd[3])
-        elif cmd[:2] == ["docker", "inspect"]:
+        elif cmd[:2] == ["docker", "inspect"] and cmd[2] != "-f":
             nets = self.containers[cmd[2]]["networks"]
             return json.dumps([{"State": {"Pid": list(self.containers).index(cmd[2]) + 100},
                                 "NetworkSettings": {"Networks": {
@@ -66,7 +66,15 @@ class FakeDockerHost:
         elif cmd[:3] == ["docker", "rm", "-f"]:
             self.links -= set(self.containers.pop(cmd[3]).get("host_ends", []))  # veths go with the netns
         elif cmd == ["ip", "-j", "link"]:
-            return "[]"
+            return json.dumps([{"ifindex": 77, "ifname": "veth77"}])
+        elif cmd[:3] == ["docker", "inspect", "-f"]:
+            return "false" if self.containers[cmd[4]].get("stopped") else "true"
+        elif cmd[:2] == ["docker", "kill"]:
+            self.containers[cmd[2]]["stopped"] = True
+        elif cmd[:2] == ["docker", "start"]:
+            self.containers[cmd[2]]["stopped"] = False
+        elif cmd[:2] == ["docker", "exec"] and cmd[3:7] == ["ip", "-j", "link", "show"]:
+            return json.dumps([{"ifname": cmd[-1], "link_index": 77}])
         elif cmd[:3] == ["ip", "link", "add"] and "netns" in cmd:       # a spare NIC
             self.links.add(cmd[3])
             cont = list(self.containers)[int(cmd[-1]) - 100]
@@ -103,6 +111,7 @@ class FakeDockerHost:
 def host(monkeypatch):
     fake = FakeDockerHost()
     monkeypatch.setattr(dlab, "_run", fake.run)
+    monkeypatch.setattr(faults, "_run", fake.run)
     monkeypatch.setattr(dlab, "_ok", fake.ok)
     monkeypatch.setattr(dlab.time, "sleep", lambda s: None)
     return fake
@@ -133,6 +142,86 @@ def test_docker_up_saves_what_down_needs(host, tree, tmp_path):
     assert len(saved["links"]) == 5 and set(saved["links"]) <= host.links
     assert [tuple(r) for r in saved["iptables"]] == sorted(host.rules)
     assert len(host.rules) == 1
+
+
+def test_docker_faults_stop_start_and_cut_links_from_the_saved_state(host, tree, tmp_path, capsys):
+    dlab.up(str(tree), str(tmp_path))
+    tree.unlink()
+    root = str(tmp_path)
+    saved = json.loads((tmp_path / ".lab" / "beonet-tree" / base.DOCKER_STATE).read_text())
+    wired = saved["wired"]["node01"]
+    assert [(w["logical"], w["rate"]) for w in wired] == [("eth1", 100)]
+    assert saved["faults"] == {"nodes": [], "links": []}
+
+    def fault(**kw):
+        return faults.fault(str(tree), root, None, "docker", **kw)
+
+    host.log.clear()
+    assert fault() == "beonet-switch-tree: nothing is down"
+    assert fault(node="node01", action="stop") == "beonet-switch-tree: stopped: node01"
+    assert ["docker", "kill", "beonet-switch-tree-node01"] in host.log
+    host.log.clear()
+    assert fault(node="node01", action="stop") == "beonet-switch-tree: stopped: node01"
+    assert ["docker", "kill", "beonet-switch-tree-node01"] not in host.log
+    assert "node01 stopped (it already was)" in capsys.readouterr().out
+    with pytest.raises(LabError, match="node01 is stopped: start it before changing its links"):
+        fault(link="node01:eth1", action="down")
+    host.log.clear()
+    assert fault(node="node01", action="start") == "beonet-switch-tree: nothing is down"
+    assert host.log[1] == ["docker", "start", "beonet-switch-tree-node01"]
+    script = host.log[-1][-1]          # the NIC gets its saved name back, no address, its rate
+    name = wired[0]["name"]
+    assert "ip link set dev bt0 name %s" % name in script and "ip -4 addr flush dev %s" % name in script
+    assert "tbf rate 100mbit" in script
+    # a cut link: the host end of the NIC's veth (the plan's name or the container's)
+    assert fault(link="node02:eth1", action="down") == "beonet-switch-tree: links down: node02:eth1"
+    assert host.log[-1] == ["ip", "link", "set", "dev", "veth77", "down"]
+    assert fault(link="node02:eth1", action="up") == "beonet-switch-tree: nothing is down"
+    assert host.log[-1] == ["ip", "link", "set", "dev", "veth77", "up"]
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"node": "node01", "link": "node01:eth1", "action": "stop"}, "not both"),
+    ({"node": "node01"}, "--node node01 needs --stop or --start"),
+    ({"node": "node01", "action": "down"}, "--node node01 needs --stop or --start"),
+    ({"link": "node01:eth1", "action": "stop"}, "--link node01:eth1 needs --down or --up"),
+    ({"link": "node01"}, "--link: 'node01' is not NODE:NIC"),
+    ({"link": "node01:eth9", "action": "down"}, "node01 has no NIC eth9 \\(its NICs: eth"),
+    ({"node": "node99", "action": "stop"}, "no node node99 in lab beonet-switch-tree"),
+    ({"action": "stop"}, "--stop needs --node"),
+    ({"action": "up"}, "--up needs --link"),
+])
+def test_docker_fault_errors(host, tree, tmp_path, kw, message):
+    dlab.up(str(tree), str(tmp_path))
+    with pytest.raises(LabError, match=message):
+        faults.fault(str(tree), str(tmp_path), None, "docker", **kw)
+
+
+def test_fault_without_a_lab_or_on_an_old_lab(tmp_path):
+    with pytest.raises(LabError, match="no lab in .lab/beonet-x: bring it up first "
+                                       "\\(beonet lab up --provider vm\\)"):
+        faults.fault("x.yml", str(tmp_path), None, "vm")
+    folder = tmp_path / ".lab" / "beonet-x"
+    folder.mkdir(parents=True)
+    (folder / base.DOCKER_STATE).write_text('{"lab": "old", "provider": "docker"}')
+    with pytest.raises(LabError, match="old was built by an older beonet"):
+        faults.fault("x.yml", str(tmp_path), None, "docker")
+
+
+def test_cli_lab_fault_options(monkeypatch, capsys):
+    seen = {}
+    monkeypatch.setattr(faults, "fault", lambda *a, **kw: seen.update(kw, args=a) or "lab: nothing is down")
+    cli.main(["lab", "fault", "t.yml", "--node", "n1", "--stop"])
+    assert seen["node"] == "n1" and seen["action"] == "stop" and seen["args"][3] == "docker"
+    cli.main(["lab", "fault", "t.yml", "--provider", "vm", "--link", "n1:eth1", "--down"])
+    assert (seen["link"], seen["action"], seen["args"][3]) == ("n1:eth1", "down", "vm")
+    cli.main(["lab", "link", "t.yml", "--provider", "vm", "--node", "n2", "--nic", "eth2", "--state", "up"])
+    assert (seen["link"], seen["action"], seen["node"]) == ("n2:eth2", "up", None)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lab", "link", "t.yml", "--node", "n2", "--nic", "eth2", "--state", "up"])
+    assert exc.value.code == 2 and "link needs --provider vm" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["lab", "fault", "t.yml", "--stop", "--start"])     # one at a time
 
 
 def test_docker_down_after_the_topology_was_edited_or_deleted(host, tree, tmp_path):
@@ -450,7 +539,10 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
     assert [c[4] for c in vmhost.log[4::2]] == ["qemu-system-x86_64"] * 4
     saved = json.loads((tmp_path / ".lab" / "beonet-bonded" / base.VM_STATE).read_text())
     assert saved["lab"] == saved["netns"] == "beonet-bonded-dual-net-4"
-    assert saved["nodes"]["node04"] == {"image": "nm", "nics": ["eth1", "eth2"]}
+    n4 = saved["nodes"]["node04"]
+    assert (n4["image"], n4["nics"], n4["address"]) == ("nm", ["eth1", "eth2"], "198.18.0.13")
+    assert n4["qemu"] == vmhost.log[10][4:], "the saved QEMU command is the one that booted it"
+    assert saved["faults"] == {"nodes": [], "links": []}
 
 
 def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):
@@ -495,20 +587,39 @@ def test_vm_second_down_is_a_no_op(vmhost, bonded, tmp_path, capsys):
     assert "nothing to do, no lab state in .lab/beonet-bonded (0 QEMU processes)" in capsys.readouterr().out
 
 
-def test_vm_link_works_from_the_saved_state(vmhost, bonded, tmp_path, monkeypatch):
+def test_vm_link_and_node_faults_work_from_the_saved_state(vmhost, bonded, tmp_path, monkeypatch):
     sent = []
     monkeypatch.setattr(vmlab, "monitor", lambda state, node, command: sent.append((node, command)) or "")
     vmlab.up(str(bonded), str(tmp_path))
     bonded.unlink()
-    vmlab.set_link(str(bonded), str(tmp_path), None, "node02", "eth1", "down")
+    root = str(tmp_path)
+
+    def fault(**kw):
+        return faults.fault(str(bonded), root, kw.pop("label", None), "vm", **kw)
+
+    assert fault(link="node02:eth1", action="down") == "beonet-bonded-dual-net-4: links down: node02:eth1"
     assert sent == [("node02", "set_link eth1 off")]
     with pytest.raises(LabError, match="no node node09 in lab beonet-bonded-dual-net-4 "
                                        "\\(its nodes: node01, node02, node03, node04\\)"):
-        vmlab.set_link(str(bonded), str(tmp_path), None, "node09", "eth1", "down")
+        fault(link="node09:eth1", action="down")
     with pytest.raises(LabError, match="node02 has no NIC eth7 \\(plan NICs: eth1, eth2, mgmt\\)"):
-        vmlab.set_link(str(bonded), str(tmp_path), None, "node02", "eth7", "down")
-    with pytest.raises(LabError, match="no VM lab in .lab/other"):
-        vmlab.set_link(str(bonded), str(tmp_path), "other", "node02", "eth1", "down")
+        fault(link="node02:eth7", action="down")
+    with pytest.raises(LabError, match="no lab in .lab/other"):
+        fault(label="other", link="node02:eth1", action="down")
+    # a dead node: QEMU ended; started again from the saved command, SSH awaited
+    vmhost.alive.update({1234})
+    monkeypatch.setattr(vmlab, "_pid", lambda state, node: 1234 if node == "node03" else None)
+    monkeypatch.setattr(vmlab, "_port_open", lambda netns, address: True)
+    assert fault(node="node03", action="stop").endswith("stopped: node03; links down: node02:eth1")
+    assert vmhost.stopped[-1] == 1234
+    vmhost.alive.discard(1234)
+    vmhost.log.clear()
+    assert fault(node="node03", action="start") == "beonet-bonded-dual-net-4: links down: node02:eth1"
+    saved = json.loads((tmp_path / ".lab" / "beonet-bonded" / base.VM_STATE).read_text())
+    assert vmhost.log == [["ip", "netns", "exec", "beonet-bonded-dual-net-4",
+                           *saved["nodes"]["node03"]["qemu"]]]
+    assert fault(link="node02:eth1", action="up") == "beonet-bonded-dual-net-4: nothing is down"
+    assert sent[-1] == ("node02", "set_link eth1 on")
 
 
 def test_vm_down_of_a_docker_lab_folder_is_refused(tmp_path):

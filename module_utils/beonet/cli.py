@@ -282,6 +282,9 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_lab(args):
+    if args.action in ("fault", "link"):
+        _lab_fault(args)
+        return
     if args.provider == "vm":
         from .labs import vm as vmlab
         try:
@@ -290,19 +293,34 @@ def cmd_lab(args):
             print("beonet lab (vm): %s" % exc, file=sys.stderr)
             sys.exit(2)
         code = vmlab.main([args.action, args.topology], args.name, image=args.image,
-                          node_images=node_images,
-                          node=args.node, nic=args.nic, link_state=args.state)
+                          node_images=node_images)
         if code:
             sys.exit(code)
         return
     from .labs import docker as lab
-    if args.action == "link":
-        print("beonet lab: 'link' needs --provider vm", file=sys.stderr)
-        sys.exit(2)
     code = lab.main([args.action, args.topology], args.name, wiring=args.wiring,
                     miswire=args.miswire, seed=args.seed)
     if code:
         sys.exit(code)
+
+
+def _lab_fault(args):
+    """lab fault (and lab link, its older form for a VM NIC)."""
+    from .labs import faults
+    from .labs.base import LabError
+    link, action = args.link, args.fault
+    if args.action == "link":
+        if args.provider != "vm" or not (args.node and args.nic and args.state):
+            print("beonet lab: link needs --provider vm, --node, --nic and --state up|down "
+                  "(or use lab fault --link NODE:NIC --down|--up, both labs)", file=sys.stderr)
+            sys.exit(2)
+        link, action = "%s:%s" % (args.node, args.nic), args.state
+    try:
+        print(faults.fault(args.topology, os.getcwd(), args.name, args.provider,
+                           node=None if link else args.node, link=link, action=action))
+    except LabError as exc:
+        print("beonet lab: %s" % exc, file=sys.stderr)
+        sys.exit(1)
 
 
 OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
@@ -387,8 +405,10 @@ def parser() -> argparse.ArgumentParser:
     _output_commands(add)
     s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
             "QEMU VM lab) of a topology up or down", topology=False, inv=False)
-    s.add_argument("action", choices=["up", "down", "link"],
-                   help="link: take a VM NIC's link up or down (--provider vm)")
+    s.add_argument("action", choices=["up", "down", "fault", "link"],
+                   help="fault: stop or start a node, cut or restore a link (--node N --stop|"
+                   "--start, --link NODE:NIC --down|--up; alone: what is down); link: a VM "
+                   "NIC's link (--provider vm --node --nic --state)")
     s.add_argument("topology", help="topology YAML file")
     s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
                    "(default beonet-<topology file name>); lets labs of one topology coexist; "
@@ -401,7 +421,15 @@ def parser() -> argparse.ArgumentParser:
                    "boots with (default networkd)")
     s.add_argument("--node-images", metavar="NODE=IMAGE,...", help="vm: nodes booted from "
                    "another image than --image (the node role detects its manager)")
-    s.add_argument("--node", help="link: the VM")
+    s.add_argument("--node", help="fault, link: the node")
+    what = s.add_mutually_exclusive_group()
+    for flag, help_ in (("stop", "fault --node: stop it as if its power were cut"),
+                        ("start", "fault --node: start it again"),
+                        ("down", "fault --link: cut the link (carrier loss)"),
+                        ("up", "fault --link: restore the link")):
+        what.add_argument("--" + flag, dest="fault", action="store_const", const=flag, help=help_)
+    s.add_argument("--link", metavar="NODE:NIC", help="fault: a node's NIC (the plan's name, "
+                   "eth1, ...)")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")
     s.add_argument("--wiring", choices=["plan", "scrambled"], default="plan",

@@ -114,11 +114,13 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
     host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
     hosts: dict[str, Any] = {}
+    record = _record(plan, lab, nets, topology, layout)
     for name in plan["nodes"]:
-        mapping = _prepare_node(plan, name, lab, nets, host_links, layout[name])
+        mapping, record["wired"][name] = _prepare_node(plan, name, lab, nets, host_links, layout[name])
         hosts[name] = {"ansible_host": "%s-%s" % (lab, name)}
         if wiring == "plan":
             hosts[name]["beonet_interfaces"] = mapping
+    save_state(folder, STATE, record)
     inv = inventory(topology, lab, hosts)
     inv["all"] = {"vars": _discovery_vars(folder)}
     if wiring == "scrambled":
@@ -318,7 +320,10 @@ def _record(plan: Plan, lab: str, nets: Nets, topology: str, layout: Layout) -> 
             "networks": sorted(net for net, _ in nets.values()),
             # Deleting a veth deletes its peer; bridges go once nothing is enslaved.
             "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges + spares,
-            "iptables": [_bridge_rule(b) for b in bridges]}
+            "iptables": [_bridge_rule(b) for b in bridges],
+            # Filled once the containers are wired: each node's NICs (network,
+            # name, rate), and what `lab fault` has stopped or cut.
+            "wired": {}, "faults": {"nodes": [], "links": []}}
 
 
 def _create_networks(lab: str, nets: Nets) -> None:
@@ -370,45 +375,65 @@ def _add_spares(cont: str, spares: list[Nic]) -> None:
 
 
 def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[int, str],
-                  nics: list[Nic]) -> dict[str, str]:
+                  nics: list[Nic]) -> tuple[dict[str, str], list[Record]]:
     """Match a container's NICs to the plan by MAC, give them their scrambled
     names, flush Docker's addresses and default route, shape both ends of each
-    link; returns {logical: real NIC}."""
-    cont = "%s-%s" % (lab, name)
+    link; returns ({logical: real NIC}, the wired NICs: network, name and rate
+    of each, what `rewire` needs to do it again after a restart)."""
+    for nic in nics:
+        if nic["segment"]:
+            nic["network"] = nets[nic["segment"]][0]
+            nic["rate"] = rate(plan, name, nic["logical"]) if nic["logical"] else None
+    _wire("%s-%s" % (lab, name), nics, host_links)
+    mapping = {nic["logical"]: nic["dev"] for nic in nics if nic["logical"]}
+    wired = [{"network": n["network"], "name": n["dev"], "logical": n["logical"], "rate": n["rate"]}
+             for n in nics if n["segment"]]
+    return mapping, wired
+
+
+def _wire(cont: str, nics: list[Nic], host_links: dict[int, str]) -> None:
+    """Rename (where a NIC has a name), flush and shape a container's NICs; sets
+    each NIC's "dev", its name in the container."""
     info = json.loads(_run(["docker", "inspect", cont]))[0]
     macs = {net: v["MacAddress"] for net, v in info["NetworkSettings"]["Networks"].items()}
     live = json.loads(_run(["docker", "exec", cont, "ip", "-j", "link"]))
     by_mac = {link.get("address"): link for link in live}
-    mapping = {}
     script = ["set -e", "mount -o remount,rw /proc/sys", "ip route del default 2>/dev/null || true"]
-    script += _rename(nics, by_mac, macs, nets)
+    script += _rename(nics, by_mac, macs)
     for nic in nics:
         link = by_mac[nic["mac"]]
-        dev = nic.get("name") or link["ifname"]
-        if nic["logical"]:
-            mapping[nic["logical"]] = dev
+        nic["dev"] = dev = nic.get("name") or link["ifname"]
         if not nic["segment"]:
             continue
         script.append("ip -4 addr flush dev %s" % dev)
-        mbit = rate(plan, name, nic["logical"]) if nic["logical"] else None
-        if mbit:
-            script.append(tbf(dev, mbit))
+        if nic["rate"]:
+            script.append(tbf(dev, nic["rate"]))
             peer = host_links.get(link.get("link_index"))
             if peer:
-                _run(["sh", "-c", tbf(peer, mbit)])
+                _run(["sh", "-c", tbf(peer, nic["rate"])])
     _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
-    return mapping
 
 
-def _rename(nics: list[Nic], by_mac: dict[str, Any], macs: dict[str, str], nets: Nets) -> list[str]:
-    """Commands giving each scrambled NIC its name (through a temporary name,
-    so a name Docker gave another NIC is free) and its link state; fills in
-    each NIC's MAC (and an enx name)."""
+def rewire(lab: str, node: str, wired: list[Record]) -> None:
+    """A restarted container's NICs as `up` left them: Docker attaches them anew
+    (in any order, with its own addresses): each gets its saved name back, is
+    flushed and shaped again. The node's plan configuration is not restored:
+    that is site.yml's (or heal.yml's) job, as on a machine that rebooted."""
+    host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
+    nics = [{"segment": w["network"], "network": w["network"], "name": w["name"], "rate": w["rate"],
+             "up": True} for w in wired]
+    _wire("%s-%s" % (lab, node), nics, host_links)
+
+
+def _rename(nics: list[Nic], by_mac: dict[str, Any], macs: dict[str, str]) -> list[str]:
+    """Commands giving each named NIC its name (through a temporary name, so a
+    name Docker gave another NIC is free) and its link state; fills in each
+    NIC's MAC (and an enx name)."""
     first: list[str] = []
     then: list[str] = []
     for i, nic in enumerate(nics):
         if nic["segment"]:
-            nic["mac"] = macs[nets[nic["segment"]][0]]
+            nic["mac"] = macs[nic["network"]]
         if "name" not in nic:
             continue
         if nic["name"] == "enx":

@@ -11,7 +11,7 @@ that runs a relay inside the namespace.
 
 Per VM: a qcow2 overlay on the cached base image (scripts/build-vm-image.sh),
 direct kernel boot, a management NIC plus one virtio NIC per plan NIC with MACs
-chosen here, a QEMU monitor socket (``beonet lab link`` uses ``set_link``) and
+chosen here, a QEMU monitor socket (``beonet lab fault --link`` uses ``set_link``) and
 the console log in the lab's state folder. Link rates are shaped with tbf on
 each tap's egress, i.e. on the frames a VM receives on that NIC (tap ingress
 cannot be shaped with tbf), so every direction of every link is limited once.
@@ -297,11 +297,15 @@ def _check_host(images: dict[str, str]) -> None:
                                % (v, os.path.join(CACHE, v, f), v))
 
 
-def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]) -> Record:
-    """The lab's state record (vm.json): what `lab down` and `lab link` need."""
+def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str],
+           argv: dict[str, list[str]] | None = None) -> Record:
+    """The lab's state record (vm.json): what `lab down`, `lab link` and `lab
+    fault` need (a stopped VM starts again from its saved QEMU command)."""
     return {"provider": "vm", "lab": name, "netns": name, "topology": os.path.abspath(topology),
-            "nodes": {n: {"image": images[n], "nics": [nic["logical"] for nic in vm["nics"]]}
-                      for n, vm in lay["vms"].items()}}
+            "nodes": {n: {"image": images[n], "nics": [nic["logical"] for nic in vm["nics"]],
+                          "address": vm["mgmt_address"], "qemu": (argv or {}).get(n, [])}
+                      for n, vm in lay["vms"].items()},
+            "faults": {"nodes": [], "links": []}}
 
 
 def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
@@ -327,14 +331,15 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
         pubkey = fh.read().strip()
     with open(os.path.join(state, "proxy.py"), "w", encoding="utf-8") as fh:
         fh.write(PROXY)
-    save_state(state, STATE, record(name, topology, lay, images))
+    argv = {node: qemu_argv(node, vm, os.path.join(CACHE, images[node]), state, pubkey, name)
+            for node, vm in lay["vms"].items()}
+    save_state(state, STATE, record(name, topology, lay, images, argv))
     _build_namespace(name, lay)
     _say("starting %d VMs (TCG, 1 vCPU, %d MB each)" % (len(lay["vms"]), MEMORY_MB))
-    for node, vm in lay["vms"].items():
-        base = os.path.join(CACHE, images[node])
+    for node in lay["vms"]:
         _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-              os.path.join(base, "disk.img"), os.path.join(state, node + ".qcow2")])
-        _run(_ns(name, *qemu_argv(node, vm, base, state, pubkey, name)))
+              os.path.join(CACHE, images[node], "disk.img"), os.path.join(state, node + ".qcow2")])
+        _run(_ns(name, *argv[node]))
     _wait_ssh(name, state, lay, key, t0)
     mapping, mgmt_names = _match_nics(name, state, lay)
     inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
@@ -492,23 +497,46 @@ def monitor(state: str, node: str, command: str, timeout: float = 5) -> str:
     return "\n".join(lines)
 
 
-def set_link(topology: str, root: str, label: str | None, node: str, nic: str, state_: str) -> None:
-    """Take a VM NIC's link up or down (QEMU monitor set_link: carrier loss)."""
-    state = state_dir(root, topology, label)
-    saved = load_state(state, STATE)
-    if saved is None:
-        raise LabError("no VM lab in %s: bring it up first (beonet lab up --provider vm)"
-                       % os.path.relpath(state, root))
-    if node not in saved["nodes"]:
-        raise LabError("no node %s in lab %s (its nodes: %s)"
-                       % (node, saved["lab"], ", ".join(saved["nodes"])))
+def set_nic_link(state: str, saved: Record, node: str, nic: str, down: bool) -> None:
+    """Take a VM NIC's link down or up (QEMU monitor set_link: carrier loss).
+    nic: a plan NIC (eth1, ...) or mgmt."""
     nics = saved["nodes"][node]["nics"] + ["mgmt"]
     if nic not in nics:
         raise LabError("%s has no NIC %s (plan NICs: %s)" % (node, nic, ", ".join(nics)))
-    reply = monitor(state, node, "set_link %s %s" % (nic, "on" if state_ == "up" else "off"))
+    reply = monitor(state, node, "set_link %s %s" % (nic, "off" if down else "on"))
     if reply.strip():
         raise LabError("%s: set_link %s: %s" % (node, nic, reply.strip()))
-    _say("%s %s link %s" % (node, nic, state_))
+
+
+def stop_node(state: str, node: str) -> bool:
+    """Power a VM off at once, as a dead machine (QEMU exits: no shutdown in the
+    guest). False when it was not running."""
+    pid = _pid(state, node)
+    if not pid or not _alive(pid):
+        return False
+    _stop([pid])
+    return True
+
+
+def start_node(state: str, saved: Record, node: str, timeout: float = BOOT_TIMEOUT) -> float | None:
+    """Boot a stopped VM again from its saved QEMU command (same disk, NICs and
+    MACs); wait until it answers SSH. Returns the seconds it took, None when it
+    was running."""
+    pid = _pid(state, node)
+    if pid and _alive(pid):
+        return None
+    vm = saved["nodes"][node]
+    if not vm.get("qemu"):
+        raise LabError("%s: the lab's state has no QEMU command for it (built by an older "
+                       "beonet): take the lab down and up again" % node)
+    t0 = time.time()
+    _run(_ns(saved["netns"], *vm["qemu"]))
+    while not _port_open(saved["netns"], vm["address"]):
+        if time.time() - t0 > timeout:
+            raise LabError("%s: no SSH after %d s; console tail:\n%s"
+                           % (node, timeout, _tail(os.path.join(state, node + ".console"))))
+        time.sleep(2)
+    return time.time() - t0
 
 
 def _stop(pids: list[int]) -> None:
@@ -555,8 +583,7 @@ def down(topology: str, root: str, label: str | None = None) -> None:
 
 
 def main(argv: list[str], name: str | None = None, image: str = "networkd",
-         node_images: dict[str, str] | None = None,
-         node: str | None = None, nic: str | None = None, link_state: str | None = None) -> int:
+         node_images: dict[str, str] | None = None) -> int:
     action, topology = argv[0], argv[1]
     root = os.getcwd()
     try:
@@ -566,12 +593,8 @@ def main(argv: list[str], name: str | None = None, image: str = "networkd",
             up(topology, root, name, image, node_images)
         elif action == "down":
             down(topology, root, name)
-        elif action == "link":
-            if not (node and nic and link_state):
-                raise LabError("lab link needs --node, --nic and --state up|down")
-            set_link(topology, root, name, node, nic, link_state)
         else:
-            raise LabError("unknown action %s (up|down|link)" % action)
+            raise LabError("unknown action %s (up|down)" % action)
     except LabError as exc:
         print("beonet lab (vm): %s" % exc, file=sys.stderr)
         return 1
