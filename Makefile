@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test lab-timing clean
+.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test lab-timing lab-scale clean
 
 setup: $(VENV)/.done
 
@@ -80,6 +80,11 @@ lab-test: setup
 # Timings of the 36-node testbed lab (up, site.yml twice, verify all pairs).
 lab-timing: setup
 	LAB_TOPOLOGIES=metanode-testbed bash scripts/lab-test.sh
+
+# Push at scale: the 128-node meta-graph lab, site.yml twice and verify.yml
+# at 20 and 64 forks, memory per container (docs/benchmarks.md).
+lab-scale: setup
+	bash scripts/lab-scale.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache
