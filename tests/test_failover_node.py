@@ -1,0 +1,244 @@
+"""Failover on the node: multipath routes and the failover sysctls (plan format 2).
+
+The plans are written here by hand, so these tests do not depend on the compiler."""
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from beonet.agent import apply as node
+from beonet.agent import routes
+
+FAILOVER = {"hash_policy": 0, "neigh": {"base_reachable_time_ms": 5000, "delay_first_probe_time": 1,
+                                        "ucast_solicit": 3, "retrans_time_ms": 500}}
+MULTI = {"to": "10.0.3.0/24", "via": "10.0.1.2", "dev": "eth1", "src": "10.0.1.1",
+         "nexthops": [{"via": "10.0.1.2", "dev": "eth1"}, {"via": "10.0.2.3", "dev": "eth2"}]}
+SINGLE = {"to": "10.0.4.4/32", "via": "10.0.2.3", "dev": "eth2", "src": "10.0.1.1"}
+
+
+def diamond():
+    """Node a of a diamond a-{b,c}-d: d's LAN through b or c, d's other address through c."""
+    return {"address": "10.0.1.1", "forwarding": False, "failover": copy.deepcopy(FAILOVER),
+            "interfaces": [
+                {"name": "eth1", "kind": "ethernet", "segment": "ab", "addresses": ["10.0.1.1/24"],
+                 "mtu": 1500, "rate_mbit": 1000},
+                {"name": "eth2", "kind": "ethernet", "segment": "ac", "addresses": ["10.0.2.1/24"],
+                 "mtu": 1500, "rate_mbit": 1000}],
+            "routes": [copy.deepcopy(MULTI), copy.deepcopy(SINGLE)]}
+
+
+MULTIPATH_LINE = ("ip route replace 10.0.3.0/24 src 10.0.1.1 proto 250 "
+                  "nexthop via 10.0.1.2 dev eth1 nexthop via 10.0.2.3 dev eth2")
+
+
+def _kernel_routes(n):
+    """`ip -j route show table main` of a node that follows plan n, in the kernel's own
+    shape (measured on iproute2 6.1: a multipath route has no gateway/dev, but nexthops)."""
+    out = []
+    for r in n["routes"]:
+        entry = {"dst": r["to"].replace("/32", ""), "protocol": "250", "prefsrc": r["src"], "flags": []}
+        if "nexthops" in r:
+            entry["nexthops"] = [{"gateway": h["via"], "dev": h["dev"], "weight": 1, "flags": []}
+                                 for h in r["nexthops"]]
+        else:
+            entry.update(gateway=r["via"], dev=r["dev"])
+        out.append(entry)
+    return out
+
+
+def _live(n, kernel_routes, sysctls=None):
+    links = [{"ifname": i["name"], "flags": ["UP"], "mtu": 1500} for i in n["interfaces"]]
+    addrs = [{"ifname": i["name"], "addr_info": [
+        {"family": "inet", "local": a.split("/")[0], "prefixlen": int(a.split("/")[1])}
+        for a in i["addresses"]]} for i in n["interfaces"]]
+    return {"links": links, "addrs": addrs, "routes": kernel_routes,
+            "installed": node.installed_addresses(n).splitlines(), "forwarding": "0\n",
+            "nft_table": None, "tso": {},
+            "sysctls": dict(node.failover_sysctls(n)) if sysctls is None else sysctls}
+
+
+def _actions(n, kernel_routes, sysctls=None):
+    actions, problems = node.node_actions(n, "a", [], _live(n, kernel_routes, sysctls))
+    assert problems == []
+    return [" ".join(a) for a in actions]
+
+
+def test_the_dry_run_prints_the_multipath_route_and_the_failover_sysctls():
+    """On a blank node the kernel's defaults (ucast_solicit 3, hash policy 0) are kept,
+    so only the settings that differ are printed, after the links and routes."""
+    assert [" ".join(a) for a in node.actions_on_blank_node(diamond(), "a")] == [
+        "ip link set dev eth1 up", "ip link set dev eth2 up",
+        "ip addr add 10.0.1.1/24 dev eth1", "ip addr add 10.0.2.1/24 dev eth2",
+        MULTIPATH_LINE,
+        "ip route replace 10.0.4.4/32 via 10.0.2.3 dev eth2 src 10.0.1.1 proto 250",
+        "sysctl -w net.ipv4.fib_multipath_use_neigh=1",
+        "sysctl -w net.ipv4.neigh.eth1.base_reachable_time_ms=5000",
+        "sysctl -w net.ipv4.neigh.eth1.delay_first_probe_time=1",
+        "sysctl -w net.ipv4.neigh.eth1.retrans_time_ms=500",
+        "sysctl -w net.ipv4.neigh.eth2.base_reachable_time_ms=5000",
+        "sysctl -w net.ipv4.neigh.eth2.delay_first_probe_time=1",
+        "sysctl -w net.ipv4.neigh.eth2.retrans_time_ms=500"]
+
+
+def test_a_correct_multipath_route_is_in_place():
+    n = diamond()
+    assert _actions(n, _kernel_routes(n)) == []
+
+
+def test_single_path_where_multipath_is_planned_is_replaced_without_a_gap():
+    n = diamond()
+    live = _kernel_routes(dict(n, routes=[{k: v for k, v in MULTI.items() if k != "nexthops"},
+                                          SINGLE]))
+    assert _actions(n, live) == [MULTIPATH_LINE]
+
+
+def test_multipath_where_single_path_is_planned_is_replaced():
+    n = diamond()
+    live = _kernel_routes(n)
+    n["routes"][0] = {k: v for k, v in MULTI.items() if k != "nexthops"}
+    assert _actions(n, live) == [
+        "ip route replace 10.0.3.0/24 via 10.0.1.2 dev eth1 src 10.0.1.1 proto 250"]
+
+
+def test_next_hops_in_another_order_or_set_differ():
+    n = diamond()
+    live = _kernel_routes(n)
+    live[0]["nexthops"].reverse()
+    assert _actions(n, live) == [MULTIPATH_LINE]
+    live = _kernel_routes(n)
+    live[0]["nexthops"].append({"gateway": "10.0.2.9", "dev": "eth2", "weight": 1, "flags": []})
+    assert _actions(n, live) == [MULTIPATH_LINE]
+
+
+def test_a_multipath_route_the_plan_drops_is_deleted_with_its_next_hops():
+    n = diamond()
+    live = _kernel_routes(n)
+    n["routes"] = [SINGLE]
+    assert _actions(n, live) == [
+        "ip route del 10.0.3.0/24 proto 250 nexthop via 10.0.1.2 dev eth1 nexthop via 10.0.2.3 dev eth2"]
+
+
+def test_a_multipath_route_networkmanager_restored_as_static_is_in_place():
+    n = diamond()
+    live = _kernel_routes(n)
+    for r in live:
+        r["protocol"] = "static"
+    assert _actions(n, live) == []
+
+
+def test_failover_sysctls_change_only_where_they_differ():
+    n = diamond()
+    live = dict(node.failover_sysctls(n))
+    live["net.ipv4.fib_multipath_hash_policy"] = "1"
+    live["net.ipv4.neigh.eth2.ucast_solicit"] = None          # unreadable
+    assert _actions(n, _kernel_routes(n), live) == [
+        "sysctl -w net.ipv4.fib_multipath_hash_policy=0", "sysctl -w net.ipv4.neigh.eth2.ucast_solicit=3"]
+    del n["failover"]
+    assert node.failover_sysctls(n) == [] and _actions(n, _kernel_routes(n), {}) == []
+
+
+def test_live_sysctls_of_a_nic_that_does_not_exist_yet_are_the_defaults():
+    """A bond created by this run starts with net.ipv4.neigh.default's values (the
+    kernel's, in a namespace where that folder does not exist)."""
+    n = diamond()
+    n["interfaces"].append({"name": "bond0", "kind": "bond", "segment": "x", "addresses": ["10.0.5.1/24"],
+                            "members": [], "mode": "balance-rr", "miimon": 100})
+    proc = {"/proc/sys/net/ipv4/fib_multipath_use_neigh": "1\n",
+            "/proc/sys/net/ipv4/neigh/eth1/ucast_solicit": "4\n",
+            "/proc/sys/net/ipv4/neigh/default/retrans_time_ms": "700\n"}
+    live = node.live_sysctls(n, proc.get)
+    assert live["net.ipv4.fib_multipath_use_neigh"] == "1"
+    assert live["net.ipv4.fib_multipath_hash_policy"] is None
+    assert live["net.ipv4.neigh.eth1.ucast_solicit"] == "4"
+    assert live["net.ipv4.neigh.bond0.retrans_time_ms"] == "700"
+    assert live["net.ipv4.neigh.bond0.base_reachable_time_ms"] == "30000"
+
+
+def test_a_nic_name_with_a_dot_uses_slash_separators():
+    assert node.neigh_key("eth1.10", "ucast_solicit") == "net/ipv4/neigh/eth1.10/ucast_solicit"
+    assert node.sysctl_path("net/ipv4/neigh/eth1.10/ucast_solicit") == \
+        "/proc/sys/net/ipv4/neigh/eth1.10/ucast_solicit"
+    assert node.sysctl_path("net.ipv4.neigh.eth1.ucast_solicit") == "/proc/sys/net/ipv4/neigh/eth1/ucast_solicit"
+
+
+def test_the_sysctl_file_holds_the_failover_settings_per_nic():
+    text = node.persistent_files(diamond(), [], "networkd")[node.SYSCTL_PATH]
+    assert text.endswith("net.ipv4.ip_forward = 0\nnet.ipv4.fib_multipath_use_neigh = 1\n"
+                         "net.ipv4.fib_multipath_hash_policy = 0\n"
+                         "net.ipv4.neigh.eth1.base_reachable_time_ms = 5000\n"
+                         "net.ipv4.neigh.eth1.delay_first_probe_time = 1\n"
+                         "net.ipv4.neigh.eth1.ucast_solicit = 3\n"
+                         "net.ipv4.neigh.eth1.retrans_time_ms = 500\n"
+                         "net.ipv4.neigh.eth2.base_reachable_time_ms = 5000\n"
+                         "net.ipv4.neigh.eth2.delay_first_probe_time = 1\n"
+                         "net.ipv4.neigh.eth2.ucast_solicit = 3\n"
+                         "net.ipv4.neigh.eth2.retrans_time_ms = 500\n")
+    plain = diamond()
+    del plain["failover"]
+    assert "multipath" not in node.persistent_files(plain, [], "networkd")[node.SYSCTL_PATH]
+
+
+def test_diff_text_shows_a_multipath_route_on_one_line():
+    n = diamond()
+    line = "10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 nexthop via 10.0.2.3 dev eth2"
+    assert node.plan_routes_text(n).splitlines()[0] == line
+    assert node.routes_text(_kernel_routes(n)) == node.plan_routes_text(n)
+
+
+def test_route_keys_of_plan_and_kernel_agree():
+    assert routes.planned_key(MULTI) == routes.live_key(_kernel_routes(diamond())[0])
+    assert routes.planned_key(SINGLE) == ("10.0.4.4/32", (("10.0.2.3", "eth2"),), "10.0.1.1")
+
+
+KERNEL_SCRIPT = """
+import json, subprocess, sys
+sys.path.insert(0, %(path)r)
+from beonet.agent import apply as node
+n = json.loads(%(plan)r)
+def sh(*cmd):
+    subprocess.run(cmd, check=True)
+def run(cmd):
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    return res.returncode, res.stderr
+def ip_json(*args):
+    return json.loads(subprocess.run(["ip", "-j"] + list(args), capture_output=True, text=True,
+                                     check=True).stdout or "[]")
+def live():
+    return {"links": ip_json("link"), "addrs": ip_json("addr"),
+            "routes": ip_json("route", "show", "table", "main"),
+            "installed": node.installed_addresses(n).splitlines(), "forwarding": "0\\n",
+            "nft_table": None, "tso": {},
+            "sysctls": node.live_sysctls(n, lambda p: open(p).read())}
+sh("ip", "link", "add", "eth1", "type", "veth", "peer", "name", "p1")
+sh("ip", "link", "add", "eth2", "type", "veth", "peer", "name", "p2")
+sh("ip", "link", "set", "p1", "up")
+sh("ip", "link", "set", "p2", "up")
+first = node.node_actions(n, "a", [], live())[0]
+err = node.apply_actions("a", first, run)
+second = node.node_actions(n, "a", [], live())
+table = subprocess.run(["ip", "route", "show", "proto", "250"], capture_output=True, text=True).stdout
+sysctl = [open(node.sysctl_path(k)).read().strip() for k, _ in node.failover_sysctls(n)]
+print(json.dumps({"first": [" ".join(a) for a in first], "err": err, "second": second,
+                  "table": table, "sysctl": sysctl}))
+"""
+
+
+def test_the_kernel_takes_the_multipath_route_and_sysctls_and_a_second_run_changes_nothing():
+    """In a fresh network namespace (root; the host's network is not touched): the
+    agent's commands for a blank node, run against the kernel, leave nothing to do."""
+    n = diamond()
+    code = KERNEL_SCRIPT % {"path": str(ROOT / "module_utils"), "plan": json.dumps(n)}
+    res = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True,
+                         text=True, check=False)
+    if res.returncode and "Operation not permitted" in res.stderr:
+        pytest.skip("needs root for a network namespace")
+    out = json.loads(res.stdout)
+    assert out["err"] is None and MULTIPATH_LINE in out["first"]
+    assert out["second"] == [[], []], out["second"]
+    assert "nexthop via 10.0.1.2 dev eth1 weight 1" in out["table"]
+    assert "nexthop via 10.0.2.3 dev eth2 weight 1" in out["table"]
+    assert out["sysctl"] == [v for _k, v in node.failover_sysctls(n)]
