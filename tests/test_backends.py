@@ -200,7 +200,8 @@ def test_another_backend_tells_networkmanager_to_leave_the_cluster_nics(lib, mon
                                                                          tmp_path, small):
     n = small["nodes"]["a1"]
     _tree(tmp_path / "root", _enabled("NetworkManager.service"))
-    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [], "backend": "networkd"}
+    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [],
+              "backend": "networkd"}
     result = _run(lib, monkeypatch, tmp_path, params, n, check_mode=True)
     assert backends.NM_UNMANAGED in result["files"]
     assert json.dumps(result)   # serialisable
@@ -210,7 +211,8 @@ def test_the_module_refuses_a_node_where_nothing_brings_the_nics_up(lib, monkeyp
                                                                      tmp_path, small):
     n = small["nodes"]["a1"]
     _tree(tmp_path / "root", {"/lib/systemd/system/systemd-networkd.service": ""})
-    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [], "validate_only": True}
+    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [],
+              "validate_only": True}
     root = tmp_path / "root"
     monkeypatch.setattr(lib, "NODE_ROOT", str(root))
     fake = _FakeModule(lib, params, _blank_node(n), True)

@@ -162,7 +162,8 @@ def test_a_nic_name_with_a_dot_uses_slash_separators():
     assert node.neigh_key("eth1.10", "ucast_solicit") == "net/ipv4/neigh/eth1.10/ucast_solicit"
     assert node.sysctl_path("net/ipv4/neigh/eth1.10/ucast_solicit") == \
         "/proc/sys/net/ipv4/neigh/eth1.10/ucast_solicit"
-    assert node.sysctl_path("net.ipv4.neigh.eth1.ucast_solicit") == "/proc/sys/net/ipv4/neigh/eth1/ucast_solicit"
+    assert node.sysctl_path("net.ipv4.neigh.eth1.ucast_solicit") == \
+        "/proc/sys/net/ipv4/neigh/eth1/ucast_solicit"
 
 
 def test_the_sysctl_file_holds_the_failover_settings_per_nic():

@@ -19,8 +19,9 @@ node:
   (fe80::/10) are the OS's and never looked at;
 * ``actions_on_blank_node``: the same list for a node as it comes (the dry run
   prints it);
-* ``run_action``: carries out one command (sysctls are written to /proc and TSO is set with the SIOCETHTOOL ioctl, so neither ``sysctl`` nor
-  ``ethtool`` is needed on the node);
+* ``run_action``: carries out one command (sysctls are written to /proc and
+  TSO is set with the SIOCETHTOOL ioctl, so neither ``sysctl`` nor ``ethtool``
+  is needed on the node);
 * ``forward_ruleset``: forwarding limited to the topology's prefixes.
 """
 
@@ -241,9 +242,10 @@ def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
         return []
     out = [("net.ipv4.fib_multipath_use_neigh", "1"),
            ("net.ipv4.fib_multipath_hash_policy", str(f["hash_policy"]))]
+    timers: dict[str, Any] = dict(f["neigh"].items())
     for iface in n["interfaces"]:
         if iface["addresses"]:
-            out += [(neigh_key(iface["name"], t), str(f["neigh"][t])) for t in NEIGH_TIMERS]
+            out += [(neigh_key(iface["name"], t), str(timers[t])) for t in NEIGH_TIMERS]
     return out
 
 
