@@ -104,10 +104,14 @@ def test_multipath_where_single_path_is_planned_is_replaced():
         "ip route replace 10.0.3.0/24 via 10.0.1.2 dev eth1 src 10.0.1.1 proto 250"]
 
 
-def test_next_hops_in_another_order_or_set_differ():
+def test_next_hops_in_another_order_are_in_place_another_set_differs():
+    """The kernel picks a next hop by hash, not by position; NetworkManager restores
+    the next hops sorted. Another set of next hops is replaced, in the plan's order."""
     n = diamond()
     live = _kernel_routes(n)
     live[0]["nexthops"].reverse()
+    assert _actions(n, live) == []
+    live[0]["nexthops"].pop()
     assert _actions(n, live) == [MULTIPATH_LINE]
     live = _kernel_routes(n)
     live[0]["nexthops"].append({"gateway": "10.0.2.9", "dev": "eth2", "weight": 1, "flags": []})
@@ -243,3 +247,18 @@ def test_the_kernel_takes_the_multipath_route_and_sysctls_and_a_second_run_chang
     assert "nexthop via 10.0.1.2 dev eth1 weight 1" in out["table"]
     assert "nexthop via 10.0.2.3 dev eth2 weight 1" in out["table"]
     assert out["sysctl"] == [v for _k, v in node.failover_sysctls(n)]
+
+
+def test_verify_reads_a_multipath_route_as_planned_and_names_a_single_path_one():
+    from beonet.agent import verify
+    n = diamond()
+    live = _kernel_routes(n)
+    live[0]["nexthops"].reverse()
+    assert verify.route_problems("a", n, live) == ([], [])
+    single = _kernel_routes(dict(n, routes=[{k: v for k, v in MULTI.items() if k != "nexthops"},
+                                            SINGLE]))
+    problems, _diff = verify.route_problems("a", n, single)
+    assert problems == [
+        "a: route missing: 10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 "
+        "nexthop via 10.0.2.3 dev eth2",
+        "a: route not in the plan: 10.0.3.0/24 via 10.0.1.2 dev eth1 src 10.0.1.1"]

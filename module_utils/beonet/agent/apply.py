@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .backends import HEADER, NETPLAN, PROTO, backend_files
 from .nodeplan import NodePlan
-from .routes import delete_command, live_key, planned_key, replace_command, route_text
+from .routes import delete_command, live_key, planned_key, replace_command, route_text, same_key
 from .verify import is_link_local
 
 if TYPE_CHECKING:
@@ -154,27 +154,28 @@ def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> li
 def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
     """Remove the beonet routes the plan drops; add (replace) the planned ones missing.
 
-    A multipath route is compared with its next hops in order, so a single-path
-    route where a multipath one is planned (or the other way round) is replaced.
+    A multipath route is compared by its set of next hops (routes.py), so a
+    single-path route where a multipath one is planned (or the other way round)
+    is replaced.
     A route of ours to a destination the plan routes elsewhere is not deleted
     first: ``ip route replace`` takes its place without a gap."""
-    want = {planned_key(r) for r in n["routes"]}
-    live_routes = {}
+    want = {same_key(planned_key(r)): planned_key(r) for r in n["routes"]}
+    live_routes: dict[Any, tuple[Any, bool]] = {}      # compared key -> (live key, ours)
     for r in routes:
         if is_link_local(r["dst"]):
             continue
-        key = live_key(r)
+        key = same_key(live_key(r))
         ours = str(r.get("protocol")) in (str(PROTO), PROTO_NAME)
         # NetworkManager cannot set a route protocol (1.42 has no 'protocol'
         # attribute): the planned routes it restores from our keyfiles at boot
         # come back as 'static'. Such a route, equal to a planned one, is in place.
         if ours or (key in want and str(r.get("protocol")) in ("static", "4")):
-            live_routes[key] = ours
-    replaced = {k[0] for k in want - set(live_routes)}
-    actions = [delete_command(k) for k in sorted(live_routes, key=repr)
-               if live_routes[k] and k not in want and k[0] not in replaced]
-    actions += [replace_command(k) for k in sorted(want - set(live_routes), key=repr)]
-    return actions
+            live_routes[key] = (live_key(r), ours)
+    missing = sorted(set(want) - set(live_routes), key=repr)
+    replaced = {k[0] for k in missing}
+    actions = [delete_command(live) for k, (live, ours) in sorted(live_routes.items(), key=repr)
+               if ours and k not in want and k[0] not in replaced]
+    return actions + [replace_command(want[k]) for k in missing]
 
 
 def runtime_actions(n: NodePlan, node: str, links: IpJson, addrs: IpJson, routes: IpJson,

@@ -1,12 +1,13 @@
 """Routes in one form for the plan and the kernel: single-path and multipath.
 
 Standard library only (runs on the nodes). A route is compared as
-(destination, next hops, source), the next hops an ordered tuple of
-(via, dev): one for a single-path route, two or more for a multipath route
-(``nexthops`` in the plan; ``nexthops`` of ``ip -j route`` in the kernel, which
-keeps the order it was given). So a correct multipath route is in place, and a
-single-path route where a multipath one is planned (or the other way round)
-differs.
+(destination, next hops, source), the next hops a tuple of (via, dev): one
+for a single-path route, two or more for a multipath route (``nexthops`` in
+the plan; ``nexthops`` of ``ip -j route`` in the kernel). A correct multipath
+route is in place whatever the order of its next hops (the kernel picks one
+by hash, not by position, and NetworkManager restores them sorted); a
+single-path route where a multipath one is planned (or the other way round),
+or another set of next hops, differs. Commands keep the plan's order.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def planned_key(r: Route) -> RouteKey:
 
 def live_key(r: dict[str, Any]) -> RouteKey:
     return (live_dst(r), live_hops(r), r.get("prefsrc"))
+
+
+def same_key(key: RouteKey) -> RouteKey:
+    """The key two routes are compared by: the next hops as a set."""
+    to, hops, src = key
+    return (to, tuple(sorted(hops, key=repr)), src)
 
 
 def _hop_words(hop: tuple[str | None, str | None]) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .nodeplan import Interface, NodePlan
+from .routes import live_hops, live_key, planned_key, route_text, same_key
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
 _LINK_LOCAL = ipaddress.ip_network("fe80::/10")
@@ -82,10 +83,6 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _route_line(to: str, via: str | None, dev: str | None, src: str | None) -> str:
-    return "%s via %s dev %s src %s" % (to, via, dev, src)
-
-
 def is_link_local(address: str) -> bool:
     """Whether an address or prefix ("fe80::1", "fe80::/64") is IPv6 link-local (fe80::/10).
 
@@ -96,24 +93,25 @@ def is_link_local(address: str) -> bool:
         return False
 
 
+def _plan_business(r: dict[str, Any], devs: set[str]) -> bool:
+    """A live route through gateways on the plan's interfaces (every next hop of a
+    multipath route), other than IPv6 link-local."""
+    if is_link_local(r["dst"]):
+        return False
+    return all(dev in devs and via and not is_link_local(via) for via, dev in live_hops(r))
+
+
 def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """(planned, live) sorted route lines of one node, in one format.
+    """(planned, live) sorted route lines of one node, in one format (a multipath
+    route on one line, its next hops as a set: routes.same_key).
 
     live_routes: parsed ``ip -j -4 route show table main``. Only routes through
     a gateway on one of the plan's interfaces count: the management network's
     routes, the kernel's connected routes and IPv6 link-local routes are not
     the plan's business."""
-    planned = sorted(_route_line(r["to"], r["via"], r["dev"], r["src"]) for r in plan_node["routes"])
+    planned = sorted(route_text(same_key(planned_key(r))) for r in plan_node["routes"])
     devs = {i["name"] for i in plan_node["interfaces"]}
-    live = []
-    for r in live_routes:
-        if r.get("dev") not in devs or not r.get("gateway") or is_link_local(r["dst"]) \
-                or is_link_local(r["gateway"]):
-            continue
-        to = r["dst"]
-        if to != "default" and "/" not in to:
-            to += "/32"
-        live.append(_route_line(to, r["gateway"], r["dev"], r.get("prefsrc")))
+    live = [route_text(same_key(live_key(r))) for r in live_routes if _plan_business(r, devs)]
     return planned, sorted(live)
 
 
