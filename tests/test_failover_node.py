@@ -262,3 +262,55 @@ def test_verify_reads_a_multipath_route_as_planned_and_names_a_single_path_one()
         "a: route missing: 10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 "
         "nexthop via 10.0.2.3 dev eth2",
         "a: route not in the plan: 10.0.3.0/24 via 10.0.1.2 dev eth1 src 10.0.1.1"]
+
+
+# Persistent files ------------------------------------------------------------
+
+BACKENDS = [("networkd", "networkd"), ("networkmanager", "networkd"), ("netplan", "networkd"),
+            ("netplan", "networkmanager"), ("ifupdown", "networkd")]
+
+
+@pytest.mark.parametrize("backend,renderer", BACKENDS)
+def test_each_backend_writes_the_multipath_route(backend, renderer):
+    from conftest import golden
+    files = node.persistent_files(diamond(), [], backend, renderer)
+    text = "".join("==> %s (%o) <==\n%s" % (p, node.file_mode(p), files[p]) for p in sorted(files))
+    name = backend if backend != "netplan" else "netplan-" + renderer
+    golden(ROOT / "tests/golden" / ("failover-diamond.%s" % name), text)
+
+
+@pytest.mark.parametrize("renderer,path", [
+    ("networkd", "/etc/systemd/network/10-netplan-eth1.network.d/60-beonet-multipath.conf"),
+    ("networkmanager", "/etc/NetworkManager/dispatcher.d/60-beonet-multipath")])
+def test_netplan_multipath_files_go_stale_with_the_multipath_route(renderer, path):
+    """netplan cannot write a multipath route: the route is left out of its file and
+    written beside it; a plan without one removes that file."""
+    from beonet.agent import backends
+    files = node.persistent_files(diamond(), [], "netplan", renderer)
+    assert path in files and "10.0.3.0/24" not in files[backends.NETPLAN]
+    single = diamond()
+    single["routes"][0] = {k: v for k, v in MULTI.items() if k != "nexthops"}
+    now = node.persistent_files(single, [], "netplan", renderer)
+    assert "10.0.3.0/24" in now[backends.NETPLAN]
+    assert backends.stale_paths(backends.record_text(files), now) == [path]
+
+
+def test_the_dispatcher_script_is_executable_and_puts_the_route_back_only_when_a_nic_comes_up():
+    from beonet.agent import backends
+    script = backends.nm_dispatcher_files(diamond())[backends.NM_DISPATCHER]
+    assert node.file_mode(backends.NM_DISPATCHER) == 0o755 and script.startswith("#!/bin/sh\n")
+    assert 'case "$2" in up) ;; *) exit 0 ;; esac\ncase "$1" in eth1|eth2) ;;' in script
+    assert script.endswith(MULTIPATH_LINE + " 2>/dev/null || :\n")
+    plain = diamond()
+    plain["routes"] = [SINGLE]
+    assert backends.nm_dispatcher_files(plain) == {}
+
+
+def test_networkmanager_keyfiles_give_each_next_hop_a_weight_in_its_own_nics_profile():
+    from beonet.agent import backends
+    files = backends.nm_files(diamond())
+    eth1 = files["%s/beonet-eth1.nmconnection" % backends.NM]
+    eth2 = files["%s/beonet-eth2.nmconnection" % backends.NM]
+    assert "route1=10.0.3.0/24,10.0.1.2,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth1
+    assert "route1=10.0.3.0/24,10.0.2.3,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth2
+    assert "route2=10.0.4.4/32,10.0.2.3\nroute2_options=src=10.0.1.1\n" in eth2

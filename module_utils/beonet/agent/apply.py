@@ -31,7 +31,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .backends import HEADER, NETPLAN, PROTO, backend_files
+from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files
 from .nodeplan import NodePlan
 from .routes import delete_command, live_key, planned_key, replace_command, route_text, same_key
 from .verify import is_link_local
@@ -95,7 +95,10 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
 
 
 def file_mode(path: str) -> int:
-    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can read."""
+    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can
+    read; NetworkManager runs dispatcher scripts that are executable and only root can write."""
+    if path == NM_DISPATCHER:
+        return 0o755
     return 0o600 if path.endswith(".nmconnection") or path == NETPLAN else 0o644
 
 

@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 PROTO = 250                     # the route protocol that marks beonet's routes
 
 
-def planned_hops(r: Route) -> Hops:
-    """The next hops of a planned route, the preferred first."""
+def next_hops(r: Route) -> list[tuple[str, str]]:
+    """The (via, dev) next hops of a planned route, the preferred first."""
     hops = r.get("nexthops") or [{"via": r["via"], "dev": r["dev"]}]
-    return tuple((h["via"], h["dev"]) for h in hops)
+    return [(h["via"], h["dev"]) for h in hops]
+
+
+def planned_hops(r: Route) -> Hops:
+    return tuple(next_hops(r))
 
 
 def live_dst(r: dict[str, Any]) -> str:
