@@ -1,5 +1,7 @@
-"""Path verification on a node: traceroute output against the plan's expected
-hops, forwarding state, bond state. Standard library only (runs on nodes)."""
+"""Path verification on a node: traceroute output against the plan's allowed hop
+lists, forwarding state, bond state; and, over every node's results, the
+diagnosis that tells dead nodes from broken paths (``summarise``). Standard
+library only (runs on nodes)."""
 
 from __future__ import annotations
 
@@ -26,8 +28,24 @@ def parse_traceroute(text: str) -> list[str]:
     return hops
 
 
-def compare(expected: Iterable[str], seen: Iterable[str]) -> bool:
-    return list(expected) == list(seen)
+def allowed_paths(expected: Sequence[Any] | None) -> list[list[str]]:
+    """The allowed hop lists of one pair: ``paths[SRC][DST]`` of plan format 2 is a list
+    of hop lists, the preferred branch first (a plain hop list counts as one branch)."""
+    if not expected:
+        return []
+    if all(isinstance(hop, str) for hop in expected):
+        return [list(expected)]
+    return [list(branch) for branch in expected]
+
+
+def on_allowed_path(expected: Sequence[Any] | None, seen: Iterable[str]) -> bool:
+    """Whether the traced hops are one of the pair's allowed hop lists."""
+    return list(seen) in allowed_paths(expected)
+
+
+def longest_path(expected: dict[str, Any]) -> int:
+    """The most hops of any allowed hop list (0 when there is none)."""
+    return max([len(b) for e in expected.values() for b in allowed_paths(e)] + [0])
 
 
 def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
@@ -71,14 +89,19 @@ def bond_problems(node: str, iface: Interface, proc_text: str | None) -> list[st
     return problems
 
 
+def expected_text(expected: Sequence[Any] | None) -> str:
+    """The allowed hop lists of a pair on one line, branches separated by ' or '."""
+    return " or ".join(" ".join(b) for b in allowed_paths(expected)) or "(none)"
+
+
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """Text table of mismatches: pair, expected, seen."""
+    """Text table of mismatches: pair, expected (allowed hop lists), seen."""
     if not rows:
         return "all paths match the plan"
     width = max(len(r["pair"]) for r in rows)
     out = ["%-*s  %s  |  %s" % (width, "pair", "expected", "seen")]
     for r in rows:
-        out.append("%-*s  %s  |  %s" % (width, r["pair"], " ".join(r["expected"]),
+        out.append("%-*s  %s  |  %s" % (width, r["pair"], expected_text(r["expected"]),
                                         " ".join(r["seen"])))
     return "\n".join(out)
 
