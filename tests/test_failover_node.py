@@ -314,3 +314,38 @@ def test_networkmanager_keyfiles_give_each_next_hop_a_weight_in_its_own_nics_pro
     assert "route1=10.0.3.0/24,10.0.1.2,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth1
     assert "route1=10.0.3.0/24,10.0.2.3,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth2
     assert "route2=10.0.4.4/32,10.0.2.3\nroute2_options=src=10.0.1.1\n" in eth2
+
+
+def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(monkeypatch):
+    """beonet_node on a blank node (check mode, networkd): the actions are the dry-run
+    lines, the sysctls are read from /proc (here: the kernel's defaults), and nothing runs."""
+    import importlib.util
+
+    import ansible.module_utils
+    from test_node import _blank_node, _FakeModule
+    monkeypatch.setattr(ansible.module_utils, "__path__",
+                        [*ansible.module_utils.__path__, str(ROOT / "module_utils")])
+    spec = importlib.util.spec_from_file_location("beonet_node_module", ROOT / "library/beonet_node.py")
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    n = diamond()
+    defaults = {"/proc/sys/net/ipv4/" + k: v + "\n" for k, v in [
+        ("fib_multipath_use_neigh", "0"), ("fib_multipath_hash_policy", "0")]}
+    for nic in ("eth1", "eth2"):
+        defaults.update({"/proc/sys/net/ipv4/neigh/%s/%s" % (nic, t): node.KERNEL_DEFAULTS[t] + "\n"
+                         for t in node.NEIGH_TIMERS})
+    fake = _FakeModule(lib, {"node": "a", "plan": n, "plan_format": 2, "prefixes": [],
+                             "backend": "networkd"}, _blank_node(n), check_mode=True)
+    monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
+    monkeypatch.setattr(lib, "read_text", lambda path: "0\n" if path == node.FORWARD else defaults.get(path))
+    monkeypatch.setattr(lib, "_bonding_driver", lambda module: True)
+    from test_node import _Exit
+    with pytest.raises(_Exit) as exc:
+        lib.main()
+    result = exc.value.result
+    assert not exc.value.failed, result
+    assert result["actions"] == [" ".join(a) for a in node.actions_on_blank_node(n, "a")]
+    assert node.SYSCTL_PATH in result["files"]
+    assert all(c[:2] in (["ip", "-j"], ["nft", "list"]) for c in fake.commands)
+    route_diff = result["diff"][0]
+    assert route_diff["after"].startswith("10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 ")

@@ -437,16 +437,17 @@ def installed_addresses(n: NodePlan) -> str:
 
 
 def routes_text(routes: IpJson, only_beonet: bool = True) -> str:
-    """Comparable text of a routing table (for --diff), multipath routes on one line."""
+    """Comparable text of a routing table (for --diff), a multipath route on one line with
+    its next hops in a fixed order (they are compared as a set)."""
     lines = []
     for r in routes:
         if (only_beonet and str(r.get("protocol")) not in (str(PROTO), PROTO_NAME)) \
                 or is_link_local(r["dst"]):
             continue
-        lines.append(route_text(live_key(r)))
+        lines.append(route_text(same_key(live_key(r))))
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
 
 
 def plan_routes_text(n: NodePlan) -> str:
-    lines = [route_text(planned_key(r)) for r in n["routes"]]
+    lines = [route_text(same_key(planned_key(r))) for r in n["routes"]]
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
