@@ -20,12 +20,13 @@ forwards (``forwarding``, live) and which pairs differ from the plan
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .nodeplan import NodePlan
 from .verify import allowed_paths
 
-Result = Mapping[str, Any]           # one node's beonet_verify result
+if TYPE_CHECKING:
+    Result = Mapping[str, Any]       # one node's beonet_verify result
 
 
 def owners(nodes: Mapping[str, NodePlan]) -> dict[str, str]:
