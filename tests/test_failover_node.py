@@ -349,3 +349,23 @@ def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(mon
     assert all(c[:2] in (["ip", "-j"], ["nft", "list"]) for c in fake.commands)
     route_diff = result["diff"][0]
     assert route_diff["after"].startswith("10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 ")
+
+
+def test_the_dispatcher_script_puts_the_route_back_in_the_kernel(tmp_path):
+    """The script NetworkManager would run, in a fresh network namespace: nothing for
+    another action, the multipath route when one of its NICs comes up."""
+    from beonet.agent import backends
+    script = tmp_path / "60-beonet-multipath"
+    script.write_text(backends.nm_dispatcher_files(diamond())[backends.NM_DISPATCHER])
+    script.chmod(0o755)
+    shell = ("set -e; ip link add eth1 type veth peer name p1; ip link add eth2 type veth peer name p2;"
+             "for l in eth1 eth2 p1 p2; do ip link set $l up; done;"
+             "ip addr add 10.0.1.1/24 dev eth1; ip addr add 10.0.2.1/24 dev eth2;"
+             "%(s)s eth1 down; echo after-down; ip route show proto 250;"
+             "%(s)s eth1 up; echo after-up; ip route show proto 250" % {"s": script})
+    res = subprocess.run(["unshare", "-n", "sh", "-c", shell], capture_output=True, text=True, check=False)
+    if res.returncode and "Operation not permitted" in res.stderr:
+        pytest.skip("needs root for a network namespace")
+    down, up = res.stdout.split("after-up")
+    assert "10.0.3.0/24" not in down, res.stdout + res.stderr
+    assert "nexthop via 10.0.1.2 dev eth1 weight 1" in up and "nexthop via 10.0.2.3 dev eth2 weight 1" in up
