@@ -158,12 +158,12 @@ def test_a_dead_gateway_breaks_pairs_it_is_not_part_of():
     assert s["dead"] == ["b"] and s["dead_pairs"] == 3
     assert [(r["pair"], r["through"]) for r in s["broken"]] == [("a -> d", ["b (dead)"])]
     assert s["other_path"] == [] and s["lost"] == []
-    assert s["lines"] == ["nodes dead or unreachable: 1: b",
-                          "pairs broken through a dead gateway or one with forwarding off: 1",
+    assert s["lines"] == ["nodes dead or unreachable (1): b",
+                          "pairs broken through a dead gateway or one with forwarding off (1):",
                           "  a -> d  stops before b (dead); seen * * * *",
-                          "pairs that arrive by another path: 0",
-                          "pairs that do not arrive: 0",
-                          "pairs to or from dead nodes: 3"]
+                          "pairs that arrive by another path (0)",
+                          "pairs that do not arrive (0)",
+                          "pairs to or from dead nodes (3)"]
 
 
 def test_a_target_one_source_cannot_ping_is_not_dead():
@@ -200,7 +200,7 @@ def test_the_module_summarises_without_reading_a_node(monkeypatch):
     result, commands = _run(monkeypatch, {"summarise": True, "results": results, "unreachable": ["c"],
                                           "nodes": NODES})
     assert commands == [] and result["dead"] == ["b", "c"]
-    assert result["summary"][0] == "nodes dead or unreachable: 2: b, c"
+    assert result["summary"][0] == "nodes dead or unreachable (2): b, c"
     assert [r["through"] for r in result["broken"]] == [["b (dead)", "c (dead)"]]
 
 
@@ -241,8 +241,8 @@ def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_pa
     by_name = {t["task"]["name"]: t["hosts"] for t in out["plays"][0]["tasks"]}
     summary = next(iter(by_name["Summary"].values()))["msg"]
     assert summary[0] == "9 pairs traced; 1 mismatches; 1 state problems"
-    assert summary[1] == "nodes dead or unreachable: 1: d"
-    assert summary[-1] == "pairs to or from dead nodes: 1"
+    assert summary[1] == "nodes dead or unreachable (1): d"
+    assert summary[-1] == "pairs to or from dead nodes (1)"
     failed = next(h for h in by_name.values() if any(v.get("failed") and "msg" in v and
                                                      isinstance(v["msg"], list) for v in h.values()))
     assert next(iter(failed.values()))["msg"] == [

@@ -109,7 +109,7 @@ def summarise(results: Mapping[str, Result], unreachable: Iterable[str],
 
 
 def _rows(title: str, rows: Sequence[Result], detail: str) -> list[str]:
-    lines = ["%s: %d" % (title, len(rows))]
+    lines = ["%s (%d)%s" % (title, len(rows), ":" if rows else "")]
     for r in rows:
         lines.append("  %s  %s" % (r["pair"], detail % dict(r, through=", ".join(r.get("through", [])),
                                                             seen=" ".join(r["seen"]) or "(nothing)")))
@@ -118,11 +118,11 @@ def _rows(title: str, rows: Sequence[Result], detail: str) -> list[str]:
 
 def summary_lines(s: Mapping[str, Any]) -> list[str]:
     """The summary as text: dead nodes, then each category of pairs."""
-    lines = ["nodes dead or unreachable: %d%s" % (len(s["dead"]),
-                                                  ": " + ", ".join(s["dead"]) if s["dead"] else "")]
+    lines = ["nodes dead or unreachable (%d)%s" % (len(s["dead"]),
+                                                   ": " + ", ".join(s["dead"]) if s["dead"] else "")]
     lines += _rows("pairs broken through a dead gateway or one with forwarding off", s["broken"],
                    "stops before %(through)s; seen %(seen)s")
     lines += _rows("pairs that arrive by another path", s["other_path"], "seen %(seen)s")
     lines += _rows("pairs that do not arrive", s["lost"], "seen %(seen)s")
-    lines.append("pairs to or from dead nodes: %d" % s["dead_pairs"])
+    lines.append("pairs to or from dead nodes (%d)" % s["dead_pairs"])
     return lines
