@@ -128,7 +128,9 @@ route_diff:
   type: list
   elements: str
 dead:
-  description: With I(summarise), nodes unreachable, or that answered no source's ping.
+  description:
+    - With I(summarise), nodes Ansible could not reach, and nodes that answered no source's
+      ping and reached none of their own targets.
   returned: when summarise
   type: list
   elements: str

@@ -171,6 +171,9 @@ def test_a_target_one_source_cannot_ping_is_not_dead():
     assert diagnose.dead_nodes(results, []) == []
     assert diagnose.dead_nodes(results, ["c"]) == ["c"]                 # Ansible could not reach c
     assert diagnose.dead_nodes({"a": _result("bd", "d"), "b": _result("ad", "d")}, []) == ["d"]
+    cut_off = {"a": _result("bd", "d"), "b": _result("ad", "d"), "d": _result("ab", "a")}
+    assert diagnose.dead_nodes(cut_off, []) == []              # d reaches b: alive, cut off from a, b
+    assert diagnose.dead_nodes(dict(cut_off, d=_result("ab", "ab")), []) == ["d"]
 
 
 def test_forwarding_off_arriving_elsewhere_and_lost_pairs_are_told_apart():

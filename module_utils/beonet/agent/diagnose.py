@@ -8,7 +8,8 @@ forwards (``forwarding``, live) and which pairs differ from the plan
 ``summarise`` sorts them:
 
 * nodes dead or unreachable: hosts Ansible could not reach (or whose verify
-  failed), and targets that answered no source's ping;
+  failed), and targets that answered no source's ping and reached no target of
+  their own;
 * pairs broken through a dead gateway or one with forwarding off: where the
   trace stopped, the next hop of an allowed hop list belongs to such a node;
 * pairs that arrive by another path: the destination answered, but on no
@@ -41,14 +42,18 @@ def owners(nodes: Mapping[str, NodePlan]) -> dict[str, str]:
 
 
 def dead_nodes(results: Mapping[str, Result], unreachable: Iterable[str]) -> list[str]:
-    """Hosts Ansible could not reach, and targets that answered no source's ping."""
+    """Hosts Ansible could not reach, and targets that answered no source's ping while
+    nothing answered their own pings either. A node that reaches some others but no one
+    reaches is cut off, not dead: the pairs to it tell where its paths stop."""
     silent: set[str] = set()
     answered: set[str] = set()
     for res in results.values():
         quiet = set(res.get("silent", []))
         silent |= quiet
         answered |= set(res.get("targets", [])) - quiet
-    return sorted(set(unreachable) | (silent - answered))
+    reaches = {name for name, res in results.items()
+               if set(res.get("targets", [])) - set(res.get("silent", []))}
+    return sorted(set(unreachable) | (silent - answered - reaches))
 
 
 def followed(branch: Sequence[str], seen: Sequence[str]) -> int:
