@@ -10,7 +10,8 @@ short_description: Apply one node's beonet plan (persistent files and runtime st
 description:
   - Writes the node's persistent network configuration in the form the node's network
     manager reads at boot (systemd-networkd files, NetworkManager keyfiles, a netplan
-    file or an ifupdown C(interfaces.d) file), C(/etc/sysctl.d) forwarding and the
+    file or an ifupdown C(interfaces.d) file), C(/etc/sysctl.d) forwarding (and, with
+    failover, neighbour-aware multipath and the cluster NICs' neighbour timers) and the
     nftables ruleset that limits forwarding to the topology's prefixes, atomically and
     only when different. The files it wrote are recorded in C(/var/lib/beonet/files);
     those a newer plan no longer produces are removed.
@@ -23,7 +24,8 @@ description:
     by name.
   - With netplan, runs C(netplan generate) only (never C(netplan apply)).
   - Reads the live state (C(ip -j link/addr/route)) and changes only what differs
-    from the plan. Routes it installs carry protocol 250 (C(beonet)) and addresses are
+    from the plan. Routes it installs carry protocol 250 (C(beonet)), a route with
+    several next hops as one multipath route, and addresses are
     recorded in C(/var/lib/beonet/addresses);
     those a newer plan drops are removed, and nothing else.
   - Refuses, before any change, a plan of a format it does not understand, and a
@@ -34,7 +36,7 @@ description:
     systemd C(.link) file or the keyfile's C([ethtool]) section).
   - Runs its commands in the order C(beonet routes) prints them for a blank node
     (forwarding sysctl, nftables ruleset, bonds, MTUs, links up, addresses, routes,
-    bond offloads).
+    failover sysctls, bond offloads).
   - Supports check mode and diff mode (routing table and files).
 options:
   node:
@@ -48,7 +50,7 @@ options:
   plan_format:
     description:
       - The plan's format (C(beonet.plan_format) of the whole plan). A plan of
-        another format than this module's (1) is refused before any change.
+        another format than this module's (2) is refused before any change.
     type: int
     required: true
   prefixes:
@@ -158,7 +160,8 @@ def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState
             "installed": (read_text(beonet.STATE_PATH) or "").splitlines(),
             "forwarding": read_text(beonet.FORWARD) or "",
             "nft_table": listed if rc == 0 else None,
-            "tso": beonet.live_tso(n)}
+            "tso": beonet.live_tso(n),
+            "sysctls": beonet.live_sysctls(n, read_text)}
 
 
 def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:

@@ -8,28 +8,37 @@ DOCUMENTATION = r"""
 module: beonet_verify
 short_description: Check a node's live paths, forwarding and bonds against its beonet plan
 description:
-  - Runs C(traceroute -n) from this node to each target and compares the hop
-    addresses with the compiler's expected hop list. Reads the forwarding state and,
+  - Pings each target once (1 s), then runs C(traceroute -n -I -N 1 -q 1 -w 1) from this
+    node to each target, at most two hops beyond the longest allowed hop list, and
+    compares the hop addresses with the pair's allowed hop lists (any of them is right).
+    A target that answers no ping costs seconds, not the default 30 hops of 5 s; ICMP
+    echo probes of one pair all follow one branch of a multipath route. A differing pair
+    whose target answered is traced twice more, waiting longer, before it counts.
+  - Reads the forwarding state and,
     where the plan has bonds, C(/proc/net/bonding) and their TCP segmentation
     offload. Reads the live routing
     table and reports every planned route that is missing and every route
     through a gateway on a plan interface that the plan does not have.
     Changes nothing.
+  - With I(summarise=true), reads no node and sorts every node's results (run once,
+    on the controller) into nodes dead or unreachable, pairs broken through a dead
+    gateway or one with forwarding off, pairs that arrive by another path and pairs
+    that do not arrive.
 options:
   node:
-    description: This node's name in the plan.
+    description: This node's name in the plan (required unless I(summarise=true)).
     type: str
-    required: true
   plan:
-    description: This node's plan.
+    description: This node's plan (required unless I(summarise=true)).
     type: dict
-    required: true
   targets:
     description: Destination node name to its address (empty with I(trace=false)).
     type: dict
     default: {}
   expected:
-    description: Destination node name to the expected list of hop addresses.
+    description:
+      - Destination node name to the pair's allowed hop lists (C(paths[SRC]) of the
+        plan, format 2), the preferred first.
     type: dict
     default: {}
   trace:
@@ -40,6 +49,23 @@ options:
     description: Traceroutes run at once.
     type: int
     default: 8
+  summarise:
+    description: Summarise every node's results (I(results)) instead of reading this node.
+    type: bool
+    default: false
+  results:
+    description: With I(summarise), host name to that host's registered beonet_verify result.
+    type: dict
+    default: {}
+  unreachable:
+    description: With I(summarise), the hosts Ansible could not reach or whose verify failed.
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description: With I(summarise), the plan's C(nodes) (addresses are named by node).
+    type: dict
+    default: {}
 author:
   - beonet developers (!UNKNOWN)
 """
@@ -51,11 +77,25 @@ EXAMPLES = r"""
     plan: "{{ beonet_plan_result.plan.nodes[inventory_hostname] }}"
     targets: "{{ beonet_verify_targets }}"
     expected: "{{ beonet_plan_result.paths[inventory_hostname] }}"
+  register: beonet_verify_result
+
+- name: Tell dead nodes from broken paths
+  beonet_verify:
+    summarise: true
+    nodes: "{{ beonet_plan_result.plan.nodes }}"
+    results: >-
+      {{ dict(ansible_play_hosts | zip(ansible_play_hosts
+         | map('extract', hostvars, 'beonet_verify_result'))) }}
+    unreachable: "{{ ansible_play_hosts_all | difference(ansible_play_hosts) }}"
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
 mismatches:
-  description: Pairs whose traceroute differs from the plan (pair, expected, seen).
+  description:
+    - Pairs whose traceroute is on none of the allowed hop lists (pair, source, destination,
+      expected (the allowed hop lists), seen).
   returned: always
   type: list
   elements: dict
@@ -63,6 +103,20 @@ checked:
   description: Number of pairs traced.
   returned: always
   type: int
+targets:
+  description: The destinations pinged and traced.
+  returned: always
+  type: list
+  elements: str
+silent:
+  description: The destinations that answered no ping.
+  returned: always
+  type: list
+  elements: str
+forwarding:
+  description: Whether this node forwards (live), or null with I(summarise).
+  returned: always
+  type: bool
 problems:
   description: Forwarding, bond states and routes that differ from the plan.
   returned: always
@@ -73,6 +127,39 @@ route_diff:
   returned: always
   type: list
   elements: str
+dead:
+  description:
+    - With I(summarise), nodes Ansible could not reach, and nodes that answered no source's
+      ping and reached none of their own targets.
+  returned: when summarise
+  type: list
+  elements: str
+broken:
+  description:
+    - With I(summarise), pairs that stop where an allowed hop list goes on through a dead
+      node or one with forwarding off (mismatch rows with C(through)).
+  returned: when summarise
+  type: list
+  elements: dict
+other_path:
+  description: With I(summarise), pairs that reach the destination on no allowed hop list.
+  returned: when summarise
+  type: list
+  elements: dict
+lost:
+  description: With I(summarise), other pairs that do not reach the destination.
+  returned: when summarise
+  type: list
+  elements: dict
+dead_pairs:
+  description: With I(summarise), the number of differing pairs to or from a dead node.
+  returned: when summarise
+  type: int
+summary:
+  description: With I(summarise), the diagnosis as text lines.
+  returned: when summarise
+  type: list
+  elements: str
 """
 
 import json
@@ -81,32 +168,68 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet_node
-from ansible.module_utils.beonet.agent import verify
+from ansible.module_utils.beonet.agent import diagnose, verify
 from ansible.module_utils.beonet.agent.files import read_text
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str"},
+    "plan": {"type": "dict"},
+    "targets": {"type": "dict", "default": {}},
+    "expected": {"type": "dict", "default": {}},
+    "trace": {"type": "bool", "default": True},
+    "parallel": {"type": "int", "default": 8},
+    "summarise": {"type": "bool", "default": False},
+    "results": {"type": "dict", "default": {}},
+    "unreachable": {"type": "list", "elements": "str", "default": []},
+    "nodes": {"type": "dict", "default": {}},
+}
 
-def _trace_all(module: AnsibleModule) -> dict[str, list[str]]:
-    """{destination: hops seen}, a differing pair traced again before it counts."""
+
+def traceroute_command(addr: str, hops_max: int, wait: int) -> list[str]:
+    """ICMP echo probes (-I) all hash to one branch of a multipath route; one probe
+    a hop (-q 1), one at a time (-N 1: the last hop is not rate limited), wait
+    seconds at most for each, and no deeper than hops_max."""
+    return ["traceroute", "-n", "-I", "-N", "1", "-q", "1", "-w", str(wait), "-m", str(hops_max), addr]
+
+
+def _pool_map(module: AnsibleModule, fn: Any, items: list[Any]) -> list[Any]:
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, module.params["parallel"])) as pool:
+        return list(pool.map(fn, items))
+
+
+def _silent(module: AnsibleModule) -> list[str]:
+    """The targets that answer no ping within 1 s (none when ping is not installed)."""
+    ping = module.get_bin_path("ping")
+    if not ping:
+        return []
+
+    def quiet(item: tuple[str, str]) -> bool:
+        return module.run_command([ping, "-n", "-q", "-c", "1", "-W", "1", item[1]])[0] != 0
+
+    items = sorted(module.params["targets"].items())
+    return [dst for (dst, _addr), q in zip(items, _pool_map(module, quiet, items)) if q]
+
+
+def _trace_all(module: AnsibleModule, silent: list[str]) -> dict[str, list[str]]:
+    """{destination: hops seen}. A differing pair whose target answered the ping is traced
+    again (up to twice, waiting longer) before it counts: a probe lost on a busy machine
+    reads as '*'. A silent target is traced once (where its path stops tells why)."""
     p = module.params
-    hops_max = max([len(v) for v in p["expected"].values()] + [1]) + 2
+    hops_max = verify.longest_path(p["expected"]) + 2
 
     def trace(item: tuple[str, str], wait: int = 1) -> tuple[str, list[str]]:
         dst, addr = item
-        rc, out, err = module.run_command(["traceroute", "-n", "-N", "1", "-q", "1",
-                                           "-w", str(wait), "-m", str(hops_max), addr])
+        rc, out, err = module.run_command(traceroute_command(addr, hops_max, wait))
         if rc != 0:
             return dst, ["error: %s" % err.strip()]
         return dst, verify.parse_traceroute(out)
 
-    seen: dict[str, list[str]] = {}
-    if p["trace"]:
-        with ThreadPoolExecutor(max_workers=max(1, p["parallel"])) as pool:
-            seen = dict(pool.map(trace, sorted(p["targets"].items())))
-    # A probe lost on a busy machine reads as '*' or an empty trace: trace a
-    # differing pair again (up to twice, waiting longer) before calling it a mismatch.
+    seen: dict[str, list[str]] = dict(_pool_map(module, trace, sorted(p["targets"].items())))
     for _attempt in range(2):
-        again = [(d, p["targets"][d]) for d in sorted(seen)
-                 if not verify.compare(p["expected"].get(d, []), seen[d])]
+        again = [(d, p["targets"][d]) for d in sorted(seen) if d not in silent
+                 and not verify.on_allowed_path(p["expected"].get(d), seen[d])]
         for item in again:
             seen[item[0]] = trace(item, wait=3)[1]
     return seen
@@ -128,35 +251,37 @@ def _state_problems(module: AnsibleModule, name: str, plan: dict[str, Any]) -> l
     return problems
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "node": {"type": "str", "required": True},
-            "plan": {"type": "dict", "required": True},
-            "targets": {"type": "dict", "default": {}},
-            "expected": {"type": "dict", "default": {}},
-            "trace": {"type": "bool", "default": True},
-            "parallel": {"type": "int", "default": 8},
-        },
-        supports_check_mode=True,
-    )
+def _summarise(module: AnsibleModule) -> None:
     p = module.params
+    out = diagnose.summarise(p["results"], p["unreachable"], p["nodes"])
+    module.exit_json(changed=False, mismatches=[], checked=0, targets=[], silent=[], forwarding=None,
+                     problems=[], route_diff=[], summary=out.pop("lines"), **out)
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           required_if=[("summarise", False, ("node", "plan"))])
+    p = module.params
+    if p["summarise"]:
+        _summarise(module)
     name = p["node"]
-    seen = _trace_all(module)
+    silent = _silent(module) if p["trace"] else []
+    seen = _trace_all(module, silent) if p["trace"] else {}
     mismatches = []
     for dst in sorted(seen):
         want = p["expected"].get(dst, [])
-        if not verify.compare(want, seen[dst]):
-            mismatches.append({"pair": "%s -> %s" % (name, dst), "expected": want,
-                               "seen": seen[dst]})
+        if not verify.on_allowed_path(want, seen[dst]):
+            mismatches.append({"pair": "%s -> %s" % (name, dst), "source": name, "destination": dst,
+                               "expected": verify.allowed_paths(want), "seen": seen[dst]})
     problems = _state_problems(module, name, p["plan"])
     rc, out, err = module.run_command(["ip", "-j", "-4", "route", "show", "table", "main"])
     if rc != 0:
         module.fail_json(msg="%s: ip route failed: %s" % (name, err.strip()))
     route_problems, route_diff = verify.route_problems(name, p["plan"], json.loads(out or "[]"))
     problems += route_problems
-    module.exit_json(changed=False, mismatches=mismatches, checked=len(seen), problems=problems,
-                     route_diff=route_diff)
+    module.exit_json(changed=False, mismatches=mismatches, checked=len(seen), targets=sorted(seen),
+                     silent=silent, forwarding=(read_text(beonet_node.FORWARD) or "").strip() == "1",
+                     problems=problems, route_diff=route_diff)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from conftest import ROOT, golden
 from test_node import _blank_node, _Exit, _FakeModule, beonet_node  # noqa: F401 (fixture)
 
 from beonet.agent import apply as node
-from beonet.agent import backends
+from beonet.agent import backends, nodeplan
 from beonet.agent.verify import is_link_local, route_lines
 from beonet.compiler import pipeline
 from beonet.outputs import plan as render
@@ -186,7 +186,7 @@ def test_the_module_detects_the_manager_removes_stale_files_and_records_its_own(
     _tree(tmp_path / "root", {**_enabled("NetworkManager.service"), **_enabled("systemd-networkd.service"),
                               old: "x", backends.RECORD_PATH: old + "\n/etc/keep-me\n",
                               "/etc/keep-me": "y"})
-    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": []}
+    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": []}
     result = _run(lib, monkeypatch, tmp_path, params, n)
     assert result["backend"] == "networkmanager" and result["removed"] == [old]
     assert not (tmp_path / "root" / old.lstrip("/")).exists()
@@ -200,7 +200,8 @@ def test_another_backend_tells_networkmanager_to_leave_the_cluster_nics(lib, mon
                                                                          tmp_path, small):
     n = small["nodes"]["a1"]
     _tree(tmp_path / "root", _enabled("NetworkManager.service"))
-    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": [], "backend": "networkd"}
+    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [],
+              "backend": "networkd"}
     result = _run(lib, monkeypatch, tmp_path, params, n, check_mode=True)
     assert backends.NM_UNMANAGED in result["files"]
     assert json.dumps(result)   # serialisable
@@ -210,7 +211,8 @@ def test_the_module_refuses_a_node_where_nothing_brings_the_nics_up(lib, monkeyp
                                                                      tmp_path, small):
     n = small["nodes"]["a1"]
     _tree(tmp_path / "root", {"/lib/systemd/system/systemd-networkd.service": ""})
-    params = {"node": "a1", "plan": n, "plan_format": 1, "prefixes": [], "validate_only": True}
+    params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [],
+              "validate_only": True}
     root = tmp_path / "root"
     monkeypatch.setattr(lib, "NODE_ROOT", str(root))
     fake = _FakeModule(lib, params, _blank_node(n), True)

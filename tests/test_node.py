@@ -201,7 +201,8 @@ def _blank_node(n):
     return {"links": links, "addrs": [{"ifname": "lo", "addr_info": [
                 {"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]}],
             "routes": [], "installed": [], "forwarding": "0\n", "nft_table": None,
-            "tso": {i["name"]: None for i in n["interfaces"] if i["kind"] == "bond"}}
+            "tso": {i["name"]: None for i in n["interfaces"] if i["kind"] == "bond"},
+            "sysctls": node.blank_live_state(n)["sysctls"]}
 
 
 def _link(live, name):
@@ -391,7 +392,7 @@ def _run_module(lib, monkeypatch, params, live, check_mode=True):
     return exc.value, fake.commands
 
 
-def _module_params(plan, host, plan_format=1):
+def _module_params(plan, host, plan_format=nodeplan.PLAN_FORMAT):
     return {"node": host, "plan": plan["nodes"][host], "plan_format": plan_format,
             "prefixes": render.prefixes(plan), "backend": "networkd"}
 
@@ -427,7 +428,7 @@ def test_the_module_runs_its_actions_in_order_after_the_files(beonet_node, monke
     assert written == sorted(node.persistent_files(n, [], "networkd")) + [RECORD_PATH, node.STATE_PATH]
 
 
-@pytest.mark.parametrize("plan_format,word", [(2, "newer"), (0, "older")])
+@pytest.mark.parametrize("plan_format,word", [(3, "newer"), (1, "older")])
 def test_the_module_refuses_a_plan_format_it_does_not_understand(beonet_node, monkeypatch,
                                                                    plan_format, word):
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
@@ -435,16 +436,16 @@ def test_the_module_refuses_a_plan_format_it_does_not_understand(beonet_node, mo
     out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(plan["nodes"]["node01"]))
     assert out.failed and not out.result["changed"] and commands == []
     assert out.result["msg"].startswith("node01: plan_format %d is %s than this beonet_node "
-                                        "understands (1)" % (plan_format, word))
+                                        "understands (2)" % (plan_format, word))
 
 
 def test_plan_format_messages_and_the_format_the_compiler_writes():
     assert nodeplan.PLAN_FORMAT == render.PLAN_FORMAT
     assert nodeplan.plan_format_problem("node01", render.PLAN_FORMAT) is None
-    assert nodeplan.plan_format_problem("node01", 2) == (
-        "node01: plan_format 2 is newer than this beonet_node understands (1); update the collection")
-    assert nodeplan.plan_format_problem("node01", 0) == (
-        "node01: plan_format 0 is older than this beonet_node understands (1); "
+    assert nodeplan.plan_format_problem("node01", 3) == (
+        "node01: plan_format 3 is newer than this beonet_node understands (2); update the collection")
+    assert nodeplan.plan_format_problem("node01", 1) == (
+        "node01: plan_format 1 is older than this beonet_node understands (2); "
         "compile the plan again with this collection")
 
 
@@ -564,11 +565,11 @@ def test_ansible_refuses_a_newer_plan_format_before_any_change():
     this machine does not have: the format is refused first, nothing is read or changed."""
     plan = {"address": "10.0.0.1", "forwarding": False, "routes": [], "interfaces": [
         {"name": "beonet-nosuch0", "kind": "ethernet", "segment": "net0", "addresses": ["10.0.0.1/24"]}]}
-    args = json.dumps({"node": "node01", "plan": plan, "plan_format": 2, "prefixes": ["10.0.0.0/24"]})
+    args = json.dumps({"node": "node01", "plan": plan, "plan_format": 3, "prefixes": ["10.0.0.0/24"]})
     res = _ansible("ansible", "localhost", "-i", "localhost,", "-c", "local", "--check",
                    "-e", "ansible_python_interpreter=%s" % sys.executable, "-m", "beonet_node", "-a", args)
     assert res.returncode != 0
-    assert ("node01: plan_format 2 is newer than this beonet_node understands (1); "
+    assert ("node01: plan_format 3 is newer than this beonet_node understands (2); "
             "update the collection") in res.stdout, res.stdout + res.stderr
 
 

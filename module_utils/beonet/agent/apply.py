@@ -6,20 +6,22 @@ node:
 
 * ``persistent_files``: the network configuration for the node's backend
   (backends.py: systemd-networkd, NetworkManager, netplan or ifupdown),
-  ``/etc/sysctl.d`` forwarding, the nftables ruleset;
+  ``/etc/sysctl.d`` forwarding and failover settings, the nftables ruleset;
 * ``node_actions``: every command that turns the live state into the plan, in
   the order the module runs them, touching only what differs: forwarding
   (``forwarding_actions``), the ``ip`` commands (``runtime_actions``: links,
-  bonds, MTUs, addresses, routes) and bond offloads (``offload_actions``).
+  bonds, MTUs, addresses, routes, multipath routes among them), the failover
+  sysctls (``failover_actions``: neighbour-aware multipath and the neighbour
+  timers of the cluster NICs) and bond offloads (``offload_actions``).
   Addresses and routes beonet installs carry protocol ``beonet`` (250),
   addresses are recorded in a state file; those that a newer plan drops are
   removed, and nothing else is. IPv6 link-local addresses and routes
   (fe80::/10) are the OS's and never looked at;
 * ``actions_on_blank_node``: the same list for a node as it comes (the dry run
   prints it);
-* ``run_action``: carries out one command (the forwarding sysctl is written to
-  /proc and TSO is set with the SIOCETHTOOL ioctl, so neither ``sysctl`` nor
-  ``ethtool`` is needed on the node);
+* ``run_action``: carries out one command (sysctls are written to /proc and
+  TSO is set with the SIOCETHTOOL ioctl, so neither ``sysctl`` nor ``ethtool``
+  is needed on the node);
 * ``forward_ruleset``: forwarding limited to the topology's prefixes.
 """
 
@@ -29,8 +31,9 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .backends import HEADER, NETPLAN, PROTO, backend_files
+from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files
 from .nodeplan import NodePlan
+from .routes import delete_command, live_key, planned_key, replace_command, route_text, same_key
 from .verify import is_link_local
 
 if TYPE_CHECKING:
@@ -57,6 +60,7 @@ class LiveState(TypedDict):
     forwarding: str              # /proc/sys/net/ipv4/ip_forward ("" when unreadable)
     nft_table: str | None        # `nft list table inet beonet` (None: no such table)
     tso: dict[str, bool | None]  # live_tso()
+    sysctls: dict[str, str | None]   # live_sysctls(): the failover keys' live values
 
 
 def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
@@ -83,19 +87,19 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
     backend: networkd, networkmanager, netplan or ifupdown (backends.py);
     renderer: netplan's (networkd or networkmanager)."""
     files = backend_files(n, backend, renderer)
-    files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0)
+    files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
+        "%s = %s\n" % kv for kv in failover_sysctls(n))
     if n["forwarding"]:
         files[NFT_PATH] = forward_ruleset(prefixes)[1]
     return files
 
 
 def file_mode(path: str) -> int:
-    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can read."""
+    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can
+    read; NetworkManager runs dispatcher scripts that are executable and only root can write."""
+    if path == NM_DISPATCHER:
+        return 0o755
     return 0o600 if path.endswith(".nmconnection") or path == NETPLAN else 0o644
-
-
-def route_key(to: str, via: str | None, dev: str | None, src: str | None) -> tuple[Any, ...]:
-    return (to, via, dev, src)
 
 
 def _missing_nics(n: NodePlan, node: str, by_name: dict[str, dict[str, Any]]) -> list[str]:
@@ -151,25 +155,30 @@ def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> li
 
 
 def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
-    """Remove the beonet routes the plan drops; add (replace) the planned ones missing."""
-    want = {route_key(r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"]}
-    live_routes = {}
+    """Remove the beonet routes the plan drops; add (replace) the planned ones missing.
+
+    A multipath route is compared by its set of next hops (routes.py), so a
+    single-path route where a multipath one is planned (or the other way round)
+    is replaced.
+    A route of ours to a destination the plan routes elsewhere is not deleted
+    first: ``ip route replace`` takes its place without a gap."""
+    want = {same_key(planned_key(r)): planned_key(r) for r in n["routes"]}
+    live_routes: dict[Any, tuple[Any, bool]] = {}      # compared key -> (live key, ours)
     for r in routes:
         if is_link_local(r["dst"]):
             continue
-        to = r["dst"] if "/" in r["dst"] else r["dst"] + "/32"
-        key = route_key(to, r.get("gateway"), r.get("dev"), r.get("prefsrc"))
+        key = same_key(live_key(r))
         ours = str(r.get("protocol")) in (str(PROTO), PROTO_NAME)
         # NetworkManager cannot set a route protocol (1.42 has no 'protocol'
         # attribute): the planned routes it restores from our keyfiles at boot
         # come back as 'static'. Such a route, equal to a planned one, is in place.
         if ours or (key in want and str(r.get("protocol")) in ("static", "4")):
-            live_routes[key] = ours
-    actions = [["ip", "route", "del", k[0], "via", k[1], "dev", k[2], "proto", str(PROTO)]
-               for k in sorted(k for k, ours in live_routes.items() if ours and k not in want)]
-    actions += [["ip", "route", "replace", k[0], "via", k[1], "dev", k[2], "src", k[3],
-                 "proto", str(PROTO)] for k in sorted(want - set(live_routes))]
-    return actions
+            live_routes[key] = (live_key(r), ours)
+    missing = sorted(set(want) - set(live_routes), key=repr)
+    replaced = {k[0] for k in missing}
+    actions = [delete_command(live) for k, (live, ours) in sorted(live_routes.items(), key=repr)
+               if ours and k not in want and k[0] not in replaced]
+    return actions + [replace_command(want[k]) for k in missing]
 
 
 def runtime_actions(n: NodePlan, node: str, links: IpJson, addrs: IpJson, routes: IpJson,
@@ -207,6 +216,67 @@ def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
     return sysctl
 
 
+NEIGH_TIMERS = ("base_reachable_time_ms", "delay_first_probe_time", "ucast_solicit",
+                "retrans_time_ms")
+# What the kernel starts with (a new interface copies net.ipv4.neigh.default, which
+# exists in the initial network namespace only).
+KERNEL_DEFAULTS = {"fib_multipath_use_neigh": "0", "fib_multipath_hash_policy": "0",
+                   "base_reachable_time_ms": "30000", "delay_first_probe_time": "5",
+                   "ucast_solicit": "3", "retrans_time_ms": "1000"}
+
+
+def neigh_key(nic: str, timer: str) -> str:
+    """The sysctl key of a neighbour timer of one NIC; a NIC name holding a dot
+    (a VLAN, eth1.10) is written with '/' separators, as sysctl and sysctl.d read it."""
+    if "." in nic:
+        return "net/ipv4/neigh/%s/%s" % (nic, timer)
+    return "net.ipv4.neigh.%s.%s" % (nic, timer)
+
+
+def sysctl_path(key: str) -> str:
+    return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
+
+
+def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
+    """[(key, value)] the plan's failover sets: neighbour-aware multipath, its hash
+    policy, and the neighbour timers of each NIC or bond carrying an address.
+    Empty when the plan has no ``failover``."""
+    f = n.get("failover")
+    if not f:
+        return []
+    out = [("net.ipv4.fib_multipath_use_neigh", "1"),
+           ("net.ipv4.fib_multipath_hash_policy", str(f["hash_policy"]))]
+    timers: dict[str, Any] = dict(f["neigh"].items())
+    for iface in n["interfaces"]:
+        if iface["addresses"]:
+            out += [(neigh_key(iface["name"], t), str(timers[t])) for t in NEIGH_TIMERS]
+    return out
+
+
+def _default_of(key: str) -> str:
+    return KERNEL_DEFAULTS[key.replace("/", ".").rsplit(".", 1)[-1]]
+
+
+def live_sysctls(n: NodePlan, read: Callable[[str], str | None]) -> dict[str, str | None]:
+    """{key: live value} of the failover keys (None: unreadable). A NIC that does not
+    exist yet (a bond) will start with net.ipv4.neigh.default's value, or the
+    kernel's where that is not readable."""
+    out: dict[str, str | None] = {}
+    for key, _value in failover_sysctls(n):
+        text = read(sysctl_path(key))
+        if text is None and "neigh" in key:
+            timer = key.replace("/", ".").rsplit(".", 1)[-1]
+            text = read("/proc/sys/net/ipv4/neigh/default/" + timer) or _default_of(key)
+        out[key] = text.strip() if text is not None else None
+    return out
+
+
+def failover_actions(n: NodePlan, live: dict[str, str | None]) -> list[Action]:
+    """``sysctl -w`` for each failover key whose live value differs from the plan
+    (the agent writes /proc/sys; the text is the equivalent command)."""
+    return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in failover_sysctls(n) if live.get(k) != v]
+
+
 def _tso_off_bonds(n: NodePlan) -> list[str]:
     return [i["name"] for i in n["interfaces"] if i["kind"] == "bond" and i.get("tso") is False]
 
@@ -222,7 +292,8 @@ def offload_actions(n: NodePlan, live_tso: dict[str, bool | None]) -> list[Actio
 def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
                  live: LiveState) -> tuple[list[Action], list[str]]:
     """Every command that turns the live state into the plan, in the order the module
-    runs them: forwarding, ruleset, the ``ip`` commands, bond offloads.
+    runs them: forwarding, ruleset, the ``ip`` commands, the failover sysctls (after
+    the bonds exist), bond offloads.
 
     Returns (actions, problems); with problems there is no action."""
     ip_actions, problems = runtime_actions(n, node, live["links"], live["addrs"], live["routes"],
@@ -230,16 +301,18 @@ def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
     if problems:
         return [], problems
     return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"]) + ip_actions
-            + offload_actions(n, live["tso"])), []
+            + failover_actions(n, live["sysctls"]) + offload_actions(n, live["tso"])), []
 
 
 def blank_live_state(n: NodePlan) -> LiveState:
     """A node as it comes: every planned Ethernet NIC present, down, with MTU 1500,
-    no address, no route, no bond, forwarding off and no beonet ruleset."""
+    no address, no route, no bond, forwarding off, no beonet ruleset and the
+    kernel's multipath and neighbour defaults."""
     links = [{"ifname": i["name"], "flags": [], "mtu": BLANK_MTU}
              for i in n["interfaces"] if i["kind"] == "ethernet"]
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
-            "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n))}
+            "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n)),
+            "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)}}
 
 
 def actions_on_blank_node(n: NodePlan, node: str = "") -> list[Action]:
@@ -280,7 +353,7 @@ def has_bonds(n: NodePlan) -> bool:
 def _write_sysctl(setting: str) -> None:
     """`sysctl -w KEY=VALUE` without the sysctl binary."""
     key, _sep, value = setting.partition("=")
-    with open("/proc/sys/" + key.replace(".", "/"), "w", encoding="utf-8") as fh:
+    with open(sysctl_path(key), "w", encoding="utf-8") as fh:
         fh.write(value + "\n")
 
 
@@ -364,18 +437,17 @@ def installed_addresses(n: NodePlan) -> str:
 
 
 def routes_text(routes: IpJson, only_beonet: bool = True) -> str:
-    """Comparable text of a routing table (for --diff)."""
+    """Comparable text of a routing table (for --diff), a multipath route on one line with
+    its next hops in a fixed order (they are compared as a set)."""
     lines = []
     for r in routes:
         if (only_beonet and str(r.get("protocol")) not in (str(PROTO), PROTO_NAME)) \
                 or is_link_local(r["dst"]):
             continue
-        to = r["dst"] if "/" in r["dst"] or r["dst"] == "default" else r["dst"] + "/32"
-        lines.append("%s via %s dev %s src %s" % (to, r.get("gateway"), r.get("dev"), r.get("prefsrc")))
+        lines.append(route_text(same_key(live_key(r))))
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
 
 
 def plan_routes_text(n: NodePlan) -> str:
-    lines = ["%s via %s dev %s src %s" % (r["to"], r["via"], r["dev"], r["src"])
-             for r in n["routes"]]
+    lines = [route_text(same_key(planned_key(r))) for r in n["routes"]]
     return "\n".join(sorted(lines)) + ("\n" if lines else "")

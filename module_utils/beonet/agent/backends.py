@@ -9,6 +9,14 @@ function of the node plan returning {path: text}:
   NetworkManager; beonet runs ``netplan generate`` only, never ``netplan apply``);
 * ``ifupdown``: /etc/network/interfaces.d/60-beonet (bonds through ifenslave).
 
+A route with several next hops (``nexthops``) is one multipath route: a
+networkd ``[Route]`` with ``MultiPathRoute=`` lines; NetworkManager keyfile
+routes with a ``weight`` (NetworkManager merges IPv4 routes that carry a
+weight into one multipath route, across interfaces, since 1.42); for netplan,
+which cannot write one, a networkd drop-in for the ``.network`` file netplan
+generates (renderer networkd) or a NetworkManager dispatcher script (renderer
+NetworkManager); for ifupdown, ``up ip route replace ... nexthop ...`` lines.
+
 A bond whose plan turns TSO off gets a udev ``.link`` file (applied when the
 bond appears, whichever manager creates it), or the keyfile's ``[ethtool]``
 section. IPv6 link-local addressing is left as the OS has it unless the plan
@@ -23,8 +31,8 @@ import os
 from collections.abc import Iterable
 
 from .nodeplan import Interface, NodePlan, Route
+from .routes import PROTO, next_hops, planned_key, shell_line
 
-PROTO = 250
 HEADER = "# Ansible managed: written by beonet from the topology plan; do not edit.\n"
 NETWORKD = "/etc/systemd/network"
 NM = "/etc/NetworkManager/system-connections"
@@ -33,6 +41,8 @@ NETPLAN = "/etc/netplan/60-beonet.yaml"
 IFUPDOWN = "/etc/network/interfaces.d/60-beonet"
 RECORD_PATH = "/var/lib/beonet/files"          # the persistent files beonet wrote, one a line
 NM_PRIORITY = 50                               # above a DHCP profile's 0 and the auto default's -999
+NM_DISPATCHER = "/etc/NetworkManager/dispatcher.d/60-beonet-multipath"
+NETPLAN_DROPIN = NETWORKD + "/10-netplan-%s.network.d/60-beonet-multipath.conf"
 
 
 def _is_bond_member(iface: Interface) -> bool:
@@ -44,7 +54,26 @@ def _ipv6(n: NodePlan) -> bool:
 
 
 def _routes(n: NodePlan, iface: Interface) -> list[Route]:
+    """The routes written with this NIC: those whose (first) next hop leaves through it."""
     return [r for r in n["routes"] if r["dev"] == iface["name"]]
+
+
+def _single(routes: list[Route]) -> list[Route]:
+    return [r for r in routes if not is_multipath(r)]
+
+
+def is_multipath(r: Route) -> bool:
+    return len(next_hops(r)) > 1
+
+
+def _networkd_route(r: Route) -> str:
+    """A networkd [Route] section; a multipath route names each next hop as ADDR@NIC."""
+    if not is_multipath(r):
+        return ("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\nProtocol=%d\n"
+                % (r["to"], r["via"], r["src"], PROTO))
+    return ("\n[Route]\nDestination=%s\nPreferredSource=%s\nProtocol=%d\n%s"
+            % (r["to"], r["src"], PROTO,
+               "".join("MultiPathRoute=%s@%s\n" % hop for hop in next_hops(r))))
 
 
 def tso_link_files(n: NodePlan) -> dict[str, str]:
@@ -74,9 +103,7 @@ def _networkd_network(n: NodePlan, iface: Interface) -> str:
         lines.append("IPv6AcceptRA=no\n" if _ipv6(n) else "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
         for a in iface["addresses"]:
             lines.append("Address=%s\n" % a)
-        for r in _routes(n, iface):
-            lines.append("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\n"
-                         "Protocol=%d\n" % (r["to"], r["via"], r["src"], PROTO))
+        lines += [_networkd_route(r) for r in _routes(n, iface)]
     return "".join(lines)
 
 
@@ -95,10 +122,28 @@ def _nm_ip(n: NodePlan, iface: Interface) -> str:
     out = ["\n[ipv4]\nmethod=manual\n"]
     for k, a in enumerate(iface["addresses"], 1):
         out.append("address%d=%s\n" % (k, a))
-    for k, r in enumerate(_routes(n, iface), 1):
-        out.append("route%d=%s,%s\nroute%d_options=src=%s\n" % (k, r["to"], r["via"], k, r["src"]))
+    for k, line in enumerate(_nm_routes(n, iface["name"]), 1):
+        out.append(line % (k, k))
     out.append("\n[ipv6]\nmethod=%s\n" % ("link-local" if _ipv6(n) else "disabled"))
     return "".join(out)
+
+
+def _nm_routes(n: NodePlan, nic: str) -> list[str]:
+    """Keyfile route lines ('route%d=...' templates) of the routes leaving through nic.
+
+    Each next hop of a multipath route is a route of its own NIC's keyfile with
+    weight=1 and the explicit metric 0 (routes are merged only when their metric
+    is equal, and the default metric depends on the device type)."""
+    out = []
+    for r in n["routes"]:
+        for via, dev in next_hops(r):
+            if dev != nic:
+                continue
+            if is_multipath(r):
+                out.append("route%%d=%s,%s,0\nroute%%d_options=src=%s,weight=1\n" % (r["to"], via, r["src"]))
+            else:
+                out.append("route%%d=%s,%s\nroute%%d_options=src=%s\n" % (r["to"], via, r["src"]))
+    return out
 
 
 def nm_id(nic: str) -> str:
@@ -149,7 +194,7 @@ def _netplan_common(n: NodePlan, iface: Interface) -> list[str]:
         out.append(pad + "link-local: []\n")
     if iface["addresses"]:
         out.append(pad + "addresses: %s\n" % _yaml_list(iface["addresses"]))
-    routes = _routes(n, iface)
+    routes = _single(_routes(n, iface))
     if routes:
         out.append(pad + "routes:\n")
         out += ['%s  - to: "%s"\n%s    via: "%s"\n%s    from: "%s"\n'
@@ -184,7 +229,38 @@ def netplan_files(n: NodePlan, renderer: str = "networkd") -> dict[str, str]:
             out += _netplan_bond(n, iface)
     files = {NETPLAN: "".join(out)}
     files.update(tso_link_files(n))
+    if renderer == "networkmanager":
+        files.update(nm_dispatcher_files(n))
+    else:
+        files.update(netplan_dropins(n))
     return files
+
+
+def netplan_dropins(n: NodePlan) -> dict[str, str]:
+    """networkd drop-ins adding the multipath routes (netplan cannot write them) to the
+    .network file netplan generates for each NIC, /run/systemd/network/10-netplan-NIC.network."""
+    files = {}
+    for iface in n["interfaces"]:
+        routes = [r for r in _routes(n, iface) if is_multipath(r)]
+        if routes:
+            files[NETPLAN_DROPIN % iface["name"]] = HEADER + "".join(_networkd_route(r) for r in routes)
+    return files
+
+
+def nm_dispatcher_files(n: NodePlan) -> dict[str, str]:
+    """A NetworkManager dispatcher script (mode 0755) that puts the node's multipath
+    routes back whenever one of their NICs comes up (the routes through a NIC not
+    up yet fail, and are put back when it comes up)."""
+    multi = [r for r in n["routes"] if is_multipath(r)]
+    if not multi:
+        return {}
+    nics = sorted({dev for r in multi for _via, dev in next_hops(r)})
+    lines = ["ip route replace %s 2>/dev/null || :\n" % shell_line(planned_key(r)) for r in multi]
+    return {NM_DISPATCHER: "#!/bin/sh\n" + HEADER + (
+        "# NetworkManager runs it with the interface and the action (netplan cannot\n"
+        "# write multipath routes).\n"
+        "case \"$2\" in up) ;; *) exit 0 ;; esac\n"
+        "case \"$1\" in %s) ;; *) exit 0 ;; esac\n" % "|".join(nics)) + "".join(lines)}
 
 
 def _ifupdown_stanza(n: NodePlan, iface: Interface) -> str:
@@ -204,7 +280,11 @@ def _ifupdown_stanza(n: NodePlan, iface: Interface) -> str:
         out.append(pad + "up echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6\n" % name)
     out += [pad + "up ip addr replace %s dev %s\n" % (a, name) for a in addrs[1:]]
     out += [pad + "up ip route replace %s via %s dev %s src %s proto %d\n"
-            % (r["to"], r["via"], name, r["src"], PROTO) for r in _routes(n, iface)]
+            % (r["to"], r["via"], name, r["src"], PROTO) for r in _single(_routes(n, iface))]
+    # A multipath route in the stanza of each of its NICs: it is in place once the
+    # last of them is up (before that, the next hops not up yet make it fail).
+    out += [pad + "up ip route replace %s || true\n" % shell_line(planned_key(r))
+            for r in n["routes"] if is_multipath(r) and name in {d for _v, d in next_hops(r)}]
     return "".join(out)
 
 

@@ -9,14 +9,36 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-PLAN_FORMAT = 1          # the plan's beonet.plan_format this agent understands
+PLAN_FORMAT = 2          # the plan's beonet.plan_format this agent understands
 
 
-class Route(TypedDict):
-    to: str
+class NextHop(TypedDict):
     via: str
     dev: str
+
+
+class _RouteKeys(TypedDict):
+    to: str
+    via: str                     # with nexthops: nexthops[0]
+    dev: str
     src: str
+
+
+class Route(_RouteKeys, total=False):
+    nexthops: list[NextHop]      # only with 2 or more next hops, the preferred first
+
+
+class Neigh(TypedDict):
+    """Neighbour timers on the cluster NICs: how soon a dead next hop is skipped."""
+    base_reachable_time_ms: int
+    delay_first_probe_time: int  # seconds
+    ucast_solicit: int
+    retrans_time_ms: int
+
+
+class Failover(TypedDict):
+    hash_policy: int             # net.ipv4.fib_multipath_hash_policy
+    neigh: Neigh
 
 
 class Peer(TypedDict):
@@ -57,6 +79,7 @@ class NodePlan(_NodePlanKeys, total=False):
     coords: list[int]
     switch: str
     ipv6: bool                   # present (false) only when the topology turns IPv6 off
+    failover: Failover           # present only when the topology's failover is on
 
 
 def plan_format_problem(node: str, plan_format: int) -> str | None:

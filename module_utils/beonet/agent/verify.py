@@ -1,5 +1,7 @@
-"""Path verification on a node: traceroute output against the plan's expected
-hops, forwarding state, bond state. Standard library only (runs on nodes)."""
+"""Path verification on a node: traceroute output against the plan's allowed hop
+lists, forwarding state, bond state; and, over every node's results, the
+diagnosis that tells dead nodes from broken paths (``summarise``). Standard
+library only (runs on nodes)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .nodeplan import Interface, NodePlan
+from .routes import live_hops, live_key, planned_key, route_text, same_key
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
 _LINK_LOCAL = ipaddress.ip_network("fe80::/10")
@@ -25,8 +28,24 @@ def parse_traceroute(text: str) -> list[str]:
     return hops
 
 
-def compare(expected: Iterable[str], seen: Iterable[str]) -> bool:
-    return list(expected) == list(seen)
+def allowed_paths(expected: Sequence[Any] | None) -> list[list[str]]:
+    """The allowed hop lists of one pair: ``paths[SRC][DST]`` of plan format 2 is a list
+    of hop lists, the preferred branch first (a plain hop list counts as one branch)."""
+    if not expected:
+        return []
+    if all(isinstance(hop, str) for hop in expected):
+        return [list(expected)]
+    return [list(branch) for branch in expected]
+
+
+def on_allowed_path(expected: Sequence[Any] | None, seen: Iterable[str]) -> bool:
+    """Whether the traced hops are one of the pair's allowed hop lists."""
+    return list(seen) in allowed_paths(expected)
+
+
+def longest_path(expected: dict[str, Any]) -> int:
+    """The most hops of any allowed hop list (0 when there is none)."""
+    return max([len(b) for e in expected.values() for b in allowed_paths(e)] + [0])
 
 
 def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
@@ -70,20 +89,21 @@ def bond_problems(node: str, iface: Interface, proc_text: str | None) -> list[st
     return problems
 
 
+def expected_text(expected: Sequence[Any] | None) -> str:
+    """The allowed hop lists of a pair on one line, branches separated by ' or '."""
+    return " or ".join(" ".join(b) for b in allowed_paths(expected)) or "(none)"
+
+
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """Text table of mismatches: pair, expected, seen."""
+    """Text table of mismatches: pair, expected (allowed hop lists), seen."""
     if not rows:
         return "all paths match the plan"
     width = max(len(r["pair"]) for r in rows)
     out = ["%-*s  %s  |  %s" % (width, "pair", "expected", "seen")]
     for r in rows:
-        out.append("%-*s  %s  |  %s" % (width, r["pair"], " ".join(r["expected"]),
+        out.append("%-*s  %s  |  %s" % (width, r["pair"], expected_text(r["expected"]),
                                         " ".join(r["seen"])))
     return "\n".join(out)
-
-
-def _route_line(to: str, via: str | None, dev: str | None, src: str | None) -> str:
-    return "%s via %s dev %s src %s" % (to, via, dev, src)
 
 
 def is_link_local(address: str) -> bool:
@@ -96,24 +116,25 @@ def is_link_local(address: str) -> bool:
         return False
 
 
+def _plan_business(r: dict[str, Any], devs: set[str]) -> bool:
+    """A live route through gateways on the plan's interfaces (every next hop of a
+    multipath route), other than IPv6 link-local."""
+    if is_link_local(r["dst"]):
+        return False
+    return all(dev in devs and via and not is_link_local(via) for via, dev in live_hops(r))
+
+
 def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """(planned, live) sorted route lines of one node, in one format.
+    """(planned, live) sorted route lines of one node, in one format (a multipath
+    route on one line, its next hops as a set: routes.same_key).
 
     live_routes: parsed ``ip -j -4 route show table main``. Only routes through
     a gateway on one of the plan's interfaces count: the management network's
     routes, the kernel's connected routes and IPv6 link-local routes are not
     the plan's business."""
-    planned = sorted(_route_line(r["to"], r["via"], r["dev"], r["src"]) for r in plan_node["routes"])
+    planned = sorted(route_text(same_key(planned_key(r))) for r in plan_node["routes"])
     devs = {i["name"] for i in plan_node["interfaces"]}
-    live = []
-    for r in live_routes:
-        if r.get("dev") not in devs or not r.get("gateway") or is_link_local(r["dst"]) \
-                or is_link_local(r["gateway"]):
-            continue
-        to = r["dst"]
-        if to != "default" and "/" not in to:
-            to += "/32"
-        live.append(_route_line(to, r["gateway"], r["dev"], r.get("prefsrc")))
+    live = [route_text(same_key(live_key(r))) for r in live_routes if _plan_business(r, devs)]
     return planned, sorted(live)
 
 

@@ -1,0 +1,102 @@
+"""Routes in one form for the plan and the kernel: single-path and multipath.
+
+Standard library only (runs on the nodes). A route is compared as
+(destination, next hops, source), the next hops a tuple of (via, dev): one
+for a single-path route, two or more for a multipath route (``nexthops`` in
+the plan; ``nexthops`` of ``ip -j route`` in the kernel). A correct multipath
+route is in place whatever the order of its next hops (the kernel picks one
+by hash, not by position, and NetworkManager restores them sorted); a
+single-path route where a multipath one is planned (or the other way round),
+or another set of next hops, differs. Commands keep the plan's order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .nodeplan import Route
+
+if TYPE_CHECKING:
+    Hops = tuple[tuple[str | None, str | None], ...]
+    RouteKey = tuple[str, Hops, str | None]
+
+PROTO = 250                     # the route protocol that marks beonet's routes
+
+
+def next_hops(r: Route) -> list[tuple[str, str]]:
+    """The (via, dev) next hops of a planned route, the preferred first."""
+    hops = r.get("nexthops") or [{"via": r["via"], "dev": r["dev"]}]
+    return [(h["via"], h["dev"]) for h in hops]
+
+
+def planned_hops(r: Route) -> Hops:
+    return tuple(next_hops(r))
+
+
+def live_dst(r: dict[str, Any]) -> str:
+    """The destination of an ``ip -j route`` entry as the plan writes it (a host as /32)."""
+    dst = str(r["dst"])
+    return dst if "/" in dst or dst == "default" else dst + "/32"
+
+
+def live_hops(r: dict[str, Any]) -> Hops:
+    """The next hops of an ``ip -j route`` entry (``nexthops`` for a multipath route)."""
+    if r.get("nexthops"):
+        return tuple((h.get("gateway"), h.get("dev")) for h in r["nexthops"])
+    return ((r.get("gateway"), r.get("dev")),)
+
+
+def planned_key(r: Route) -> RouteKey:
+    return (r["to"], planned_hops(r), r["src"])
+
+
+def live_key(r: dict[str, Any]) -> RouteKey:
+    return (live_dst(r), live_hops(r), r.get("prefsrc"))
+
+
+def same_key(key: RouteKey) -> RouteKey:
+    """The key two routes are compared by: the next hops as a set."""
+    to, hops, src = key
+    return (to, tuple(sorted(hops, key=repr)), src)
+
+
+def _hop_words(hop: tuple[str | None, str | None]) -> list[str]:
+    via, dev = hop
+    return (["via", via] if via else []) + (["dev", dev] if dev else [])
+
+
+def route_text(key: RouteKey) -> str:
+    """One line per route: ``TO via V dev D src S``, or for a multipath route
+    ``TO src S nexthop via A dev X nexthop via B dev Y``."""
+    to, hops, src = key
+    if len(hops) == 1:
+        return "%s via %s dev %s src %s" % (to, hops[0][0], hops[0][1], src)
+    return "%s src %s %s" % (to, src, " ".join("nexthop " + " ".join(_hop_words(h)) for h in hops))
+
+
+def replace_command(key: RouteKey) -> list[str]:
+    """``ip route replace`` installing the route with protocol 250 (equal weights)."""
+    to, hops, src = key
+    if len(hops) == 1:
+        return ["ip", "route", "replace", to] + _hop_words(hops[0]) + ["src", str(src),
+                                                                       "proto", str(PROTO)]
+    cmd = ["ip", "route", "replace", to, "src", str(src), "proto", str(PROTO)]
+    for hop in hops:
+        cmd += ["nexthop"] + _hop_words(hop)
+    return cmd
+
+
+def delete_command(key: RouteKey) -> list[str]:
+    """``ip route del`` of one of beonet's routes."""
+    to, hops, _src = key
+    if len(hops) == 1:
+        return ["ip", "route", "del", to] + _hop_words(hops[0]) + ["proto", str(PROTO)]
+    cmd = ["ip", "route", "del", to, "proto", str(PROTO)]
+    for hop in hops:
+        cmd += ["nexthop"] + _hop_words(hop)
+    return cmd
+
+
+def shell_line(key: RouteKey) -> str:
+    """The route as the text after ``ip route replace`` in a shell script (ifupdown, dispatcher)."""
+    return " ".join(replace_command(key)[3:])

@@ -1,0 +1,253 @@
+"""verify on a cluster where nodes die: allowed hop lists (plan format 2), bounded
+traces, and the diagnosis that tells dead nodes from broken paths.
+
+A diamond a-{b,c}-d written by hand (these tests do not depend on the compiler);
+ping and traceroute are faked: each answers from a table of what the network does."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from beonet.agent import diagnose, verify
+
+
+def _node(addr, *ifaces, forwarding=False):
+    return {"address": addr, "forwarding": forwarding, "routes": [], "interfaces": [
+        {"name": "eth%d" % k, "kind": "ethernet", "segment": "s%d" % k, "addresses": [a]}
+        for k, a in enumerate(ifaces, 1)]}
+
+
+NODES = {"a": _node("10.0.1.1", "10.0.1.1/24", "10.0.2.1/24"),
+         "b": _node("10.0.1.2", "10.0.1.2/24", "10.0.5.2/24", forwarding=True),
+         "c": _node("10.0.2.3", "10.0.2.3/24", "10.0.6.3/24", forwarding=True),
+         "d": _node("10.0.9.4", "10.0.9.4/32", "10.0.5.4/24", "10.0.6.4/24")}
+ADDR = {name: n["address"] for name, n in NODES.items()}
+VIA_B, VIA_C = ["10.0.1.2", "10.0.9.4"], ["10.0.2.3", "10.0.9.4"]
+EXPECTED_A = {"b": [["10.0.1.2"]], "c": [["10.0.2.3"]], "d": [VIA_B, VIA_C]}
+
+
+def _trace_text(addr, hops):
+    lines = ["traceroute to %s (%s), 4 hops max, 60 byte packets" % (addr, addr)]
+    lines += ["%2d  %s" % (k, h if h == "*" else "%s  0.051 ms" % h) for k, h in enumerate(hops, 1)]
+    return "\n".join(lines) + "\n"
+
+
+class _Exit(Exception):
+    def __init__(self, result):
+        super().__init__(result.get("msg", ""))
+        self.result = result
+
+
+class _FakeNetwork:
+    """The module's AnsibleModule: ping answers unless the target is in `silent`;
+    traceroute prints `traces[address]` (a list of hop lists, one per attempt, the
+    last repeated); every command is recorded."""
+
+    def __init__(self, params, silent=(), traces=None):
+        self.params = {k: v.get("default") for k, v in LIB.ARGUMENT_SPEC.items()}
+        self.params.update(params)
+        self.silent, self.traces, self.commands = set(silent), traces or {}, []
+        self.check_mode = True
+
+    def get_bin_path(self, name):
+        return "/usr/bin/" + name
+
+    def run_command(self, cmd, **_):
+        self.commands.append(list(cmd))
+        if cmd[0].endswith("ping"):
+            return (1 if cmd[-1] in self.silent else 0), "", ""
+        if cmd[0] == "traceroute":
+            answers = self.traces[cmd[-1]]
+            attempt = sum(1 for c in self.commands if c[0] == "traceroute" and c[-1] == cmd[-1])
+            return 0, _trace_text(cmd[-1], answers[min(attempt, len(answers)) - 1]), ""
+        if cmd[:2] == ["ip", "-j"]:
+            return 0, "[]", ""
+        raise AssertionError(cmd)
+
+    def fail_json(self, **result):
+        raise _Exit(dict(result, failed=True))
+
+    def exit_json(self, **result):
+        raise _Exit(result)
+
+
+def _load():
+    import ansible.module_utils
+    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+    spec = importlib.util.spec_from_file_location("beonet_verify_module", ROOT / "library/beonet_verify.py")
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    return lib
+
+
+LIB = _load()
+
+
+def _run(monkeypatch, params, forwarding="1\n", **network):
+    fake = _FakeNetwork(params, **network)
+    monkeypatch.setattr(LIB, "AnsibleModule", lambda **_: fake)
+    monkeypatch.setattr(LIB, "read_text", lambda path: forwarding if path.endswith("ip_forward") else None)
+    monkeypatch.setattr(LIB.beonet_node, "live_tso", lambda plan: {})
+    with pytest.raises(_Exit) as exc:
+        LIB.main()
+    return exc.value.result, fake.commands
+
+
+def _from_a(monkeypatch, traces, silent=(), forwarding="0\n"):
+    params = {"node": "a", "plan": NODES["a"], "targets": {k: ADDR[k] for k in EXPECTED_A},
+              "expected": EXPECTED_A}
+    return _run(monkeypatch, params, forwarding, silent={ADDR[s] for s in silent},
+                traces={ADDR[k]: v for k, v in traces.items()})
+
+
+def test_any_allowed_hop_list_is_right_and_the_trace_is_bounded(monkeypatch):
+    result, commands = _from_a(monkeypatch, {"b": [["10.0.1.2"]], "c": [["10.0.2.3"]], "d": [VIA_C]})
+    assert result["mismatches"] == [] and result["checked"] == 3 and result["silent"] == []
+    assert result["targets"] == ["b", "c", "d"] and result["forwarding"] is False
+    traces = [c for c in commands if c[0] == "traceroute"]
+    assert traces[0] == ["traceroute", "-n", "-I", "-N", "1", "-q", "1", "-w", "1", "-m", "4", "10.0.1.2"]
+    assert len(traces) == 3                                       # nothing traced twice
+    assert [c[-1] for c in commands if c[0].endswith("ping")] == ["10.0.1.2", "10.0.2.3", "10.0.9.4"]
+
+
+def test_a_differing_pair_is_traced_again_but_a_silent_target_only_once(monkeypatch):
+    lost_then_fine = [["10.0.2.3", "*"], VIA_C]
+    result, commands = _from_a(monkeypatch, {"b": [["*", "*", "*", "*"]], "c": [["10.0.2.3"]],
+                                             "d": lost_then_fine}, silent=["b"])
+    assert result["silent"] == ["b"]
+    assert [r["pair"] for r in result["mismatches"]] == ["a -> b"]
+    assert result["mismatches"][0]["expected"] == [["10.0.1.2"]]
+    traced = [c[-1] for c in commands if c[0] == "traceroute"]
+    assert traced.count(ADDR["b"]) == 1 and traced.count(ADDR["d"]) == 2
+    assert [c[8] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["d"]] == ["1", "3"]
+
+
+def test_a_plain_hop_list_counts_as_one_branch():
+    assert verify.allowed_paths(["10.0.1.2", "10.0.9.4"]) == [VIA_B]
+    assert verify.allowed_paths([VIA_B, VIA_C]) == [VIA_B, VIA_C] and verify.allowed_paths(None) == []
+    assert verify.on_allowed_path([VIA_B, VIA_C], VIA_C) and not verify.on_allowed_path([VIA_B], VIA_C)
+    assert verify.longest_path(EXPECTED_A) == 2 and verify.longest_path({}) == 0
+    assert verify.expected_text([VIA_B, VIA_C]) == "10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4"
+
+
+def _row(src, dst, expected, seen):
+    return {"pair": "%s -> %s" % (src, dst), "source": src, "destination": dst,
+            "expected": expected, "seen": seen}
+
+
+def _result(targets, silent=(), mismatches=(), forwarding=True):
+    return {"targets": list(targets), "silent": list(silent), "mismatches": list(mismatches),
+            "forwarding": forwarding}
+
+
+def test_a_dead_gateway_breaks_pairs_it_is_not_part_of():
+    """b answers nobody: dead. a -> d stopped where the branch through b goes on: broken
+    through b. Pairs to b are counted, not listed."""
+    stop = ["*", "*", "*", "*"]
+    results = {"a": _result("bcd", "b", [_row("a", "b", [["10.0.1.2"]], stop),
+                                         _row("a", "d", [VIA_B, VIA_C], stop)]),
+               "c": _result("abd", "b", [_row("c", "b", [["10.0.6.3", "10.0.1.2"]], stop)]),
+               "d": _result("abc", "b", [_row("d", "b", [["10.0.5.2"]], stop)], forwarding=False)}
+    s = diagnose.summarise(results, [], NODES)
+    assert s["dead"] == ["b"] and s["dead_pairs"] == 3
+    assert [(r["pair"], r["through"]) for r in s["broken"]] == [("a -> d", ["b (dead)"])]
+    assert s["other_path"] == [] and s["lost"] == []
+    assert s["lines"] == ["nodes dead or unreachable (1): b",
+                          "pairs broken through a dead gateway or one with forwarding off (1):",
+                          "  a -> d  stops before b (dead); seen * * * *",
+                          "pairs that arrive by another path (0)",
+                          "pairs that do not arrive (0)",
+                          "pairs to or from dead nodes (3)"]
+
+
+def test_a_target_one_source_cannot_ping_is_not_dead():
+    results = {"a": _result("bd", "d"), "b": _result("ad")}
+    assert diagnose.dead_nodes(results, []) == []
+    assert diagnose.dead_nodes(results, ["c"]) == ["c"]                 # Ansible could not reach c
+    assert diagnose.dead_nodes({"a": _result("bd", "d"), "b": _result("ad", "d")}, []) == ["d"]
+    cut_off = {"a": _result("bd", "d"), "b": _result("ad", "d"), "d": _result("ab", "a")}
+    assert diagnose.dead_nodes(cut_off, []) == []              # d reaches b: alive, cut off from a, b
+    assert diagnose.dead_nodes(dict(cut_off, d=_result("ab", "ab")), []) == ["d"]
+
+
+def test_forwarding_off_arriving_elsewhere_and_lost_pairs_are_told_apart():
+    rows = [_row("a", "d", [VIA_B, VIA_C], ["10.0.2.3", "*", "*", "*"]),     # c forwards nothing
+            _row("b", "c", [["10.0.1.1", "10.0.2.3"]], ["10.0.5.4", "10.0.2.3"]),   # another path
+            _row("d", "a", [["10.0.5.2", "10.0.1.1"]], ["10.0.5.2", "*", "*"])]     # b forwards: lost
+    results = {"a": _result("bcd", mismatches=rows[:1]), "b": _result("acd", mismatches=rows[1:2]),
+               "c": _result("abd", forwarding=False), "d": _result("abc", mismatches=rows[2:])}
+    s = diagnose.summarise(results, [], NODES)
+    assert s["dead"] == [] and s["dead_pairs"] == 0
+    assert [(r["pair"], r["through"]) for r in s["broken"]] == [("a -> d", ["c (forwarding off)"])]
+    assert [r["pair"] for r in s["other_path"]] == ["b -> c"]
+    assert [r["pair"] for r in s["lost"]] == ["d -> a"]
+    assert "  d -> a  seen 10.0.5.2 * *" in s["lines"]
+
+
+def test_a_gateway_that_answers_but_does_not_forward_is_named():
+    row = _row("a", "d", [VIA_C], ["10.0.2.3", "10.0.2.3", "10.0.2.3"])
+    s = diagnose.summarise({"a": _result("cd", mismatches=[row]), "c": _result("ad", forwarding=False)},
+                           [], NODES)
+    assert [r["through"] for r in s["broken"]] == [["c (forwarding off)"]]
+
+
+def test_the_module_summarises_without_reading_a_node(monkeypatch):
+    stop = ["*", "*", "*", "*"]
+    results = {"a": _result("bd", "b", [_row("a", "d", [VIA_B, VIA_C], stop)])}
+    result, commands = _run(monkeypatch, {"summarise": True, "results": results, "unreachable": ["c"],
+                                          "nodes": NODES})
+    assert commands == [] and result["dead"] == ["b", "c"]
+    assert result["summary"][0] == "nodes dead or unreachable (2): b, c"
+    assert [r["through"] for r in result["broken"]] == [["b (dead)", "c (dead)"]]
+
+
+# The playbook's summary and failure, through Ansible ---------------------------
+
+def _verify_tasks():
+    plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
+    tasks = plays[1]["tasks"]
+    assert tasks[0]["beonet_verify"]["node"] == "{{ inventory_hostname }}"
+    return plays[1]["vars"], tasks[1:]
+
+
+def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_path):
+    """verify.yml's summary and failure tasks, run by Ansible on three local hosts whose
+    trace results are given (d fails first, as an unreachable node would drop out)."""
+    pvars, tasks = _verify_tasks()
+    stop = ["*", "*", "*", "*"]
+    results = {"a": dict(_result("bcd", "d", [_row("a", "d", [VIA_B, VIA_C], stop)]), checked=3,
+                         problems=[]),
+               "b": dict(_result("acd", "d"), checked=3, problems=[]),
+               "c": dict(_result("abd", "d"), checked=3, problems=["c: forwarding is off, the plan says on"])}
+    play = {"hosts": "all", "gather_facts": False,
+            "vars": dict(pvars, beonet_plan_result={"plan": {"nodes": NODES}}, fake=results),
+            "tasks": [{"name": "d is down", "ansible.builtin.fail": {"msg": "unreachable"},
+                       "when": "inventory_hostname == 'd'"},
+                      {"name": "Trace (given)", "ansible.builtin.set_fact": {
+                          "beonet_verify_result": "{{ fake[inventory_hostname] }}"}}] + tasks}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LIBRARY=str(ROOT / "library"),
+               ANSIBLE_MODULE_UTILS=str(ROOT / "module_utils"))
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                          "-i", "a,b,c,d,", "-c", "local",
+                          "-e", "ansible_python_interpreter=%s" % sys.executable,
+                          str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=False)
+    out = json.loads(res.stdout[res.stdout.index("{"):])
+    by_name = {t["task"]["name"]: t["hosts"] for t in out["plays"][0]["tasks"]}
+    summary = next(iter(by_name["Summary"].values()))["msg"]
+    assert summary[0] == "9 pairs traced; 1 mismatches; 1 state problems"
+    assert summary[1] == "nodes dead or unreachable (1): d"
+    assert summary[-1] == "pairs to or from dead nodes (1)"
+    failed = next(h for h in by_name.values() if any(v.get("failed") and "msg" in v and
+                                                     isinstance(v["msg"], list) for v in h.values()))
+    assert next(iter(failed.values()))["msg"] == [
+        "a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | * * * *", "c: forwarding is off, the plan says on"]
+    assert res.returncode == 2
