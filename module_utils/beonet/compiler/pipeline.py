@@ -39,6 +39,7 @@ class Compiled:
     metrics: Metrics
     down: list[str] = field(default_factory=list)
     components: list[list[str]] = field(default_factory=list)
+    _part_of: dict[str, int] = field(default_factory=dict)     # node name -> its component
 
     def partition(self) -> list[list[str]]:
         """Unordered pairs of live nodes that cannot reach each other, by name."""
@@ -48,7 +49,10 @@ class Compiled:
         """Whether node src can reach node dst (both in the graph)."""
         if len(self.components) < 2:
             return True
-        return any(src in part and dst in part for part in self.components)
+        if not self._part_of:
+            self._part_of.update((name, k) for k, part in enumerate(self.components)
+                                 for name in part)
+        return self._part_of[src] == self._part_of[dst]
 
     def path(self, src: str, dst: str) -> list[PathHop] | None:
         """Expected `traceroute -n` hop list from node name src to node name dst."""
