@@ -295,3 +295,16 @@ def test_cli_down_is_on_every_compiling_command(capsys):
         assert "--down NODE[,NODE...]" in out, command
     _code, out, _err = _run(capsys, "cabling", "-h")
     assert "--down" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["graph", "--format", "dot"], ["graph", "--format", "mermaid"], ["export", "cabling"],
+])
+def test_cli_drawings_and_cabling_leave_out_links_to_down_nodes(capsys, argv):
+    # node01 of the testbed has point-to-point links: their other ends stay, alone
+    topo = str(ROOT / "topologies/metanode-testbed.yml")
+    code, full, _err = _run(capsys, argv[0], topo, *argv[1:])
+    assert code == 0 and "node01" in full
+    code, out, err = _run(capsys, argv[0], topo, *argv[1:], "--down", "node01")
+    assert code == 0 and err == ""
+    assert "node01" not in out and "node02" in out
