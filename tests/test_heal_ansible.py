@@ -91,3 +91,12 @@ def test_heal_with_a_dead_leaf_has_no_partition():
     assert res.returncode == 0, res.stdout + res.stderr
     assert "msg: 'dead: c, e'" in res.stdout
     assert _hosts_of(_section(res.stdout, "Apply the plan of the live nodes")) == ["a", "b", "d"]
+
+
+def test_verify_compiles_the_reachable_live_pairs_only():
+    res = play("tests/ansible/heal/paths.yml", "--tags", "heal_plan",
+               "-e", '{"beonet_test_dead": ["b"]}', inventory=HEAL_HOSTS)
+    assert res.returncode == 0, res.stdout + res.stderr
+    section = _section(res.stdout, "Compile the expected paths of the live nodes")
+    traces = sorted(re.findall(r"(\w) traces \[([\w,]*)\]", section))
+    assert traces == [("a", ""), ("c", "d,e"), ("d", "c,e"), ("e", "c,d")]
