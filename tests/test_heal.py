@@ -144,6 +144,20 @@ def test_a_dead_cut_vertex_partitions_the_chain():
     assert [m["node"] for m in plan["segments"]["ab"]["members"]] == ["a"]
 
 
+@pytest.mark.parametrize("down", ["d", "b", "a,e", "b,c"])
+def test_chain_keeps_the_full_plans_prefixes_and_addresses(down):
+    # a custom LAN's prefix is the smallest holding its members' host numbers:
+    # made on the live members only, it would shrink when d (host 3 of bcd) is down
+    full = render.plan(pipeline.compile_text(CHAIN, "chain.yml"))
+    live = render.plan(pipeline.compile_text(CHAIN, "chain.yml", down=down))
+    for name, seg in live["segments"].items():
+        assert seg["prefix"] == full["segments"][name]["prefix"]
+        for m in seg["members"]:
+            assert m in full["segments"][name]["members"]
+    for name, node in live["nodes"].items():
+        assert node["interfaces"] == full["nodes"][name]["interfaces"]
+
+
 def test_three_parts_and_the_plan_keys_in_order():
     plan = render.plan(pipeline.compile_text(CHAIN, "chain.yml", down=["b", "d"]))
     assert plan["components"] == [["a"], ["c"], ["e"]]
