@@ -35,6 +35,17 @@ options:
       - The interface Ansible connects through, overriding the topology's
         C(management.interface); C(none) when Ansible uses no NIC (the Docker lab).
     type: str
+  down:
+    description:
+      - Nodes that are dead. The plan is compiled for the other (live) nodes
+        only; addresses stay those of the full plan, routes avoid the down nodes
+        and the proof covers every live pair that can reach each other.
+      - Live pairs that cannot reach each other are no error; the plan lists them
+        in C(partition) (and the live nodes by component in C(components)).
+      - A name that is no node of the topology, or every node down, fails the task.
+    type: list
+    elements: str
+    default: []
   paths:
     description: Also return the expected C(traceroute -n) hop list of every ordered pair.
     type: bool
@@ -77,9 +88,16 @@ prefixes:
   type: list
   elements: str
 paths:
-  description: "Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true)."
+  description:
+    - "Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true)."
+    - With I(down), the live pairs that can reach each other only.
   returned: when paths is true
   type: dict
+live:
+  description: The nodes of the plan (all of them unless I(down) is given), in plan order.
+  returned: success
+  type: list
+  elements: str
 errors:
   description: Every error of the failing stage, as text.
   returned: failure
@@ -109,18 +127,18 @@ def _fail(module, problems):
 def run(module):
     p = module.params
     try:
-        compiled = pipeline.compile_file(p["topology"])
+        compiled = pipeline.compile_file(p["topology"], down=p["down"])
     except CompileError as exc:
         _fail(module, exc.problems)
     graph = compiled.graph
     problems = []
     if p["hosts"] is not None:
-        nodes = set(graph.by_name)
+        nodes = set(graph.by_name) | set(compiled.down)
         for host in p["hosts"]:
             if host not in nodes:
                 problems.append(Problem("host '%s' is not a node of the topology" % host,
                                         "hosts", file="inventory"))
-        hosts = {h: {} for h in p["hosts"]}
+        hosts = {h: {} for h in p["hosts"] if h not in compiled.down}
     else:
         hosts = {n.name: {} for n in graph.nodes}
     for host, names in (p["interfaces"] or {}).items():
@@ -132,10 +150,12 @@ def run(module):
         _fail(module, problems)
     plan = render.plan(compiled, physical)
     result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
+              "live": list(plan["nodes"]),
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]
-                               for b in plan["nodes"] if b != a} for a in plan["nodes"]}
+                               for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
+                           for a in plan["nodes"]}
     if p["dest"]:
         text = render.dumps(plan)
         old = read_text(p["dest"])
@@ -156,6 +176,7 @@ def main():
             "hosts": {"type": "list", "elements": "str"},
             "interfaces": {"type": "dict", "default": {}},
             "management": {"type": "str"},
+            "down": {"type": "list", "elements": "str", "default": []},
             "paths": {"type": "bool", "default": False},
             "dest": {"type": "path"},
         },

@@ -30,7 +30,7 @@ FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark",
            "beonet_discover", "beonet_cabling")
 ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark")
-PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml")
+PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml")
 REQUIRES_ANSIBLE = ">=2.16.0"
 
 _IMPORT = re.compile(r"\bansible\.module_utils\.beonet\b")

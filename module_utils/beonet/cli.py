@@ -13,6 +13,7 @@ from .agent.files import atomic_write
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
+from .compiler.heal import DownError, warning
 from .compiler.model import Graph
 from .compiler.schema import SCHEMA
 from .labs import VM_IMAGES
@@ -53,9 +54,21 @@ def _physical(args: argparse.Namespace, graph: Graph) -> render.Physical | None:
     return physical
 
 
+def _compiled(args: argparse.Namespace) -> pipeline.Compiled:
+    """The compiled topology, with --down's nodes down; a partition of the live
+    nodes is a warning on stderr."""
+    try:
+        compiled = pipeline.compile_file(args.topology, down=getattr(args, "down", None))
+    except DownError as exc:
+        raise UsageError("--down: " + "; ".join(p.message for p in exc.problems)) from None
+    if len(compiled.components) > 1:
+        print("beonet: warning: " + warning(compiled.down, compiled.components), file=sys.stderr)
+    return compiled
+
+
 def _compile(args: argparse.Namespace) -> tuple[pipeline.Compiled, Plan]:
     """The compiled topology and its plan (NIC names from -i INVENTORY if given)."""
-    compiled = pipeline.compile_file(args.topology)
+    compiled = _compiled(args)
     return compiled, render.plan(compiled, _physical(args, compiled.graph))
 
 
@@ -69,9 +82,12 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 
 def _every_pair(plan: Plan) -> list[tuple[str, str]]:
-    """Every ordered (source, destination) pair of nodes, in plan order."""
+    """Every ordered (source, destination) pair of nodes that can reach each
+    other (a plan compiled with nodes down may have a partition), in plan order."""
     names = list(plan["nodes"])
-    return [(a, b) for a in names for b in names if a != b]
+    cut = {(a, b) for a, b in plan.get("partition", ())}
+    return [(a, b) for a in names for b in names
+            if a != b and (a, b) not in cut and (b, a) not in cut]
 
 
 def cmd_routes(args: argparse.Namespace) -> None:
@@ -85,6 +101,8 @@ def cmd_routes(args: argparse.Namespace) -> None:
 
 
 def _known(plan: Plan, name: str, flag: str) -> None:
+    if name in plan.get("down", ()):
+        raise UsageError("%s: node '%s' is down (--down)" % (flag, name))
     if name not in plan["nodes"]:
         raise UsageError("%s: no node '%s' in %s" % (flag, name, plan["topology"]["source"]))
 
@@ -98,6 +116,10 @@ def _pairs(plan: Plan, args: argparse.Namespace) -> list[tuple[str, str]]:
     _known(plan, args.src, "--from")
     if args.dst:
         _known(plan, args.dst, "--to")
+        if [args.src, args.dst] in plan.get("partition", ()) or \
+                [args.dst, args.src] in plan.get("partition", ()):
+            raise UsageError("%s cannot reach %s: the live nodes are partitioned"
+                             % (args.src, args.dst))
         return [(args.src, args.dst)]
     return [(a, b) for a, b in _every_pair(plan) if a == args.src]
 
@@ -202,7 +224,7 @@ def metrics_text(name: str, metrics: Mapping[str, Any]) -> str:
 
 
 def cmd_metrics(args: argparse.Namespace) -> None:
-    compiled = pipeline.compile_file(args.topology)
+    compiled = _compiled(args)
     if args.format == "text":
         text = metrics_text("%s (%s)" % (compiled.graph.name, compiled.graph.family),
                             compiled.metrics)
@@ -240,8 +262,13 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
-    plan, written = build.build(args.topology, args.output, args.backend,
-                                lambda graph: _physical(args, graph))
+    try:
+        plan, written = build.build(args.topology, args.output, args.backend,
+                                    lambda graph: _physical(args, graph), down=args.down)
+    except DownError as exc:
+        raise UsageError("--down: " + "; ".join(p.message for p in exc.problems)) from None
+    if "components" in plan:
+        print("beonet: warning: " + warning(plan["down"], plan["components"]), file=sys.stderr)
     print("beonet: wrote %s and %s files of %d nodes to %s/"
           % (", ".join(written), args.backend, len(plan["nodes"]), args.output.rstrip("/")))
 
@@ -324,6 +351,9 @@ def _lab_fault(args):
 
 
 OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
+DOWN_HELP = ("compile for the live nodes only: these nodes are dead (comma-separated). "
+             "Addresses stay as in the full plan; routes avoid the dead nodes; live nodes "
+             "that cannot reach each other are a warning, not an error")
 
 
 def _commands(p: argparse.ArgumentParser) -> Any:
@@ -332,10 +362,13 @@ def _commands(p: argparse.ArgumentParser) -> Any:
                            help="one of the commands below; 'beonet COMMAND -h' for its options")
 
     def add(name: str, func: Any, help_: str, topology: bool = True, inv: bool = True,
-            output: str = OUTPUT_HELP, need_output: bool = False) -> argparse.ArgumentParser:
+            output: str = OUTPUT_HELP, need_output: bool = False,
+            down: bool = True) -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=help_, description=help_)
         if topology:
             s.add_argument("topology", help="topology YAML file")
+            if down:
+                s.add_argument("--down", metavar="NODE[,NODE...]", help=DOWN_HELP)
         if inv:
             s.add_argument("-i", "--inventory", help="Ansible inventory mapping NIC names "
                            "(host variable beonet_interfaces)")
@@ -442,7 +475,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="docker, scrambled: seed of the "
                    "names, order, spares and moved cables (default 0)")
     s = add("cabling", cmd_cabling, "match the discovered wiring to the plan: print each "
-            "host's beonet_interfaces as YAML, or every cabling fault (exit 1)")
+            "host's beonet_interfaces as YAML, or every cabling fault (exit 1)", down=False)
     s.add_argument("--discovered", required=True, metavar="FILE.json",
                    help="discovery reports {host: report} (playbooks/discover.yml writes them)")
     s.add_argument("--host-vars", metavar="DIR", help="also write DIR/HOST/beonet_interfaces.yml")

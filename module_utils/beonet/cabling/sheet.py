@@ -171,7 +171,7 @@ def _build(graph: Graph) -> tuple[Sheet, dict[str, _Needs]]:
         elif id(seg) not in bonded:     # a bonded LAN: its channels are the switches
             _lan(out, needs, seg, seg, None)
     for seg in graph.segments:
-        if seg.kind == "p2p":
+        if seg.kind == "p2p" and len(seg.members) == 2:     # (one end: the other is down)
             (na, ia, _ha), (nb, ib, _hb) = seg.members
             out.cables.append(Cable(seg.name, NicEnd(na.name, ia.name), NicEnd(nb.name, ib.name),
                                     seg.name, None))

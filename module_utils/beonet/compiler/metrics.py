@@ -253,7 +253,7 @@ def bisection(graph: Graph) -> Bisection:
     elif n <= EXHAUSTIVE_UP_TO:
         # node 0 on side 1 with every choice of n // 2 - 1 others
         crossing = min(_crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
-                       for combo in itertools.combinations(range(1, n), n // 2 - 1))
+                       for combo in itertools.combinations(range(1, n), max(n // 2 - 1, 0)))
     else:
         method = "structure-aligned cuts"
         crossing = min(_balance(list(s), links) for s in _candidates(graph))

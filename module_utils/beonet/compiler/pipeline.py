@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO, TypeVar
 
-from . import address, load, normalise, prove, route
+from . import address, heal, load, normalise, prove, route
 from . import metrics as metrics_stage
 from .errors import CompileError, Problems
 from .metrics import Metrics
@@ -29,12 +29,30 @@ T = TypeVar("T")
 
 @dataclass(slots=True, eq=False)
 class Compiled:
-    """A compiled topology: the graph, the proof of its tables and its metrics."""
+    """A compiled topology: the graph, the proof of its tables and its metrics.
+    Compiled with nodes down: the graph of the live nodes, the down nodes'
+    names and the live nodes by connected component (more than one: a partition)."""
 
     graph: Graph
     source_file: str | None
     proof: Proof
     metrics: Metrics
+    down: list[str] = field(default_factory=list)
+    components: list[list[str]] = field(default_factory=list)
+    _part_of: dict[str, int] = field(default_factory=dict)     # node name -> its component
+
+    def partition(self) -> list[list[str]]:
+        """Unordered pairs of live nodes that cannot reach each other, by name."""
+        return heal.partition(self.components) if len(self.components) > 1 else []
+
+    def reachable(self, src: str, dst: str) -> bool:
+        """Whether node src can reach node dst (both in the graph)."""
+        if len(self.components) < 2:
+            return True
+        if not self._part_of:
+            self._part_of.update((name, k) for k, part in enumerate(self.components)
+                                 for name in part)
+        return self._part_of[src] == self._part_of[dst]
 
     def path(self, src: str, dst: str) -> list[PathHop] | None:
         """Expected `traceroute -n` hop list from node name src to node name dst."""
@@ -109,15 +127,22 @@ def _stage(what: str) -> None:
         _progress[-1].stage(what)
 
 
-def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None) -> Compiled:
+def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None,
+                   down: str | Iterable[str] | None = None) -> Compiled:
     """routed(graph), when given, runs once the routes are in place, before the
     proof: work that needs the routes only (writing each node's files) can
-    start there, to be thrown away when the proof fails."""
+    start there, to be thrown away when the proof fails. down: names of dead
+    nodes ('a,b' or a list): the plan of the others (see heal.py)."""
     _stage("building the graph")
     graph = _passed(*normalise.normalise(source))
+    dead = heal.parse(down)
+    if dead:
+        heal.check(graph, dead, source.file)
     size = "%d nodes, %d segments" % (len(graph.nodes), len(graph.segments))
     _stage("addressing %s" % size)
     _check(address.assign(graph, source))
+    if dead:
+        return _compile_live(source, heal.survivors(graph, dead), dead, routed)
     _stage("routing %s" % size)
     route.route(graph)
     if routed is not None:
@@ -133,11 +158,33 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
     return compiled
 
 
-def compile_text(text: str, file: str = "<topology>") -> Compiled:
+def _compile_live(source: load.Source, graph: Graph, down: list[str],
+                  routed: Callable[[Graph], None] | None) -> Compiled:
+    """The rest of compile_source for the live graph of a compile with nodes
+    down: routed and proved by component (heal.route_and_prove)."""
+    size = "%d live nodes, %d segments" % (len(graph.nodes), len(graph.segments))
+    _stage("routing and proving %s" % size)
+    parts = heal.components(graph)
+    proof, problems = heal.route_and_prove(graph, parts)
+    for p in problems.items:
+        p.file = source.file
+    proof = _passed(proof, problems)
+    if routed is not None:
+        routed(graph)
+    _stage("metrics")
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof),
+                        down, [[n.name for n in nodes] for nodes in parts])
+    _stage("compiled; writing the outputs")
+    return compiled
+
+
+def compile_text(text: str, file: str = "<topology>",
+                 down: str | Iterable[str] | None = None) -> Compiled:
     _stage("loading the topology")
-    return compile_source(_passed(*load.load_text(text, file)))
+    return compile_source(_passed(*load.load_text(text, file)), down=down)
 
 
-def compile_file(path: str, routed: Callable[[Graph], None] | None = None) -> Compiled:
+def compile_file(path: str, routed: Callable[[Graph], None] | None = None,
+                 down: str | Iterable[str] | None = None) -> Compiled:
     _stage("loading %s" % path)
-    return compile_source(_passed(*load.load_file(path)), routed)
+    return compile_source(_passed(*load.load_file(path)), routed, down)

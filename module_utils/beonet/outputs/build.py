@@ -109,13 +109,15 @@ class _NodeWriter:
             tree.discard(self.staged)
 
 
-def build(topology: str, output: str, backend: str, physical_of: PhysicalOf) -> tuple[Plan, list[str]]:
-    """Compile topology and write everything into output; the plan (its nodes
-    without routes) and the names of the files written beside nodes/."""
+def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
+          down: str | None = None) -> tuple[Plan, list[str]]:
+    """Compile topology (with the nodes of down down, if any) and write everything
+    into output; the plan (its nodes without routes) and the names of the files
+    written beside nodes/."""
     created = not os.path.isdir(output)
     writer = _NodeWriter(output, backend, physical_of)
     try:
-        compiled = pipeline.compile_file(topology, writer.start)
+        compiled = pipeline.compile_file(topology, writer.start, down)
         # The nodes' routes are the writer's to render; the exports do not read them.
         plan = cast("Plan", render.plan(compiled, writer.physical, routes=False))
         texts = _texts(compiled, plan)

@@ -129,6 +129,8 @@ def _segment_parts(parts: Parts, plan: Plan) -> None:
     switched = bool(plan.get("switches"))
     for seg, s in plan["segments"].items():
         if s["kind"] == "p2p":
+            if len(s["members"]) < 2:       # the other end is down (compiled with --down)
+                continue
             a, b = s["members"]
             parts.edges.append(Edge("p2p", a["node"], b["node"], a["interface"], b["interface"],
                                     s["prefix"],

@@ -80,7 +80,13 @@ class ManagementPlan(TypedDict):
     interface: str
 
 
-class _Switches(TypedDict, total=False):
+class _Healed(TypedDict, total=False):
+    down: list[str]                     # compiled with nodes down: their names
+    partition: list[list[str]]          # live pairs that cannot reach each other
+    components: list[list[str]]         # with a partition: the live nodes by component
+
+
+class _Switches(_Healed, total=False):
     switches: dict[str, SwitchPlan]     # tree
 
 
@@ -177,6 +183,11 @@ def plan(compiled: Compiled, physical: Physical | None = None, routes: bool = Tr
     }
     if graph.switches:
         out["switches"] = {s.name: _switch_plan(s) for s in graph.switches}
+    if compiled.down:
+        out["down"] = list(compiled.down)
+    if len(compiled.components) > 1:
+        out["partition"] = compiled.partition()
+        out["components"] = [list(c) for c in compiled.components]
     return out
 
 
