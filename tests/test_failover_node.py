@@ -79,9 +79,11 @@ def test_the_dry_run_prints_the_multipath_route_and_the_failover_sysctls():
         "sysctl -w net.ipv4.neigh.eth1.base_reachable_time_ms=5000",
         "sysctl -w net.ipv4.neigh.eth1.delay_first_probe_time=1",
         "sysctl -w net.ipv4.neigh.eth1.retrans_time_ms=500",
+        "sysctl -w net.ipv4.conf.eth1.ignore_routes_with_linkdown=1",
         "sysctl -w net.ipv4.neigh.eth2.base_reachable_time_ms=5000",
         "sysctl -w net.ipv4.neigh.eth2.delay_first_probe_time=1",
-        "sysctl -w net.ipv4.neigh.eth2.retrans_time_ms=500"]
+        "sysctl -w net.ipv4.neigh.eth2.retrans_time_ms=500",
+        "sysctl -w net.ipv4.conf.eth2.ignore_routes_with_linkdown=1"]
 
 
 def test_a_correct_multipath_route_is_in_place():
@@ -178,10 +180,12 @@ def test_the_sysctl_file_holds_the_failover_settings_per_nic():
                          "net.ipv4.neigh.eth1.delay_first_probe_time = 1\n"
                          "net.ipv4.neigh.eth1.ucast_solicit = 3\n"
                          "net.ipv4.neigh.eth1.retrans_time_ms = 500\n"
+                         "net.ipv4.conf.eth1.ignore_routes_with_linkdown = 1\n"
                          "net.ipv4.neigh.eth2.base_reachable_time_ms = 5000\n"
                          "net.ipv4.neigh.eth2.delay_first_probe_time = 1\n"
                          "net.ipv4.neigh.eth2.ucast_solicit = 3\n"
-                         "net.ipv4.neigh.eth2.retrans_time_ms = 500\n")
+                         "net.ipv4.neigh.eth2.retrans_time_ms = 500\n"
+                         "net.ipv4.conf.eth2.ignore_routes_with_linkdown = 1\n")
     plain = diamond()
     del plain["failover"]
     assert "multipath" not in node.persistent_files(plain, [], "networkd")[node.SYSCTL_PATH]

@@ -222,15 +222,24 @@ NEIGH_TIMERS = ("base_reachable_time_ms", "delay_first_probe_time", "ucast_solic
 # exists in the initial network namespace only).
 KERNEL_DEFAULTS = {"fib_multipath_use_neigh": "0", "fib_multipath_hash_policy": "0",
                    "base_reachable_time_ms": "30000", "delay_first_probe_time": "5",
-                   "ucast_solicit": "3", "retrans_time_ms": "1000"}
+                   "ucast_solicit": "3", "retrans_time_ms": "1000",
+                   "ignore_routes_with_linkdown": "0"}
+# A next hop whose NIC has lost carrier is skipped by multipath routes only with this.
+LINKDOWN = "ignore_routes_with_linkdown"
+
+
+def nic_key(section: str, nic: str, name: str) -> str:
+    """The sysctl key net.ipv4.SECTION.NIC.NAME (section neigh or conf); a NIC name
+    holding a dot (a VLAN, eth1.10) is written with '/' separators, as sysctl and
+    sysctl.d read it."""
+    if "." in nic:
+        return "net/ipv4/%s/%s/%s" % (section, nic, name)
+    return "net.ipv4.%s.%s.%s" % (section, nic, name)
 
 
 def neigh_key(nic: str, timer: str) -> str:
-    """The sysctl key of a neighbour timer of one NIC; a NIC name holding a dot
-    (a VLAN, eth1.10) is written with '/' separators, as sysctl and sysctl.d read it."""
-    if "." in nic:
-        return "net/ipv4/neigh/%s/%s" % (nic, timer)
-    return "net.ipv4.neigh.%s.%s" % (nic, timer)
+    """The sysctl key of a neighbour timer of one NIC."""
+    return nic_key("neigh", nic, timer)
 
 
 def sysctl_path(key: str) -> str:
@@ -239,7 +248,8 @@ def sysctl_path(key: str) -> str:
 
 def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
     """[(key, value)] the plan's failover sets: neighbour-aware multipath, its hash
-    policy, and the neighbour timers of each NIC or bond carrying an address.
+    policy, and on each NIC or bond carrying an address its neighbour timers and
+    ignore_routes_with_linkdown (a next hop on a NIC without carrier is skipped).
     Empty when the plan has no ``failover``."""
     f = n.get("failover")
     if not f:
@@ -250,6 +260,7 @@ def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
     for iface in n["interfaces"]:
         if iface["addresses"]:
             out += [(neigh_key(iface["name"], t), str(timers[t])) for t in NEIGH_TIMERS]
+            out.append((nic_key("conf", iface["name"], LINKDOWN), "1"))
     return out
 
 
@@ -264,9 +275,10 @@ def live_sysctls(n: NodePlan, read: Callable[[str], str | None]) -> dict[str, st
     out: dict[str, str | None] = {}
     for key, _value in failover_sysctls(n):
         text = read(sysctl_path(key))
-        if text is None and "neigh" in key:
-            timer = key.replace("/", ".").rsplit(".", 1)[-1]
-            text = read("/proc/sys/net/ipv4/neigh/default/" + timer) or _default_of(key)
+        if text is None and ("neigh" in key or LINKDOWN in key):
+            section, name = ("conf", LINKDOWN) if LINKDOWN in key else \
+                ("neigh", key.replace("/", ".").rsplit(".", 1)[-1])
+            text = read("/proc/sys/net/ipv4/%s/default/%s" % (section, name)) or _default_of(key)
         out[key] = text.strip() if text is not None else None
     return out
 
