@@ -36,10 +36,13 @@ class Compiled:
     proof: Proof
     metrics: Metrics
 
-    def path(self, src: str, dst: str) -> list[PathHop] | None:
-        """Expected `traceroute -n` hop list from node name src to node name dst."""
+    def path(self, src: str, dst: str) -> list[list[PathHop]] | None:
+        """The allowed `traceroute -n` hop lists from node name src to node name
+        dst: one per branch of the routes, the preferred one first, at most
+        prove.PATHS_CAP of them."""
         g = self.graph
-        return prove.expected_path(g, self.proof.tables, g.by_name[src].index, g.by_name[dst].index)
+        return prove.expected_paths(g, self.proof.tables, g.by_name[src].index,
+                                    g.by_name[dst].index)
 
 
 def _check(problems: Problems) -> None:
