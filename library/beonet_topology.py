@@ -36,7 +36,7 @@ options:
         C(management.interface); C(none) when Ansible uses no NIC (the Docker lab).
     type: str
   paths:
-    description: Also return the expected C(traceroute -n) hop list of every ordered pair.
+    description: Also return the allowed C(traceroute -n) hop lists of every ordered pair (one per branch of multipath routes, the preferred first, at most 16).
     type: bool
     default: false
   dest:
@@ -77,7 +77,7 @@ prefixes:
   type: list
   elements: str
 paths:
-  description: "Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true)."
+  description: "Allowed traceroute hop lists, C({src: {dst: [[addr, ...], ...]}}), the preferred branch first, when I(paths=true)."
   returned: when paths is true
   type: dict
 errors:
@@ -134,7 +134,7 @@ def run(module):
     result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
-        result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]
+        result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
                                for b in plan["nodes"] if b != a} for a in plan["nodes"]}
     if p["dest"]:
         text = render.dumps(plan)

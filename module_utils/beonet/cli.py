@@ -64,7 +64,8 @@ def cmd_compile(args: argparse.Namespace) -> None:
     if args.paths:
         plan["paths"] = {}
         for a, b in _every_pair(plan):
-            plan["paths"].setdefault(a, {})[b] = [h["address"] for h in compiled.path(a, b)]
+            plan["paths"].setdefault(a, {})[b] = [[h["address"] for h in hops]
+                                                  for hops in compiled.path(a, b) or []]
     _write(render.dumps(plan, args.format), args.output)
 
 
@@ -115,10 +116,10 @@ def cmd_paths(args: argparse.Namespace) -> None:
         return
     lines = []
     for a, b in pairs:
-        hops = compiled.path(a, b)
-        lines.append("%s -> %s (%d hop%s): %s" % (
-            a, b, len(hops), "" if len(hops) == 1 else "s",
-            " ".join(h["address"] for h in hops)))
+        for hops in compiled.path(a, b) or []:
+            lines.append("%s -> %s (%d hop%s): %s" % (
+                a, b, len(hops), "" if len(hops) == 1 else "s",
+                " ".join(h["address"] for h in hops)))
     _write("\n".join(lines) + "\n", args.output)
 
 

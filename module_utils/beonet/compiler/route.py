@@ -186,7 +186,7 @@ def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteT
     for node in graph.nodes:
         t = RouteTable.connected(node)
         for r in node.routes:
-            t.add(r.net, r.plen, (owner[r.via], r.src))
+            t.add(r.net, r.plen, (owner[r.via], r.src, tuple(owner[v] for v in r.alt_via)))
         tables.append(t)
     return tables
 
