@@ -119,7 +119,9 @@ def test_sc98_testbed_hops_routes_and_links():
         per_source.setdefault(s, Counter())[len(path) - 1] += 1
     for s, hist in per_source.items():
         assert hist == {1: 9, 2: 14, 3: 12}, (s, hist)
-        assert Counter(len(c.path(s, d)) for d in plan["nodes"] if d != s) == hist
+        assert Counter(len(c.path(s, d)[0]) for d in plan["nodes"] if d != s) == hist
+        assert all(len(b) == len(c.path(s, d)[0]) for d in plan["nodes"] if d != s
+                   for b in c.path(s, d))
     for name, node in plan["nodes"].items():
         assert len(node["routes"]) <= (L - 1) + P * C, name
     assert c.metrics["routes_per_node"]["max"] <= (L - 1) + P * C

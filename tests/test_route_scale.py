@@ -56,15 +56,19 @@ def bfs(adj, sources):
     return dist
 
 
-def reference_routes(graph):
+def reference_routes(graph: Graph) -> None:
     """Per home segment: every other node's next hops one hop nearer, sources
-    sharing the same next hops dealt round-robin by index; then, per
-    destination and nearest sources first, a host route wherever walking the
-    tables takes longer than the shortest path."""
+    sharing the same next hops dealt round-robin by index (with failover, the
+    route has all of them, the dealt one first); then, per destination and
+    nearest sources first, a host route wherever walking the tables (any
+    branch, with failover) takes longer than the shortest path, through the
+    neighbours one hop nearer the destination (with failover, all of them,
+    the segment route's first next hop first when it is one)."""
     nodes, adj = graph.nodes, clique(graph)
     on = {(node.index, seg.name): i for seg in graph.routed_segments()
           for node, i, _host in seg.members}
     homes = {id(n.home.segment): n.home.segment for n in nodes}
+    chosen = {}
     for seg in sorted(homes.values(), key=graph.segments.index):
         members = {m[0].index for m in seg.members}
         dist = bfs(adj, members)
@@ -76,9 +80,9 @@ def reference_routes(graph):
                 shared[cands].append(x.index)
         for cands, xs in shared.items():
             for rank, xi in enumerate(sorted(xs)):
-                n, via = cands[rank % len(cands)]
-                nodes[xi].routes.append(Route(seg.net, seg.plen, on[n, via].addresses[0],
-                                              on[xi, via].name, nodes[xi].address))
+                first = cands[rank % len(cands)]
+                chosen[xi, id(seg)] = first
+                nodes[xi].routes.append(ref_route(graph, on, xi, seg.net, seg.plen, first, cands))
     owner = route.owners(graph)
     tables = route.tables_for(graph, owner)
     for dest in nodes:
@@ -88,25 +92,39 @@ def reference_routes(graph):
             if d < 1 or walk(tables, x.index, dest.address, dest.index) <= d:
                 continue
             cands = sorted({(n, s.name) for n, s in adj[x.index] if dist[n] == d - 1})
-            n, via = cands[x.index % len(cands)]
-            x.routes.append(Route(dest.address, 32, on[n, via].addresses[0],
-                                  on[x.index, via].name, x.address))
-            tables[x.index].add(dest.address, 32, (n, x.address))
+            first = chosen.get((x.index, id(dest.home.segment)))
+            if first not in cands or not graph.failover:
+                first = cands[x.index % len(cands)]
+            r = ref_route(graph, on, x.index, dest.address, 32, first, cands)
+            x.routes.append(r)
+            tables[x.index].add(dest.address, 32, (owner[r.via], x.address,
+                                                   tuple(owner[v] for v in r.alt_via)))
     route._finish(graph)
 
 
+def ref_route(graph, on, xi, net, plen, first, cands):
+    """A route from node xi through first and, with failover, the other cands."""
+    n, seg = first
+    r = Route(net, plen, on[n, seg].addresses[0], on[xi, seg].name, graph.nodes[xi].address)
+    rest = [c for c in cands if c != first] if graph.failover else []
+    r.alt_via = tuple(on[m, s].addresses[0] for m, s in rest)
+    r.alt_dev = tuple(on[xi, s].name for _m, s in rest)
+    return r
+
+
 def walk(tables: list[RouteTable], start: int, addr: int, target: int) -> int:
-    hops, cur = 0, start
-    while cur != target and hops <= len(tables):
-        entry = tables[cur].lookup(addr)
-        assert entry is not None
-        hops += 1
-        cur = target if entry[0] == ON_LINK else entry[0]
-    return hops
+    """The most hops any branch takes from start to addr (node target)."""
+    if start == target:
+        return 0
+    entry = tables[start].lookup(addr)
+    assert entry is not None
+    if entry[0] == ON_LINK:
+        return 1
+    return 1 + max(walk(tables, j, addr, target) for j in (entry[0], *entry[2]))
 
 
 def tables_of(graph: Graph):
-    return ({n.name: sorted((r.net, r.plen, r.via, r.dev, r.src) for r in n.routes)
+    return ({n.name: sorted((r.net, r.plen, r.nexthops(), r.src) for r in n.routes)
              for n in graph.nodes},
             [n.name for n in graph.nodes if n.forwarding])
 
@@ -117,9 +135,9 @@ def plain_sums(graph):
 
 
 @settings(**SETTINGS)
-@given(custom_topologies())
-def test_custom_routes_equal_the_per_pair_rule(topo):
-    text = dump(topo)
+@given(custom_topologies(), st.booleans())
+def test_custom_routes_equal_the_per_pair_rule(topo, failover):
+    text = dump({**topo, "routing": {"failover": failover}})
     fast, slow = addressed(text), addressed(text)
     route.route(fast)
     reference_routes(slow)
@@ -128,9 +146,9 @@ def test_custom_routes_equal_the_per_pair_rule(topo):
 
 
 @settings(**SETTINGS)
-@given(mesh_dims)
-def test_mesh_routes_equal_the_generic_and_per_pair_rules(dims):
-    text = mesh_text(dims)
+@given(mesh_dims, st.booleans())
+def test_mesh_routes_equal_the_generic_and_per_pair_rules(dims, failover):
+    text = mesh_text(dims) + "routing: {failover: %s}\n" % str(failover).lower()
     fast, generic, slow = addressed(text), addressed(text), addressed(text)
     route.route(fast)
     route.generic(generic)
@@ -139,9 +157,10 @@ def test_mesh_routes_equal_the_generic_and_per_pair_rules(dims):
     assert prove.shortest_sums(fast) == plain_sums(fast)
 
 
+@pytest.mark.parametrize("failover", [True, False])
 @pytest.mark.parametrize("dims", [[4, 4, 4], [2, 3, 4, 2], [7, 5], [3, 2, 2, 2, 2]])
-def test_larger_meshes_route_like_the_generic_rule(dims):
-    text = mesh_text(dims)
+def test_larger_meshes_route_like_the_generic_rule(dims, failover):
+    text = mesh_text(dims) + "routing: {failover: %s}\n" % str(failover).lower()
     fast, generic = addressed(text), addressed(text)
     route.route(fast)
     route.generic(generic)
