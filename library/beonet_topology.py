@@ -36,7 +36,9 @@ options:
         C(management.interface); C(none) when Ansible uses no NIC (the Docker lab).
     type: str
   paths:
-    description: Also return the allowed C(traceroute -n) hop lists of every ordered pair (one per branch of multipath routes, the preferred first, at most 16).
+    description:
+      - Also return the allowed C(traceroute -n) hop lists of every ordered pair: one per
+        branch of multipath routes, the preferred first, at most 16.
     type: bool
     default: false
   dest:
@@ -77,7 +79,9 @@ prefixes:
   type: list
   elements: str
 paths:
-  description: "Allowed traceroute hop lists, C({src: {dst: [[addr, ...], ...]}}), the preferred branch first, when I(paths=true)."
+  description: >-
+    Allowed traceroute hop lists, C({src: {dst: [[addr, ...], ...]}}), the preferred
+    branch first, when I(paths=true).
   returned: when paths is true
   type: dict
 errors:

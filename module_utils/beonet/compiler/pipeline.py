@@ -112,10 +112,12 @@ def _stage(what: str) -> None:
         _progress[-1].stage(what)
 
 
-def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None) -> Compiled:
+def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None,
+                   resilience: bool = False) -> Compiled:
     """routed(graph), when given, runs once the routes are in place, before the
     proof: work that needs the routes only (writing each node's files) can
-    start there, to be thrown away when the proof fails."""
+    start there, to be thrown away when the proof fails. resilience: compute
+    the resilience metrics whatever the size (metrics.RESILIENCE_UP_TO)."""
     _stage("building the graph")
     graph = _passed(*normalise.normalise(source))
     size = "%d nodes, %d segments" % (len(graph.nodes), len(graph.segments))
@@ -131,7 +133,7 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
         p.file = source.file
     proof = _passed(proof, problems)
     _stage("metrics")
-    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof))
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience))
     _stage("compiled; writing the outputs")
     return compiled
 
@@ -141,6 +143,7 @@ def compile_text(text: str, file: str = "<topology>") -> Compiled:
     return compile_source(_passed(*load.load_text(text, file)))
 
 
-def compile_file(path: str, routed: Callable[[Graph], None] | None = None) -> Compiled:
+def compile_file(path: str, routed: Callable[[Graph], None] | None = None,
+                 resilience: bool = False) -> Compiled:
     _stage("loading %s" % path)
-    return compile_source(_passed(*load.load_file(path)), routed)
+    return compile_source(_passed(*load.load_file(path)), routed, resilience)

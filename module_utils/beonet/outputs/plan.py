@@ -300,13 +300,6 @@ def compact_nodes_json(graph: Graph, physical: Physical | None = None) -> str:
     for n in graph.nodes:
         names = physical.get(n.name, {})
         devs: dict[str, str] = {}
-
-        def text(a: int) -> str:
-            return texts.get(a) or texts.setdefault(a, ip_text(a))
-
-        def dev(d: str) -> str:
-            return devs.get(d) or devs.setdefault(d, json.dumps(names.get(d, d)))
-
         head = json.dumps({**node_plan(n, physical, routes=False, failover=failover), **ipv6},
                           separators=(",", ":"))
         routes = ",".join(
@@ -316,12 +309,23 @@ def compact_nodes_json(graph: Graph, physical: Physical | None = None) -> str:
                 devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
                 texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)))
             if not r.alt_via else
-            '{"to":"%s","via":"%s","dev":%s,"src":"%s","nexthops":[%s]}' % (
-                net_text(r.net, r.plen), text(r.via), dev(r.dev), text(r.src),
-                ",".join('{"via":"%s","dev":%s}' % (text(v), dev(d)) for v, d in r.nexthops()))
-            for r in n.routes)
+            _multipath_json(r, texts, devs, names) for r in n.routes)
         out.append("%s:%s" % (json.dumps(n.name), head.replace('"routes":[]', '"routes":[%s]' % routes, 1)))
     return "{%s}" % ",".join(out)
+
+
+def _multipath_json(r: Route, texts: dict[int, str], devs: dict[str, str],
+                    names: dict[str, str]) -> str:
+    """A multipath route as compact JSON (texts, devs: addresses and device
+    names already encoded)."""
+    def text(a: int) -> str:
+        return texts.get(a) or texts.setdefault(a, ip_text(a))
+
+    def dev(d: str) -> str:
+        return devs.get(d) or devs.setdefault(d, json.dumps(names.get(d, d)))
+    return '{"to":"%s","via":"%s","dev":%s,"src":"%s","nexthops":[%s]}' % (
+        net_text(r.net, r.plen), text(r.via), dev(r.dev), text(r.src),
+        ",".join('{"via":"%s","dev":%s}' % (text(v), dev(d)) for v, d in r.nexthops()))
 
 
 def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) -> str:
