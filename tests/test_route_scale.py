@@ -244,3 +244,87 @@ def test_a_short_compile_says_nothing_on_a_terminal():
     with pipeline.progress(err, after=60.0):
         pipeline.compile_text(mesh_text([3, 3]), "m.yml")
     assert err.getvalue() == ""
+
+
+def _route_to(node, seg):
+    return next(r for r in node.routes if (r.net, r.plen) == (seg.net, seg.plen))
+
+
+def test_a_longer_branch_of_a_multipath_route_is_refused():
+    """node-0-0-0's route to node-0-1-1's LAN has two branches of 2 hops; a
+    third through node-1-0-0 would take 3."""
+    graph = addressed(mesh_text([2, 2, 2]))
+    route.route(graph)
+    x = graph.by_name["node-0-0-0"]
+    r = _route_to(x, graph.by_name["node-0-1-1"].home.segment)
+    assert len(r.alt_via) == 1
+    proof, problems = prove.prove(graph)
+    assert proof is not None, problems.items
+    detour = graph.by_name["node-1-0-0"]
+    r.alt_via += (detour.home.addresses[0],)
+    r.alt_dev += (x.home.name,)
+    proof, problems = prove.prove(graph)
+    assert proof is None
+    assert any("the branch through node-1-0-0" in p.message and "takes 3 hops" in p.message
+               for p in problems.items), problems.items
+
+
+SQUARE = ("name: sq\nfamily: custom\ncustom:\n  nodes: [a, b, c, d, e]\n"
+          "  segments: [{name: dl, members: [d, e]}]\n"
+          "  links: [{ends: [a, b]}, {ends: [a, c]}, {ends: [b, d]}, {ends: [c, d]}]\n")
+
+
+def test_a_branch_through_a_node_with_forwarding_off_is_refused():
+    """a reaches d and e over b (preferred) or c; c forwards on that branch only."""
+    graph = addressed(SQUARE)
+    route.route(graph)
+    proof, problems = prove.prove(graph)
+    assert proof is not None, problems.items
+    c = graph.by_name["c"]
+    assert c.forwarding and not proof.forwarded[c.index] and c.index in proof.branching
+    c.forwarding = False
+    proof, problems = prove.prove(graph)
+    assert proof is None
+    assert [(p.path, p.message) for p in problems.items] == [
+        ("nodes.c.forwarding", "off, but a branch of some pair passes through the node")]
+
+
+def test_branches_ending_at_different_members_need_host_routes():
+    """Without its host routes, a non-linked node of a meta-graph group would
+    reach a remote node linked to its group in 2 hops over one gateway and 3
+    over another: refused."""
+    graph = addressed("name: g\nfamily: metagraph\nmetagraph: {groups: 3, nodes_per_group: 5,"
+                      " p2p_per_node: 1}\n")
+    route.route(graph)
+    proof, problems = prove.prove(graph)
+    assert proof is not None, problems.items
+    multi = [(x, r) for x in graph.nodes for r in x.routes if r.alt_via and r.plen < 32]
+    x, group_route = multi[0]
+    hosts = [r for r in x.routes if r.plen == 32 and group_route.net <= r.net
+             < group_route.net + (1 << (32 - group_route.plen))]
+    assert hosts
+    x.routes.remove(hosts[0])
+    proof, problems = prove.prove(graph)
+    assert proof is None
+    assert any("differ in length" in p.message or "not shortest" in p.message
+               for p in problems.items), problems.items
+
+
+@settings(**SETTINGS)
+@given(custom_topologies())
+def test_failover_off_is_the_preferred_branch_of_failover_on(topo):
+    """Every pair's single path with failover off is the preferred branch with
+    failover on, and the metrics agree but for routes per node and the nodes
+    that forward (gateways of other branches)."""
+    on = pipeline.compile_text(dump(topo), "p.yml")
+    off = pipeline.compile_text(dump({**topo, "routing": {"failover": False}}), "p.yml")
+    names = [n.name for n in on.graph.nodes]
+    for a in names:
+        for b in names:
+            if a != b:
+                single = off.path(a, b)
+                assert len(single) == 1 and single[0] == on.path(a, b)[0]
+    assert all(not r.alt_via for n in off.graph.nodes for r in n.routes)
+    skip = {"routes_per_node", "resilience", "forwarding_nodes"}
+    assert {k: v for k, v in on.metrics.items() if k not in skip} == \
+        {k: v for k, v in off.metrics.items() if k not in skip}

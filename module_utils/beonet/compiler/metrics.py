@@ -368,7 +368,9 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
 
 def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metrics:
     routes = [len(n.routes) for n in graph.nodes]
-    fwd = [proof.forwarded[n.index] for n in graph.nodes if n.forwarding]
+    # load over the preferred branches (those of failover off): gateways of
+    # other branches only add nodes with no load
+    fwd = [proof.forwarded[n.index] for n in graph.nodes if proof.forwarded[n.index]]
     out: Metrics = {
         "nodes": len(graph.nodes),
         "segments": sum(1 for s in graph.segments if s.kind == "lan"),
@@ -379,7 +381,7 @@ def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metri
         "hops": {str(k): proof.hops[k] for k in sorted(proof.hops)},
         "routes_per_node": {"max": max(routes), "mean": round(statistics.fmean(routes), 3),
                             "total": sum(routes)},
-        "forwarding_nodes": len(fwd),
+        "forwarding_nodes": sum(1 for n in graph.nodes if n.forwarding),
         "gateway_load": {"max": max(fwd) if fwd else 0,
                          "mean": round(statistics.fmean(fwd), 3) if fwd else 0.0},
         "bisection": bisection(graph),
