@@ -380,7 +380,8 @@ def test_the_command_exits_with_main_status_and_flushed_output(tmp_path):
     "name: m\nfamily: mesh\nipv6: false\nmesh: {dims: [4, 5, 6]}\n",
     open(METANODE, encoding="utf-8").read(),
     open(BONDED, encoding="utf-8").read(),
-], ids=["mesh-ipv6-off", "metanode", "bonded"])
+    "name: m\nfamily: mesh\nrouting: {failover: false}\nmesh: {dims: [3, 3, 3]}\n",
+], ids=["mesh-ipv6-off", "metanode", "bonded", "mesh-failover-off"])
 def test_compact_nodes_json_is_the_encoded_node_plans(text):
     """plan.json's nodes of a large plan are written straight from the graph:
     the same text as the node plans encoded, NICs renamed by an inventory too."""
