@@ -37,7 +37,7 @@ options:
     type: str
   paths:
     description:
-      - Also return the allowed C(traceroute -n) hop lists of every ordered pair: one per
+      - Also return the allowed C(traceroute -n) hop lists of every ordered pair, one per
         branch of multipath routes, the preferred first, at most 16.
     type: bool
     default: false
