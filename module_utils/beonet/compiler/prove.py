@@ -4,7 +4,9 @@ For every ordered pair (source node, destination node's address) the walk
 does a longest-prefix match hop by hop and fails on a missing route, a
 gateway that is not on a connected network, a loop, a node that would have
 to forward with forwarding off, or a path longer than the shortest one. It
-also fails when a node has forwarding on but forwards for no pair.
+also fails when a node has forwarding on but forwards for no pair. A
+multipath route is walked on every branch: each must be as long as the
+preferred one (the first next hop), so every branch is a shortest path.
 
 Scaling: destinations whose address matches the same prefix at every node
 form one class (a remote group, or one host route), and one walk per class
@@ -101,6 +103,7 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
                    if i.addresses}
         mine = {a for i in node.interfaces for a in i.addresses}
         by_len = t.by_len
+        alts: dict[tuple[tuple[int, ...], tuple[str, ...]], tuple[int, ...]] = {}  # checked ones
         for r in node.routes:
             net = dev_net.get(r.dev)
             via = r.via
@@ -109,7 +112,14 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
                 continue
             alt: tuple[int, ...] = ()
             if r.alt_via:
-                alt = _alt_hops(node, r, dev_net, owner, problems)
+                key = (r.alt_via, r.alt_dev)
+                known = alts.get(key)
+                if known is None:
+                    before = len(problems.items)
+                    known = _alt_hops(node, r, dev_net, owner, problems)
+                    if len(problems.items) == before:   # a bad one is reported for every route
+                        alts[key] = known
+                alt = known
             bucket = by_len.get(r.plen)
             if bucket is None:
                 t.add(r.net, r.plen, (owner[via], r.src, alt))

@@ -140,6 +140,17 @@ def mesh(graph: Graph) -> None:
     rests = [x.coords[1:] for x in nodes[:stride[0]] if x.coords is not None]
     along = range(0, len(nodes), stride[0])
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    own: list[dict[tuple[int, ...], tuple[int, ...]]] = [{} for _node in nodes]
+    singles: dict[int, tuple[list[tuple[int]], list[tuple[str]]]] = {}
+
+    def alone(d: int) -> tuple[list[tuple[int]], list[tuple[str]]]:
+        """Dimension d's (address,) of every node and (NIC name,) of every node,
+        one tuple each: the further next hop of every route with one."""
+        if d not in singles:
+            names = {name: (name,) for name in dev[d]}
+            singles[d] = ([(a,) for a in addr[d]], [names[name] for name in dev[d]])
+        return singles[d]
+
     for seg in lans:
         c = rests[seg.members[0][0].index % stride[0]]
         net, plen = seg.net, seg.plen
@@ -156,11 +167,21 @@ def mesh(graph: Graph) -> None:
                     xi += first
                     routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi]))
                 continue
+            if len(alts) == 1:
+                step, d = alts[0]
+                one_via, one_dev = alone(d)
+                for xi in along:
+                    xi += first
+                    routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
+                                            one_via[xi + step], one_dev[xi]))
+                continue
             for xi in along:
                 xi += first
                 devs = tuple([dev[d][xi] for _step, d in alts])
+                vias = tuple([addr[d][xi + step] for step, d in alts])
+                # a node has few distinct neighbour tuples: one object each
                 routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
-                                        tuple([addr[d][xi + step] for step, d in alts]),
+                                        own[xi].setdefault(vias, vias),
                                         shared.setdefault(devs, devs)))
     _finish(graph, presorted=True)
 
