@@ -141,16 +141,7 @@ def mesh(graph: Graph) -> None:
     along = range(0, len(nodes), stride[0])
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}
     own: list[dict[tuple[int, ...], tuple[int, ...]]] = [{} for _node in nodes]
-    singles: dict[int, tuple[list[tuple[int]], list[tuple[str]]]] = {}
-
-    def alone(d: int) -> tuple[list[tuple[int]], list[tuple[str]]]:
-        """Dimension d's (address,) of every node and (NIC name,) of every node,
-        one tuple each: the further next hop of every route with one."""
-        if d not in singles:
-            names = {name: (name,) for name in dev[d]}
-            singles[d] = ([(a,) for a in addr[d]], [names[name] for name in dev[d]])
-        return singles[d]
-
+    singles: dict[int, _Singles] = {}
     for seg in lans:
         c = rests[seg.members[0][0].index % stride[0]]
         net, plen = seg.net, seg.plen
@@ -169,7 +160,9 @@ def mesh(graph: Graph) -> None:
                 continue
             if len(alts) == 1:
                 step, d = alts[0]
-                one_via, one_dev = alone(d)
+                if d not in singles:
+                    singles[d] = _singles(addr[d], dev[d])
+                one_via, one_dev = singles[d]
                 for xi in along:
                     xi += first
                     routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
@@ -184,6 +177,16 @@ def mesh(graph: Graph) -> None:
                                         own[xi].setdefault(vias, vias),
                                         shared.setdefault(devs, devs)))
     _finish(graph, presorted=True)
+
+
+_Singles = tuple[list[tuple[int]], list[tuple[str]]]
+
+
+def _singles(addr: list[int], dev: list[str]) -> _Singles:
+    """(address,) and (NIC name,) of every node on one dimension, one tuple
+    each: the further next hop of every mesh route that has one."""
+    names = {name: (name,) for name in dev}
+    return [(a,) for a in addr], [names[name] for name in dev]
 
 
 def _mesh_way(c: tuple[int, ...], r: tuple[int, ...]) -> int:
