@@ -118,3 +118,17 @@ def _conforms(value: object, hint: object, where: str) -> None:
 def test_plans_have_the_shape_of_their_types(topology):
     c = pipeline.compile_file(os.path.join(ROOT, "topologies", topology + ".yml"))
     _conforms(render.plan(c, {c.graph.nodes[0].name: {"eth1": "ens4"}}), render.Plan, "plan")
+
+
+def test_yaml_plans_write_shared_lists_in_full():
+    """Equal nexthops lists of a node and the failover object are shared in the
+    plan dict; the YAML plan writes each out, with no anchor or alias."""
+    import json
+
+    import yaml
+    c = pipeline.compile_file(os.path.join(ROOT, "topologies", "metanode-testbed.yml"))
+    plan = render.plan(c)
+    text = render.dumps(plan, "yaml")
+    assert "&id" not in text and "*id" not in text
+    assert yaml.safe_load(text) == json.loads(render.dumps(plan))
+    assert sum("nexthops" in r for n in plan["nodes"].values() for r in n["routes"]) > 0

@@ -150,7 +150,7 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     out: NodePlan = {
         "index": node.index, "address": ip_text(node.address), "forwarding": node.forwarding,
         "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
-        "routes": [_route(r, physical) for r in node.routes] if routes else []}
+        "routes": _routes(node, physical) if routes else []}
     if node.group is not None:
         out["group"] = node.group
     if node.coords is not None:
@@ -162,14 +162,24 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     return out
 
 
-def _route(r: Route, physical: dict[str, str]) -> RoutePlan:
-    """A route of the plan; nexthops (the preferred first) only when it has two or more."""
-    out: RoutePlan = {"to": net_text(r.net, r.plen), "via": ip_text(r.via),
-                      "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
-    if r.alt_via:
-        hops: list[NextHopPlan] = [{"via": ip_text(v), "dev": physical.get(d, d)}
-                                   for v, d in r.nexthops()]
-        cast("dict[str, Any]", out)["nexthops"] = hops
+def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
+    """A node's routes; nexthops (the preferred first) only on those with two or
+    more. Equal nexthops lists of one node are one object: a node has few
+    distinct ones, and a million routes would otherwise hold a million lists
+    (the YAML dump writes them out in full, see ``dumps``)."""
+    out: list[RoutePlan] = []
+    lists: dict[tuple[int, str, tuple[int, ...], tuple[str, ...]], list[NextHopPlan]] = {}
+    for r in node.routes:
+        route: RoutePlan = {"to": net_text(r.net, r.plen), "via": ip_text(r.via),
+                            "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
+        if r.alt_via:
+            key = (r.via, r.dev, r.alt_via, r.alt_dev)
+            hops = lists.get(key)
+            if hops is None:
+                hops = lists[key] = [{"via": ip_text(v), "dev": physical.get(d, d)}
+                                     for v, d in r.nexthops()]
+            cast("dict[str, Any]", route)["nexthops"] = hops
+        out.append(route)
     return out
 
 
@@ -230,8 +240,8 @@ def node_plans(graph: Graph, physical: Physical | None = None,
                routes: bool = True) -> dict[str, NodePlan]:
     """Every node's part of the plan (it needs the routes, not the proof)."""
     physical = physical or {}
-    # a failover object per node: YAML would write one shared object as anchor and aliases
-    out = {n.name: node_plan(n, physical, routes, failover_plan(graph)) for n in graph.nodes}
+    failover = failover_plan(graph)
+    out = {n.name: node_plan(n, physical, routes, failover) for n in graph.nodes}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
             node["ipv6"] = False
@@ -333,7 +343,12 @@ def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) 
     its nodes from ``nodes_json``, to be written in place of data's nodes."""
     if fmt == "yaml":
         import yaml
-        text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+
+        class Dumper(yaml.SafeDumper):
+            def ignore_aliases(self, data: Any) -> bool:
+                return True             # shared lists written in full, never as anchor and alias
+        text: str = yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False,
+                              width=100)
         return text
     plan_nodes = data.get("nodes")
     small = not (isinstance(plan_nodes, dict) and compact(len(plan_nodes)))
