@@ -165,10 +165,12 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
 def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
     """A node's routes; nexthops (the preferred first) only on those with two or
     more. Equal nexthops lists of one node are one object: a node has few
-    distinct ones, and a million routes would otherwise hold a million lists
-    (the YAML dump writes them out in full, see ``dumps``)."""
+    distinct ones, and a million routes would otherwise hold a million lists;
+    so are its equal next hops (the YAML dump writes them out in full, see
+    ``dumps``)."""
     out: list[RoutePlan] = []
     lists: dict[tuple[int, str, tuple[int, ...], tuple[str, ...]], list[NextHopPlan]] = {}
+    each: dict[tuple[int, str], NextHopPlan] = {}
     for r in node.routes:
         route: RoutePlan = {"to": net_text(r.net, r.plen), "via": ip_text(r.via),
                             "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
@@ -176,11 +178,16 @@ def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
             key = (r.via, r.dev, r.alt_via, r.alt_dev)
             hops = lists.get(key)
             if hops is None:
-                hops = lists[key] = [{"via": ip_text(v), "dev": physical.get(d, d)}
-                                     for v, d in r.nexthops()]
+                hops = lists[key] = [each.get(h) or each.setdefault(h, _hop(h, physical))
+                                     for h in r.nexthops()]
             cast("dict[str, Any]", route)["nexthops"] = hops
         out.append(route)
     return out
+
+
+def _hop(hop: tuple[int, str], physical: dict[str, str]) -> NextHopPlan:
+    via, dev = hop
+    return {"via": ip_text(via), "dev": physical.get(dev, dev)}
 
 
 def failover_plan(graph: Graph) -> FailoverPlan | None:
