@@ -179,7 +179,7 @@ def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
             hops = lists.get(key)
             if hops is None:
                 hops = lists[key] = [each.get(h) or each.setdefault(h, _hop(h, physical))
-                                     for h in r.nexthops()]
+                                     for h in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev))]
             cast("dict[str, Any]", route)["nexthops"] = hops
         out.append(route)
     return out
@@ -317,32 +317,31 @@ def compact_nodes_json(graph: Graph, physical: Physical | None = None) -> str:
     for n in graph.nodes:
         names = physical.get(n.name, {})
         devs: dict[str, str] = {}
+        hops: dict[tuple[int, str], str] = {}
         head = json.dumps({**node_plan(n, physical, routes=False, failover=failover), **ipv6},
                           separators=(",", ":"))
         routes = ",".join(
-            '{"to":"%s","via":"%s","dev":%s,"src":"%s"}' % (
+            '{"to":"%s","via":"%s","dev":%s,"src":"%s"%s}' % (
                 net_text(r.net, r.plen),
                 texts.get(r.via) or texts.setdefault(r.via, ip_text(r.via)),
                 devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
-                texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)))
-            if not r.alt_via else
-            _multipath_json(r, texts, devs, names) for r in n.routes)
+                texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)),
+                _nexthops_json(r, hops, names) if r.alt_via else "")
+            for r in n.routes)
         out.append("%s:%s" % (json.dumps(n.name), head.replace('"routes":[]', '"routes":[%s]' % routes, 1)))
     return "{%s}" % ",".join(out)
 
 
-def _multipath_json(r: Route, texts: dict[int, str], devs: dict[str, str],
-                    names: dict[str, str]) -> str:
-    """A multipath route as compact JSON (texts, devs: addresses and device
-    names already encoded)."""
-    def text(a: int) -> str:
-        return texts.get(a) or texts.setdefault(a, ip_text(a))
-
-    def dev(d: str) -> str:
-        return devs.get(d) or devs.setdefault(d, json.dumps(names.get(d, d)))
-    return '{"to":"%s","via":"%s","dev":%s,"src":"%s","nexthops":[%s]}' % (
-        net_text(r.net, r.plen), text(r.via), dev(r.dev), text(r.src),
-        ",".join('{"via":"%s","dev":%s}' % (text(v), dev(d)) for v, d in r.nexthops()))
+def _nexthops_json(r: Route, hops: dict[tuple[int, str], str], names: dict[str, str]) -> str:
+    """',"nexthops":[...]' of a multipath route; hops: a node's next hops already encoded."""
+    parts = []
+    for hop in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev)):
+        text = hops.get(hop)
+        if text is None:
+            text = hops[hop] = '{"via":"%s","dev":%s}' % (ip_text(hop[0]),
+                                                          json.dumps(names.get(hop[1], hop[1])))
+        parts.append(text)
+    return ',"nexthops":[%s]' % ",".join(parts)
 
 
 def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) -> str:
