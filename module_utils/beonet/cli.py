@@ -387,10 +387,11 @@ def _inspect_commands(add: Any) -> None:
     s.add_argument("--to", dest="dst", metavar="NODE",
                    help="destination node (with --from; default: every other node)")
     s.add_argument("--format", choices=["text", "json"], default="text",
-                   help="text: one line per pair (default); json: {destination: hops}, "
-                   "with --all {source: {destination: hops}}")
+                   help="text: one line per allowed hop list of a pair, the preferred "
+                   "first (default); json: {destination: [hops, ...]}, with --all "
+                   "{source: {destination: [hops, ...]}}")
     s = add("metrics", cmd_metrics, "size, hop histogram, routes per node, gateway load, "
-            "bisection", inv=False)
+            "bisection, resilience", inv=False)
     s.add_argument("--format", choices=["text", "json", "yaml"], default="text",
                    help="text: a table to read (default); json or yaml: the plan's metrics object")
     s.add_argument("--resilience", action="store_true",
