@@ -344,3 +344,22 @@ def test_resilience_is_skipped_above_the_limit_unless_forced(monkeypatch):
     source, problems = load.load_text(text, "m.yml")
     forced = pipeline.compile_source(source, resilience=True).metrics["resilience"]
     assert forced["computed"] and set(forced["single_path"]) == set(forced["failover"])
+
+
+def test_resilience_leaves_out_pairs_without_routes():
+    """Tables of separate components (a compile with nodes down) have no route
+    between them: those pairs are cut already and count for no node."""
+    c = pipeline.compile_file(str(ROOT / "topologies" / "custom-example.yml"))
+    whole = metrics_stage.resilience(c.graph, c.proof)
+    b3 = c.graph.by_name["b3"]
+    for table in c.proof.tables:         # nobody reaches b3, b3 reaches nobody
+        for bucket in table.by_len.values():
+            for net in list(bucket):
+                if net == b3.address & ~((1 << (32 - 27)) - 1) or net == b3.address:
+                    del bucket[net]
+    c.proof.tables[b3.index] = type(c.proof.tables[0])()
+    cut = metrics_stage.resilience(c.graph, c.proof)
+    assert cut["computed"] and cut["single_path"]["b3"] == 0
+    others = [v for v in whole["single_path"] if v != "b3"]
+    assert all(cut["single_path"][v] <= whole["single_path"][v] for v in others)
+    assert any(cut["single_path"][v] < whole["single_path"][v] for v in others)

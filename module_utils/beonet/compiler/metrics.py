@@ -294,29 +294,27 @@ class _Towards(NamedTuple):
     dom: list[int]                      # node -> the nearest node on every branch from it
 
 
+_CUT = -2          # _Towards.first of a node with no route to the destination
+
+
 def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
     """The preferred next hops towards node t, and the immediate dominators of
     the branch DAG (every node lies on each of its branches up to t: nearest
-    common node of the branches from its next hops, by depth in that tree)."""
+    common node of the branches from its next hops, by depth in that tree).
+    A node with no way to t (tables of separate components) gets _CUT."""
     hops: list[tuple[int, ...]] = []
     for table in proof.tables:
         entry = table.lookup(addr)
-        if entry is None:
-            raise AssertionError("a proved table has no route to %s" % addr)
-        hops.append((t,) if entry[0] == ON_LINK else (entry[0], *entry[2]))
+        hops.append(() if entry is None else
+                    (t,) if entry[0] == ON_LINK else (entry[0], *entry[2]))
     hops[t] = (t,)
-    length = [-1] * n
-    length[t] = 0
-    for i in range(n):
-        chain = []
-        while length[i] < 0:
-            chain.append(i)
-            i = hops[i][0]
-        for c in reversed(chain):
-            length[c] = length[hops[c][0]] + 1
+    length = _lengths(hops, t)
     dom, depth = [t] * n, [0] * n
     for x in sorted(range(n), key=length.__getitem__):
         if x == t:
+            continue
+        if length[x] < 0 or any(length[y] < 0 for y in hops[x]):
+            dom[x] = hops[x][0] if length[x] >= 0 else _CUT
             continue
         d = hops[x][0]
         for y in hops[x][1:]:
@@ -326,7 +324,26 @@ def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
                 else:
                     y = dom[y]
         dom[x], depth[x] = d, depth[d] + 1
-    return _Towards([h[0] for h in hops], dom)
+    return _Towards([h[0] if length[i] >= 0 else _CUT for i, h in enumerate(hops)], dom)
+
+
+def _lengths(hops: list[tuple[int, ...]], t: int) -> list[int]:
+    """Hops from every node to t along its first next hops; -1 where there is none."""
+    n = len(hops)
+    length = [-2] * n          # -2: not known yet
+    length[t] = 0
+    for i in range(n):
+        chain: list[int] = []
+        while length[i] == -2 and hops[i] and len(chain) <= n:
+            chain.append(i)
+            i = hops[i][0]
+        known = length[i] if length[i] != -2 and len(chain) <= n else -1
+        for c in reversed(chain):
+            known = known + 1 if known >= 0 else -1
+            length[c] = known
+        if length[i] == -2:
+            length[i] = -1
+    return length
 
 
 def _on_way(up: list[int], s: int, t: int) -> set[int]:
@@ -354,6 +371,8 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
     single, failover = [0] * n, [0] * n
     for s in range(n):
         for t in range(s + 1, n):
+            if trees[t].first[s] == _CUT or trees[s].first[t] == _CUT:
+                continue                # already cut off (compiled with nodes down)
             for v in _on_way(trees[t].first, s, t) | _on_way(trees[s].first, t, s):
                 single[v] += 1
             for v in _on_way(trees[t].dom, s, t) | _on_way(trees[s].dom, t, s):
