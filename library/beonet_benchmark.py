@@ -28,9 +28,11 @@ options:
     type: dict
   paths:
     description:
-      - Expected traceroute hop addresses of every ordered node pair, source node => destination
-        node => list of hop addresses (C(beonet_plan_result.paths)), for I(action=plan).
-        Each address is mapped to its node through I(plan).
+      - Allowed traceroute hop lists of every ordered node pair, source node => destination
+        node => list of hop address lists, the preferred branch first
+        (C(beonet_plan_result.paths)), for I(action=plan). Pairs are classified by the
+        preferred branch (every branch has the same length). Each address is mapped to its
+        node through I(plan).
     type: dict
   params:
     description: Benchmark request (nodes, sizes, count, pairs, classes, file_mb, remote_copies, ...).

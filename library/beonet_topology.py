@@ -47,7 +47,9 @@ options:
     elements: str
     default: []
   paths:
-    description: Also return the expected C(traceroute -n) hop list of every ordered pair.
+    description:
+      - Also return the allowed C(traceroute -n) hop lists of every ordered pair, one per
+        branch of multipath routes, the preferred first, at most 16.
     type: bool
     default: false
   dest:
@@ -89,7 +91,8 @@ prefixes:
   elements: str
 paths:
   description:
-    - "Expected traceroute hop addresses, C({src: {dst: [addr, ...]}}), when I(paths=true)."
+    - "Allowed traceroute hop lists, C({src: {dst: [[addr, ...], ...]}}), the preferred
+      branch first, when I(paths=true)."
     - With I(down), the live pairs that can reach each other only.
   returned: when paths is true
   type: dict
@@ -153,7 +156,7 @@ def run(module):
               "live": list(plan["nodes"]),
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
-        result["paths"] = {a: {b: [h["address"] for h in compiled.path(a, b)]
+        result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
                                for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
                            for a in plan["nodes"]}
     if p["dest"]:

@@ -2,6 +2,8 @@ import os
 import pathlib
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "module_utils"))
 REGEN = os.environ.get("BEONET_REGEN") == "1"
@@ -15,3 +17,27 @@ def golden(path, text):
         return
     assert path.exists(), "missing golden file %s (run BEONET_REGEN=1 pytest)" % path
     assert text == path.read_text(encoding="utf-8"), "differs from %s" % path
+
+
+_HOST_SYSCTLS = ("/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/fib_multipath_use_neigh",
+                 "/proc/sys/net/ipv4/fib_multipath_hash_policy")
+
+
+def _host_sysctls():
+    out = {}
+    for path in _HOST_SYSCTLS:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                out[path] = fh.read()
+        except OSError:
+            out[path] = None
+    return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _the_host_kernel_is_left_alone():
+    """No test writes the test machine's own /proc/sys (the agent's sysctls go to
+    simulated nodes or network namespaces)."""
+    before = _host_sysctls()
+    yield
+    assert _host_sysctls() == before, "a test changed the host's sysctls"

@@ -162,6 +162,9 @@ def _run(lib, monkeypatch, tmp_path, params, n, check_mode=False):
     monkeypatch.setattr(lib, "_remove", lambda p: (root / p.lstrip("/")).unlink())
     monkeypatch.setattr(lib.beonet, "live_tso", lambda _n: {})
     fake = _FakeModule(lib, params, _blank_node(n), check_mode)
+    # sysctls go to /proc on a node: here to the recorded commands, never the host's
+    monkeypatch.setattr(lib.beonet, "_write_sysctl",
+                        lambda text: fake.commands.append(["sysctl", "-w", text]))
     fake.params["prefixes"] = []
     monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
     with pytest.raises(_Exit) as exc:

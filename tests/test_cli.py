@@ -205,6 +205,23 @@ def test_paths_all_json_by_source(capsys):
     assert pair.startswith("node-0-0 -> node-1-1 (2 hops): ")
 
 
+def test_paths_print_one_line_per_branch(capsys, tmp_path):
+    """Node 0-0-0 reaches 1-1-1's LAN over 0-1-0 or 0-0-1 (failover on), then
+    1-1-1; with failover off, over the one chosen next hop only."""
+    for failover, branches in (("true", 2), ("false", 1)):
+        topo = tmp_path / ("cube-%s.yml" % failover)
+        topo.write_text("name: cube\nfamily: mesh\nmesh: {dims: [2, 2, 2]}\n"
+                        "routing: {failover: %s}\n" % failover)
+        code, out, _ = run(capsys, "paths", str(topo), "--from", "node-0-0-0", "--to", "node-1-1-1")
+        lines = out.splitlines()
+        assert code == 0 and len(lines) == branches
+        assert all(line.startswith("node-0-0-0 -> node-1-1-1 (3 hops): ") for line in lines)
+        assert len(set(lines)) == branches
+        _, text, _ = run(capsys, "compile", str(topo), "--paths")
+        paths = json.loads(text)["paths"]["node-0-0-0"]["node-1-1-1"]
+        assert [" ".join(hops) for hops in paths] == [line.split(": ")[1] for line in lines]
+
+
 # --- metrics -------------------------------------------------------------------
 
 def test_metrics_text_by_default(capsys):
@@ -215,7 +232,7 @@ def test_metrics_text_by_default(capsys):
                   "1260 ordered pairs, diameter 3 hops",
                   "3 hops     432 pairs  34.3%",
                   "1 hop      324 pairs  25.7%",
-                  "max 7, mean 7.0, total 252",
+                  "max 9, mean 9.0, total 324",
                   "1200 Mbit/s across the worst bisection found (structure-aligned cuts)",
                   "33.333 Mbit/s per node = 0.3333 of one 100 Mbit/s link",
                   "paper closed form: 0.3333",
@@ -363,7 +380,8 @@ def test_the_command_exits_with_main_status_and_flushed_output(tmp_path):
     "name: m\nfamily: mesh\nipv6: false\nmesh: {dims: [4, 5, 6]}\n",
     open(METANODE, encoding="utf-8").read(),
     open(BONDED, encoding="utf-8").read(),
-], ids=["mesh-ipv6-off", "metanode", "bonded"])
+    "name: m\nfamily: mesh\nrouting: {failover: false}\nmesh: {dims: [3, 3, 3]}\n",
+], ids=["mesh-ipv6-off", "metanode", "bonded", "mesh-failover-off"])
 def test_compact_nodes_json_is_the_encoded_node_plans(text):
     """plan.json's nodes of a large plan are written straight from the graph:
     the same text as the node plans encoded, NICs renamed by an inventory too."""

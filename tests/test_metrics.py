@@ -8,9 +8,12 @@ from collections import Counter
 import pytest
 import yaml
 from conftest import ROOT
-from test_properties import walk_all
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_properties import SETTINGS, PlanTables, custom_topologies, dump, walk_all
 
-from beonet.compiler import pipeline
+from beonet.compiler import load, pipeline
+from beonet.compiler import metrics as metrics_stage
 from beonet.compiler.errors import CompileError
 from beonet.outputs import plan as render
 
@@ -119,7 +122,9 @@ def test_sc98_testbed_hops_routes_and_links():
         per_source.setdefault(s, Counter())[len(path) - 1] += 1
     for s, hist in per_source.items():
         assert hist == {1: 9, 2: 14, 3: 12}, (s, hist)
-        assert Counter(len(c.path(s, d)) for d in plan["nodes"] if d != s) == hist
+        assert Counter(len(c.path(s, d)[0]) for d in plan["nodes"] if d != s) == hist
+        assert all(len(b) == len(c.path(s, d)[0]) for d in plan["nodes"] if d != s
+                   for b in c.path(s, d))
     for name, node in plan["nodes"].items():
         assert len(node["routes"]) <= (L - 1) + P * C, name
     assert c.metrics["routes_per_node"]["max"] <= (L - 1) + P * C
@@ -272,3 +277,89 @@ def test_mesh_hops_per_node(dims):
             expected[str(differ)] += count * n
     assert c.metrics["hops"] == dict(sorted(expected.items()))
     assert c.metrics["segments"] == sum(n // d for d in dims)
+
+
+# -- resilience -------------------------------------------------------------------
+
+def brute_resilience(plan):
+    """{node: pairs cut} over the preferred branch and over every branch: for each
+    dead node v and pair {s, t} of others, cut when in some direction the
+    preferred branch (single path) or every branch (failover) passes v."""
+    tables = PlanTables(plan)
+    names = list(plan["nodes"])
+    every = {(s, t): tables.branches(s, t) for s in names for t in names if s != t}
+    single, failover = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+    for v in names:
+        for i, s in enumerate(names):
+            for t in names[i + 1:]:
+                if v in (s, t):
+                    continue
+                ways = (every[s, t], every[t, s])
+                single[v] += any(v in b[0][1:-1] for b in ways)
+                failover[v] += any(all(v in p[1:-1] for p in b) for b in ways)
+    return single, failover
+
+
+def check_resilience(compiled):
+    r = compiled.metrics["resilience"]
+    single, failover = brute_resilience(render.plan(compiled))
+    assert r["computed"]
+    assert (r["single_path"], r["failover"]) == (single, failover)
+    assert r["max"] == {"single_path": max(single.values()), "failover": max(failover.values())}
+    assert all(failover[v] <= single[v] for v in single)
+    return r
+
+
+@pytest.mark.parametrize("name", ["custom-example", "metanode-testbed", "metanode-fig2",
+                                  "routed-mesh", "backends-chain", "switch-tree"])
+def test_resilience_equals_removing_each_node(name):
+    check_resilience(pipeline.compile_file(str(ROOT / "topologies" / ("%s.yml" % name))))
+
+
+@settings(**SETTINGS)
+@given(custom_topologies(max_nodes=10), st.booleans())
+def test_resilience_of_random_graphs_equals_removing_each_node(topo, failover):
+    text = dump({**topo, "routing": {"failover": failover}})
+    r = check_resilience(pipeline.compile_text(text, "prop.yml"))
+    if not failover:
+        assert r["failover"] == r["single_path"]
+
+
+def test_failover_halves_what_a_dead_gateway_cuts_in_a_cube():
+    """A 2x2x2 mesh: with failover a node's death cuts fewer pairs than with
+    single-path routes (some pairs have two branches around it)."""
+    text = "name: cube\nfamily: mesh\nmesh: {dims: [2, 2, 2]}\nrouting: {failover: %s}\n"
+    on = check_resilience(pipeline.compile_text(text % "true", "c.yml"))
+    off = check_resilience(pipeline.compile_text(text % "false", "c.yml"))
+    assert on["single_path"] == off["single_path"] == off["failover"]
+    assert on["max"]["failover"] < on["max"]["single_path"]
+
+
+def test_resilience_is_skipped_above_the_limit_unless_forced(monkeypatch):
+    monkeypatch.setattr(metrics_stage, "RESILIENCE_UP_TO", 3)
+    text = "name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\n"
+    skipped = pipeline.compile_text(text, "m.yml").metrics["resilience"]
+    assert skipped == {"computed": False, "reason": "4 nodes, more than 3: "
+                       "`beonet metrics --resilience` computes it"}
+    source, problems = load.load_text(text, "m.yml")
+    forced = pipeline.compile_source(source, resilience=True).metrics["resilience"]
+    assert forced["computed"] and set(forced["single_path"]) == set(forced["failover"])
+
+
+def test_resilience_leaves_out_pairs_without_routes():
+    """Tables of separate components (a compile with nodes down) have no route
+    between them: those pairs are cut already and count for no node."""
+    c = pipeline.compile_file(str(ROOT / "topologies" / "custom-example.yml"))
+    whole = metrics_stage.resilience(c.graph, c.proof)
+    b3 = c.graph.by_name["b3"]
+    for table in c.proof.tables:         # nobody reaches b3, b3 reaches nobody
+        for bucket in table.by_len.values():
+            for net in list(bucket):
+                if net == b3.address & ~((1 << (32 - 27)) - 1) or net == b3.address:
+                    del bucket[net]
+    c.proof.tables[b3.index] = type(c.proof.tables[0])()
+    cut = metrics_stage.resilience(c.graph, c.proof)
+    assert cut["computed"] and cut["single_path"]["b3"] == 0
+    others = [v for v in whole["single_path"] if v != "b3"]
+    assert all(cut["single_path"][v] <= whole["single_path"][v] for v in others)
+    assert any(cut["single_path"][v] < whole["single_path"][v] for v in others)

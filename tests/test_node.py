@@ -233,11 +233,26 @@ def _simulate_ip(live, cmd):
         info = {"family": "inet", "local": local, "prefixlen": int(plen)}
         entry["addr_info"] = [i for i in entry["addr_info"] if i != info] + ([info] if verb == "add" else [])
     else:
-        opts = dict(zip(args[1::2], args[2::2]))
-        live["routes"] = [r for r in live["routes"] if r["dst"] != args[0]]
+        live["routes"] = [r for r in live["routes"] if r["dst"] != args[0].replace("/32", "")]
         if verb == "replace":
-            live["routes"].append({"dst": args[0].replace("/32", ""), "gateway": opts["via"],
-                                   "dev": opts["dev"], "prefsrc": opts["src"], "protocol": "beonet"})
+            live["routes"].append(_simulated_route(args))
+
+
+def _simulated_route(args):
+    """`ip -j route` of what `ip route replace TO ...` adds: one next hop, or a
+    multipath route's `nexthops` (`... nexthop via A dev X nexthop via B dev Y`)."""
+    head, _sep, rest = " ".join(args).partition(" nexthop ")
+    words = head.split()
+    opts = dict(zip(words[1::2], words[2::2]))
+    route = {"dst": words[0].replace("/32", ""), "prefsrc": opts["src"], "protocol": "beonet"}
+    if not rest:
+        return dict(route, gateway=opts["via"], dev=opts["dev"])
+    hops = [dict(zip(h.split()[0::2], h.split()[1::2])) for h in rest.split(" nexthop ")]
+    return dict(route, nexthops=[{"gateway": h["via"], "dev": h["dev"], "weight": 1} for h in hops])
+
+
+def _route_key(dst, hops, src):
+    return (dst if "/" in dst else dst + "/32", tuple(sorted(hops)), src)
 
 
 def _simulate(live, actions, prefixes):
@@ -246,7 +261,11 @@ def _simulate(live, actions, prefixes):
         if cmd[0] == "ip":
             _simulate_ip(live, cmd)
         elif cmd[0] == "sysctl":
-            live["forwarding"] = cmd[-1].split("=")[1] + "\n"
+            key, value = cmd[-1].split("=")
+            if key == "net.ipv4.ip_forward":
+                live["forwarding"] = value + "\n"
+            else:
+                live["sysctls"][key] = value
         elif cmd[:2] == ["nft", "-f"]:
             live["nft_table"] = node.forward_ruleset(prefixes)[1]
         elif cmd[:2] == ["nft", "delete"]:
@@ -268,9 +287,12 @@ def _assert_follows_plan(live, n):
         assert have == set(i["addresses"]), i["name"]
         if i["kind"] == "bond":
             assert link["address"] == i["mac"] and live["tso"][i["name"]] == (i["tso"] is not False)
-    routes = [(r["dst"] if "/" in r["dst"] else r["dst"] + "/32", r["gateway"], r["dev"], r["prefsrc"])
-              for r in live["routes"]]
-    assert sorted(routes) == sorted((r["to"], r["via"], r["dev"], r["src"]) for r in n["routes"])
+    routes = [_route_key(r["dst"], [(h["gateway"], h["dev"]) for h in r.get("nexthops", [r])],
+                         r["prefsrc"]) for r in live["routes"]]
+    planned = [_route_key(r["to"], [(h["via"], h["dev"]) for h in r.get("nexthops", [r])], r["src"])
+               for r in n["routes"]]
+    assert sorted(routes) == sorted(planned)
+    assert all(live["sysctls"][k] == v for k, v in node.failover_sysctls(n))
     assert live["forwarding"] == ("1\n" if n["forwarding"] else "0\n")
     assert (live["nft_table"] is not None) == n["forwarding"]
 
@@ -307,6 +329,10 @@ def test_the_dry_run_shows_links_mtu_bonds_forwarding_ruleset_and_offloads():
         "ip link set dev eth3 up",
         "ip addr add 10.20.0.1/28 dev bond0", "ip addr add 10.21.0.2/31 dev eth3",
         "ip route replace 10.20.1.0/27 via 10.21.0.3 dev eth3 src 10.20.0.1 proto 250",
+        "sysctl -w net.ipv4.fib_multipath_use_neigh=1",
+        *["sysctl -w net.ipv4.%s.%s.%s" % (kind, nic, value) for nic in ("bond0", "eth3")
+          for kind, value in (("neigh", "base_reachable_time_ms=5000"), ("neigh", "delay_first_probe_time=1"),
+                              ("neigh", "retrans_time_ms=500"), ("conf", "ignore_routes_with_linkdown=1"))],
         "ethtool -K bond0 tso off"]
     jumbo = [i for i in plan["nodes"]["b1"]["interfaces"] if i.get("mtu") == 9000]
     assert jumbo and "ip link set dev %s mtu 9000\n" % jumbo[0]["name"] \
@@ -384,12 +410,25 @@ def beonet_node(monkeypatch):
 def _run_module(lib, monkeypatch, params, live, check_mode=True):
     fake = _FakeModule(lib, params, live, check_mode)
     monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
-    monkeypatch.setattr(lib, "read_text", lambda path: live["forwarding"] if path == lib.beonet.FORWARD
-                        else None)
+    monkeypatch.setattr(lib, "read_text", lambda path: _proc(lib, live, path))
     monkeypatch.setattr(lib.beonet, "live_tso", lambda n: dict(live["tso"]))
+    # sysctls go to /proc on a node: here into the simulated node, never the host's
+    monkeypatch.setattr(lib.beonet, "_write_sysctl",
+                        lambda text: fake.commands.append(["sysctl", "-w", text]))
     with pytest.raises(_Exit) as exc:
         lib.main()
     return exc.value, fake.commands
+
+
+def _proc(lib, live, path):
+    """What the module reads from /proc/sys on the simulated node: forwarding, and
+    the failover keys (the live value, else the kernel's default); other files: none."""
+    if path == lib.beonet.FORWARD:
+        return live["forwarding"]
+    for key, value in live.get("sysctls", {}).items():
+        if node.sysctl_path(key) == path:
+            return value
+    return None
 
 
 def _module_params(plan, host, plan_format=nodeplan.PLAN_FORMAT):

@@ -72,13 +72,21 @@ class PlanTables:
             assert to not in seen, "%s: two routes to %s" % (name, to)
             assert to not in nets, "%s: route to its own connected network %s" % (name, to)
             seen.add(to)
-            assert any(via in net for net in connected.get(r["dev"], ())), \
-                "%s: gateway %s of %s is not on-link on %s" % (name, via, to, r["dev"])
-            assert via in self.owner, "%s: gateway %s of %s belongs to no node" % (name, via, to)
-            assert self.owner[via] != name, "%s: gateway %s is its own" % (name, via)
+            hops = r.get("nexthops", [{"via": r["via"], "dev": r["dev"]}])
+            assert len(hops) >= 2 or "nexthops" not in r, "%s: nexthops of one hop to %s" % (name, to)
+            assert hops[0] == {"via": r["via"], "dev": r["dev"]}, \
+                "%s: via/dev of %s are not its first next hop" % (name, to)
+            vias = []
+            for hop in hops:
+                via = ipaddress.ip_address(hop["via"])
+                assert any(via in net for net in connected.get(hop["dev"], ())), \
+                    "%s: gateway %s of %s is not on-link on %s" % (name, via, to, hop["dev"])
+                assert via in self.owner, "%s: gateway %s of %s belongs to no node" % (name, via, to)
+                assert self.owner[via] != name, "%s: gateway %s is its own" % (name, via)
+                vias.append(via)
             assert ipaddress.ip_address(r["src"]) in own, \
                 "%s: src %s of %s is not the node's own" % (name, r["src"], to)
-            entries.append((to, "via", via))
+            entries.append((to, "via", vias))
         return entries
 
     def lookup(self, name, addr):
@@ -92,25 +100,44 @@ class PlanTables:
         return best[1] if best else None
 
     def walk(self, src, dst):
-        """Nodes visited from src to dst's address, src and dst included."""
+        """Nodes visited from src to dst's address over the preferred branch
+        (the first next hop everywhere), src and dst included."""
+        return self.branches(src, dst)[0]
+
+    def branches(self, src, dst):
+        """Every branch from src to dst's address (each a list of the nodes
+        visited, src and dst included), the preferred one first."""
         target = self.address[dst]
-        path = [src]
-        cur = src
-        for _ in range(len(self.nodes) + 1):
+        out = []
+        todo = [[src]]
+        while todo:
+            path = todo.pop()
+            cur = path[-1]
+            if cur == dst:
+                out.append(path)
+                continue
+            assert len(path) <= len(self.nodes), \
+                "routing loop from %s to %s: %s" % (src, dst, " -> ".join(path))
             entry = self.lookup(cur, target)
             assert entry is not None, "%s has no route to %s (%s)" % (cur, target, dst)
             if entry[1] == "link":
                 assert dst in self.on_segment[entry[2]], \
                     "%s sends %s on-link on %s, where %s is not" % (cur, target, entry[2], dst)
-                return path + [dst]
-            nxt = self.owner[entry[2]]
-            if nxt == dst:
-                return path + [dst]
-            assert self.forwarding[nxt], \
-                "%s -> %s passes through %s, which has forwarding off" % (src, dst, nxt)
-            path.append(nxt)
-            cur = nxt
-        raise AssertionError("routing loop from %s to %s: %s" % (src, dst, " -> ".join(path)))
+                out.append(path + [dst])
+                continue
+            for via in reversed(entry[2]):
+                nxt = self.owner[via]
+                if nxt == dst:
+                    todo.append(path + [dst])
+                    continue
+                assert nxt not in path, \
+                    "routing loop from %s to %s: %s" % (src, dst, " -> ".join(path + [nxt]))
+                todo.append(path + [nxt])
+        for path in out:
+            for nxt in path[1:-1]:
+                assert self.forwarding[nxt], \
+                    "%s -> %s passes through %s, which has forwarding off" % (src, dst, nxt)
+        return out
 
 
 def plan_distances(plan):
@@ -136,10 +163,11 @@ def plan_distances(plan):
     return out
 
 
-def walk_all(plan):
-    """Walk every ordered pair; return {(src, dst): path}. Asserts the walk
-    properties: reachable, loop free, forwarding on every intermediate node,
-    shortest, and no node forwarding for nothing."""
+def walk_all(plan, branches=None):
+    """Walk every ordered pair; return {(src, dst): path} over the preferred
+    branch. Asserts the walk properties on every branch: reachable, loop free,
+    forwarding on every intermediate node, shortest, and no node forwarding for
+    nothing. branches, when given, gets {(src, dst): every branch}."""
     tables = PlanTables(plan)
     dist = plan_distances(plan)
     names = list(plan["nodes"])
@@ -150,25 +178,39 @@ def walk_all(plan):
         for d in names:
             if s == d:
                 continue
-            path = tables.walk(s, d)
-            assert len(path) - 1 == dist[s][d], \
-                "%s -> %s takes %d hops (%s), shortest is %d" % (
-                    s, d, len(path) - 1, " -> ".join(path), dist[s][d])
-            through.update(path[1:-1])
-            paths[s, d] = path
+            every = tables.branches(s, d)
+            for path in every:
+                assert len(path) - 1 == dist[s][d], \
+                    "%s -> %s takes %d hops (%s), shortest is %d" % (
+                        s, d, len(path) - 1, " -> ".join(path), dist[s][d])
+                through.update(path[1:-1])
+            paths[s, d] = every[0]
+            if branches is not None:
+                branches[s, d] = every
     idle = [n for n in names if plan["nodes"][n]["forwarding"] and n not in through]
     assert not idle, "forwarding on but forwarding for no pair: %s" % idle
     return paths
 
 
+def distinct(paths, cap=16):
+    """The first cap distinct paths, in order (parallel links repeat a path)."""
+    out = []
+    for path in paths:
+        if path not in out and len(out) < cap:
+            out.append(path)
+    return out
+
+
 def check_compiled(compiled, paths_too=True):
     plan = render.plan(compiled)
-    paths = walk_all(plan)
+    branches = {}
+    paths = walk_all(plan, branches)
     if paths_too:
-        for (s, d), path in paths.items():
+        for (s, d), every in branches.items():
             hops = compiled.path(s, d)
-            assert [h["node"] for h in hops] == path[1:], (s, d, hops, path)
-            assert hops[-1]["address"] == plan["nodes"][d]["address"]
+            assert [[h["node"] for h in b] for b in hops] == [p[1:] for p in distinct(every)], \
+                (s, d, hops, every)
+            assert all(b[-1]["address"] == plan["nodes"][d]["address"] for b in hops)
     hist = {}
     for path in paths.values():
         hist[str(len(path) - 1)] = hist.get(str(len(path) - 1), 0) + 1
@@ -322,7 +364,7 @@ def test_triangle_neighbours_are_one_hop():
             for y in graph.nodes:
                 if x is y:
                     continue
-                hop, _ = tables[x.index].lookup(y.address)
+                hop, _src, _more = tables[x.index].lookup(y.address)
                 assert hop in (ON_LINK, y.index), (x.name, y.name)
 
 

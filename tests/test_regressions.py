@@ -17,7 +17,7 @@ def test_neighbour_over_a_link_gets_a_host_route():
         "name: c2\nfamily: custom\ncustom:\n  nodes: [a, b, c, d]\n  segments:\n"
         "    - {name: s, members: [a, b, c]}\n  links:\n    - {ends: [c, d]}\n"
         "    - {ends: [a, d]}\n")
-    assert [h["node"] for h in c.path("a", "d")] == ["d"]
+    assert [[h["node"] for h in hops] for hops in c.path("a", "d")] == [["d"]]
     # d is only ever a destination: its forwarding stays off.
     assert not c.graph.by_name["d"].forwarding
 
@@ -79,8 +79,9 @@ def test_expected_paths_walk_the_tables_the_proof_checked(monkeypatch):
         raise AssertionError("routing tables rebuilt after the proof")
     monkeypatch.setattr(prove, "checked_tables", rebuilt)
     monkeypatch.setattr(route, "tables_for", rebuilt)
-    hops = c.path("node-0-0", "node-2-2")
-    assert [h["node"] for h in hops] in (["node-2-0", "node-2-2"], ["node-0-2", "node-2-2"])
+    branches = c.path("node-0-0", "node-2-2")
+    # one branch: the route to node-2-2's dimension-0 LAN changes the one other coordinate
+    assert [[h["node"] for h in hops] for hops in branches] == [["node-0-2", "node-2-2"]]
 
 
 def test_parallel_links_get_numbered_names():
@@ -117,3 +118,17 @@ def _conforms(value: object, hint: object, where: str) -> None:
 def test_plans_have_the_shape_of_their_types(topology):
     c = pipeline.compile_file(os.path.join(ROOT, "topologies", topology + ".yml"))
     _conforms(render.plan(c, {c.graph.nodes[0].name: {"eth1": "ens4"}}), render.Plan, "plan")
+
+
+def test_yaml_plans_write_shared_lists_in_full():
+    """Equal nexthops lists of a node and the failover object are shared in the
+    plan dict; the YAML plan writes each out, with no anchor or alias."""
+    import json
+
+    import yaml
+    c = pipeline.compile_file(os.path.join(ROOT, "topologies", "metanode-testbed.yml"))
+    plan = render.plan(c)
+    text = render.dumps(plan, "yaml")
+    assert "&id" not in text and "*id" not in text
+    assert yaml.safe_load(text) == json.loads(render.dumps(plan))
+    assert sum("nexthops" in r for n in plan["nodes"].values() for r in n["routes"]) > 0

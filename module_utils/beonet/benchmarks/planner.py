@@ -168,9 +168,10 @@ def path_info(plan: Plan, hops: list[str], src: str) -> dict[str, Any]:
     return {"class": cls, "routers": routers, "switches": switches, "via": chain[1:-1]}
 
 
-def path_lookup(plan: Plan, paths: dict[str, dict[str, list[str]]]) -> PathOf:
-    """path_of(a, b) from the expected hop addresses {src: {dst: [address, ...]}}
-    (beonet_plan_result.paths): each hop address is mapped to the node that
+def path_lookup(plan: Plan, paths: dict[str, dict[str, list[list[str]]]]) -> PathOf:
+    """path_of(a, b) from the allowed hop lists {src: {dst: [[address, ...], ...]}}
+    (beonet_plan_result.paths): the preferred branch (the first list; every
+    branch has the same length), each hop address mapped to the node that
     holds it in the plan. A missing pair or a foreign address is a BenchError."""
     if not paths:
         raise BenchError(["paths: empty: compile the plan with every pair's expected path "
@@ -183,7 +184,8 @@ def path_lookup(plan: Plan, paths: dict[str, dict[str, list[str]]]) -> PathOf:
                 owner[address.split("/")[0]] = name
 
     def path_of(a: str, b: str) -> list[str]:
-        hops = (paths.get(a) or {}).get(b)
+        branches = (paths.get(a) or {}).get(b)
+        hops = branches[0] if branches else None
         if hops is None:
             raise BenchError(["paths: no expected path from %s to %s (paths of another plan?)" % (a, b)])
         unknown = [h for h in hops if h not in owner]

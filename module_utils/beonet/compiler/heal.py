@@ -134,18 +134,20 @@ def merge(graph: Graph, proofs: list[tuple[list[Node], Proof]]) -> Proof:
     hops: Counter[int] = Counter()
     forwarded: Counter[int] = Counter()
     pairs = 0
+    branching: set[int] = set()
     for nodes, proof in proofs:
         hops.update(proof.hops)
         pairs += proof.pairs
         for i, count in proof.forwarded.items():
             forwarded[nodes[i].index] += count
+        branching.update(nodes[i].index for i in proof.branching)
     owner = route.owners(graph)
     problems = Problems()
     tables = prove.checked_tables(graph, owner, problems)
     if problems:
         raise AssertionError("tables proved by component fail on the live graph: %s"
                              % problems.texts())
-    return Proof(hops, forwarded, pairs, tables, owner)
+    return Proof(hops, forwarded, pairs, tables, owner, branching)
 
 
 def partition(parts: list[list[str]]) -> list[list[str]]:

@@ -15,9 +15,9 @@ import itertools
 import statistics
 from collections.abc import Iterable, Iterator
 from math import comb
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
-from .model import Graph, Switch
+from .model import ON_LINK, Graph, Switch
 from .prove import Proof
 
 EXHAUSTIVE_UP_TO = 16
@@ -85,6 +85,7 @@ class Metrics(_FamilyMetrics):
     forwarding_nodes: int
     gateway_load: GatewayLoad
     bisection: Bisection
+    resilience: Resilience
 
 
 def _links(graph: Graph) -> list[Link]:
@@ -272,9 +273,123 @@ def bisection(graph: Graph) -> Bisection:
     return out
 
 
-def metrics(graph: Graph, proof: Proof) -> Metrics:
+RESILIENCE_UP_TO = 1024
+
+
+class Resilience(TypedDict, total=False):
+    """How many unordered pairs of other nodes each node's death cuts (s -> t or t -> s)."""
+
+    computed: bool
+    reason: str                         # not computed: why
+    single_path: dict[str, int]         # node -> pairs cut over the preferred branch alone
+    failover: dict[str, int]            # node -> pairs cut over every branch of the routes
+    max: dict[str, int]                 # {"single_path": .., "failover": ..}
+    mean: dict[str, float]
+
+
+class _Towards(NamedTuple):
+    """Every node's next hops towards one destination t, as trees rooted at t."""
+
+    first: list[int]                    # node -> its preferred next hop (t itself at the end)
+    dom: list[int]                      # node -> the nearest node on every branch from it
+
+
+_CUT = -2          # _Towards.first of a node with no route to the destination
+
+
+def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
+    """The preferred next hops towards node t, and the immediate dominators of
+    the branch DAG (every node lies on each of its branches up to t: nearest
+    common node of the branches from its next hops, by depth in that tree).
+    A node with no way to t (tables of separate components) gets _CUT."""
+    hops: list[tuple[int, ...]] = []
+    for table in proof.tables:
+        entry = table.lookup(addr)
+        hops.append(() if entry is None else
+                    (t,) if entry[0] == ON_LINK else (entry[0], *entry[2]))
+    hops[t] = (t,)
+    length = _lengths(hops, t)
+    dom, depth = [t] * n, [0] * n
+    for x in sorted(range(n), key=length.__getitem__):
+        if x == t:
+            continue
+        if length[x] < 0 or any(length[y] < 0 for y in hops[x]):
+            dom[x] = hops[x][0] if length[x] >= 0 else _CUT
+            continue
+        d = hops[x][0]
+        for y in hops[x][1:]:
+            while d != y:
+                if depth[d] >= depth[y]:
+                    d = dom[d]
+                else:
+                    y = dom[y]
+        dom[x], depth[x] = d, depth[d] + 1
+    return _Towards([h[0] if length[i] >= 0 else _CUT for i, h in enumerate(hops)], dom)
+
+
+def _lengths(hops: list[tuple[int, ...]], t: int) -> list[int]:
+    """Hops from every node to t along its first next hops; -1 where there is none."""
+    n = len(hops)
+    length = [-2] * n          # -2: not known yet
+    length[t] = 0
+    for i in range(n):
+        chain: list[int] = []
+        while length[i] == -2 and hops[i] and len(chain) <= n:
+            chain.append(i)
+            i = hops[i][0]
+        known = length[i] if length[i] != -2 and len(chain) <= n else -1
+        for c in reversed(chain):
+            known = known + 1 if known >= 0 else -1
+            length[c] = known
+        if length[i] == -2:
+            length[i] = -1
+    return length
+
+
+def _on_way(up: list[int], s: int, t: int) -> set[int]:
+    """The nodes strictly between s and t following up from s."""
+    out = set()
+    x = up[s]
+    while x != t:
+        out.add(x)
+        x = up[x]
+    return out
+
+
+def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
+    """For every node v, the unordered pairs {s, t} of other nodes that v's
+    death cuts: single_path when v lies on the preferred branch s -> t or
+    t -> s (the routes of failover off), failover when v lies on every branch
+    of one direction. Above RESILIENCE_UP_TO nodes only when forced: it looks
+    up every node's route to every node (n^2 lookups) and walks every pair."""
+    n = len(graph.nodes)
+    if n > RESILIENCE_UP_TO and not force:
+        return {"computed": False,
+                "reason": "%d nodes, more than %d: `beonet metrics --resilience` computes it"
+                          % (n, RESILIENCE_UP_TO)}
+    trees = [_towards(proof, node.address, node.index, n) for node in graph.nodes]
+    single, failover = [0] * n, [0] * n
+    for s in range(n):
+        for t in range(s + 1, n):
+            if trees[t].first[s] == _CUT or trees[s].first[t] == _CUT:
+                continue                # already cut off (compiled with nodes down)
+            for v in _on_way(trees[t].first, s, t) | _on_way(trees[s].first, t, s):
+                single[v] += 1
+            for v in _on_way(trees[t].dom, s, t) | _on_way(trees[s].dom, t, s):
+                failover[v] += 1
+    names = [node.name for node in graph.nodes]
+    return {"computed": True,
+            "single_path": dict(zip(names, single)), "failover": dict(zip(names, failover)),
+            "max": {"single_path": max(single, default=0), "failover": max(failover, default=0)},
+            "mean": {"single_path": round(statistics.fmean(single), 3) if n else 0.0,
+                     "failover": round(statistics.fmean(failover), 3) if n else 0.0}}
+
+
+def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metrics:
     routes = [len(n.routes) for n in graph.nodes]
-    fwd = [proof.forwarded[n.index] for n in graph.nodes if n.forwarding]
+    # load over the preferred branches (those of failover off): gateways of
+    # other branches only add nodes with no load
+    fwd = [proof.forwarded[n.index] for n in graph.nodes if proof.forwarded[n.index]]
     out: Metrics = {
         "nodes": len(graph.nodes),
         "segments": sum(1 for s in graph.segments if s.kind == "lan"),
@@ -285,10 +400,11 @@ def metrics(graph: Graph, proof: Proof) -> Metrics:
         "hops": {str(k): proof.hops[k] for k in sorted(proof.hops)},
         "routes_per_node": {"max": max(routes), "mean": round(statistics.fmean(routes), 3),
                             "total": sum(routes)},
-        "forwarding_nodes": len(fwd),
+        "forwarding_nodes": sum(1 for n in graph.nodes if n.forwarding),
         "gateway_load": {"max": max(fwd) if fwd else 0,
                          "mean": round(statistics.fmean(fwd), 3) if fwd else 0.0},
         "bisection": bisection(graph),
+        "resilience": resilience(graph, proof, force_resilience),
     }
     if graph.family == "tree":
         out["oversubscription"] = level_loads(graph)

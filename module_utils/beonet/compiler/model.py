@@ -219,13 +219,23 @@ def ends_of_shortest(links: Links, bfs: Reach, dests: list[int]
 
 @dataclass(slots=True, eq=False)
 class Route:
-    """A static route: net/plen via a gateway on device dev, sourced from src."""
+    """A static route: net/plen via a gateway on device dev, sourced from src.
+
+    A multipath route also has alt_via and alt_dev: the further next hops
+    (gateway address and device, same length), after the preferred one in
+    via and dev. Routes of many nodes may share these tuples."""
 
     net: int
     plen: int
     via: int
     dev: str
     src: int
+    alt_via: tuple[int, ...] = ()
+    alt_dev: tuple[str, ...] = ()
+
+    def nexthops(self) -> list[tuple[int, str]]:
+        """(gateway, device) of every next hop, the preferred one first."""
+        return [(self.via, self.dev), *zip(self.alt_via, self.alt_dev)]
 
 
 @dataclass(slots=True, eq=False)
@@ -255,6 +265,8 @@ class Graph:
     ipv6: bool = True               # False: cluster NICs get no IPv6 (not even link-local)
     params: dict[str, Any] = field(default_factory=dict)  # family parameters kept for metrics
     notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
+    failover: bool = True           # routing.failover: multipath routes over equal next hops
+    neighbour: dict[str, int] = field(default_factory=dict)  # routing.neighbour, defaults filled in
 
     def add_node(self, node: Node) -> None:
         self.nodes.append(node)
@@ -292,8 +304,9 @@ class Graph:
 
 ON_LINK = -1
 # A RouteTable entry: (next node index, or ON_LINK when the destination is on a
-# connected network; the source address the node uses on that way).
-Hop = tuple[int, int]
+# connected network; the source address the node uses on that way; the
+# indexes of the further next hops of a multipath route, () otherwise).
+Hop = tuple[int, int, tuple[int, ...]]
 
 
 class RouteTable:
@@ -312,7 +325,7 @@ class RouteTable:
         for iface in node.interfaces:
             if iface.addresses:
                 seg = iface.segment
-                t.add(seg.net, seg.plen, (ON_LINK, iface.addresses[0]))
+                t.add(seg.net, seg.plen, (ON_LINK, iface.addresses[0], ()))
         return t
 
     def add(self, net: int, plen: int, entry: Hop) -> None:

@@ -16,7 +16,7 @@ from ..cabling import sheet as cabling
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
-from .schema import tree_fanouts
+from .schema import NEIGHBOUR_DEFAULTS, tree_fanouts
 
 DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
                             "mode": "balance-rr", "miimon": 100, "channels": 2}
@@ -74,6 +74,9 @@ class Builder:
         self.graph = Graph(self.data["name"], self.data["family"])
         self.graph.management = mgmt
         self.graph.ipv6 = self.data.get("ipv6", True)
+        routing = self.data.get("routing", {})
+        self.graph.failover = routing.get("failover", True)
+        self.graph.neighbour = {**NEIGHBOUR_DEFAULTS, **routing.get("neighbour", {})}
         self.ports: int | None = self.data.get("switch", {}).get("ports")
         self.names = _Names(mgmt)
 

@@ -54,10 +54,13 @@ class Compiled:
                                  for name in part)
         return self._part_of[src] == self._part_of[dst]
 
-    def path(self, src: str, dst: str) -> list[PathHop] | None:
-        """Expected `traceroute -n` hop list from node name src to node name dst."""
+    def path(self, src: str, dst: str) -> list[list[PathHop]] | None:
+        """The allowed `traceroute -n` hop lists from node name src to node name
+        dst: one per branch of the routes, the preferred one first, at most
+        prove.PATHS_CAP of them."""
         g = self.graph
-        return prove.expected_path(g, self.proof.tables, g.by_name[src].index, g.by_name[dst].index)
+        return prove.expected_paths(g, self.proof.tables, g.by_name[src].index,
+                                    g.by_name[dst].index)
 
 
 def _check(problems: Problems) -> None:
@@ -128,11 +131,12 @@ def _stage(what: str) -> None:
 
 
 def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None,
-                   down: str | Iterable[str] | None = None) -> Compiled:
+                   down: str | Iterable[str] | None = None, resilience: bool = False) -> Compiled:
     """routed(graph), when given, runs once the routes are in place, before the
     proof: work that needs the routes only (writing each node's files) can
     start there, to be thrown away when the proof fails. down: names of dead
-    nodes ('a,b' or a list): the plan of the others (see heal.py)."""
+    nodes ('a,b' or a list): the plan of the others (see heal.py). resilience:
+    compute the resilience metrics whatever the size (metrics.RESILIENCE_UP_TO)."""
     _stage("building the graph")
     graph = _passed(*normalise.normalise(source))
     dead = heal.parse(down)
@@ -142,7 +146,7 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
     _stage("addressing %s" % size)
     _check(address.assign(graph, source))
     if dead:
-        return _compile_live(source, heal.survivors(graph, dead), dead, routed)
+        return _compile_live(source, heal.survivors(graph, dead), dead, routed, resilience)
     _stage("routing %s" % size)
     route.route(graph)
     if routed is not None:
@@ -153,13 +157,13 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
         p.file = source.file
     proof = _passed(proof, problems)
     _stage("metrics")
-    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof))
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience))
     _stage("compiled; writing the outputs")
     return compiled
 
 
 def _compile_live(source: load.Source, graph: Graph, down: list[str],
-                  routed: Callable[[Graph], None] | None) -> Compiled:
+                  routed: Callable[[Graph], None] | None, resilience: bool) -> Compiled:
     """The rest of compile_source for the live graph of a compile with nodes
     down: routed and proved by component (heal.route_and_prove)."""
     size = "%d live nodes, %d segments" % (len(graph.nodes), len(graph.segments))
@@ -172,7 +176,7 @@ def _compile_live(source: load.Source, graph: Graph, down: list[str],
     if routed is not None:
         routed(graph)
     _stage("metrics")
-    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof),
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience),
                         down, [[n.name for n in nodes] for nodes in parts])
     _stage("compiled; writing the outputs")
     return compiled
@@ -185,6 +189,6 @@ def compile_text(text: str, file: str = "<topology>",
 
 
 def compile_file(path: str, routed: Callable[[Graph], None] | None = None,
-                 down: str | Iterable[str] | None = None) -> Compiled:
+                 down: str | Iterable[str] | None = None, resilience: bool = False) -> Compiled:
     _stage("loading %s" % path)
-    return compile_source(_passed(*load.load_file(path)), routed, down)
+    return compile_source(_passed(*load.load_file(path)), routed, down, resilience)

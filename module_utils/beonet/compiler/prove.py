@@ -4,7 +4,9 @@ For every ordered pair (source node, destination node's address) the walk
 does a longest-prefix match hop by hop and fails on a missing route, a
 gateway that is not on a connected network, a loop, a node that would have
 to forward with forwarding off, or a path longer than the shortest one. It
-also fails when a node has forwarding on but forwards for no pair.
+also fails when a node has forwarding on but forwards for no pair. A
+multipath route is walked on every branch: each must be as long as the
+preferred one (the first next hop), so every branch is a shortest path.
 
 Scaling: destinations whose address matches the same prefix at every node
 form one class (a remote group, or one host route), and one walk per class
@@ -45,6 +47,7 @@ class Proof:
     pairs: int = 0
     tables: list[RouteTable] = field(default_factory=list)    # node index -> its checked table
     owner: dict[int, int] = field(default_factory=dict)       # interface address -> node index
+    branching: set[int] = field(default_factory=set)          # nodes forwarding on some branch
 
 
 @dataclass(slots=True)
@@ -55,6 +58,7 @@ class _Tally:
     forwarded: list[int]            # node -> pairs passing through it
     hops: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
     pairs: int = 0
+    branching: set[int] = field(default_factory=set)  # nodes some pair's branch passes through
 
 
 @dataclass(slots=True)
@@ -66,6 +70,9 @@ class _Class:
     steps: list[int]                # node -> hops to its exit
     exit_: list[int]                # node -> the node where the class is on-link
     rev: dict[int, list[int]]       # node -> nodes whose next hop it is (made when needed)
+    alt: list[tuple[int, ...]] = field(default_factory=list)  # node -> its further next hops
+    mixed: dict[int, list[int]] = field(default_factory=dict)  # dest -> sources whose branches
+    #   end at it and elsewhere: unequal, unless host routes settle them
 
 
 def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
@@ -87,8 +94,8 @@ def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, li
 
 def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> list[RouteTable]:
     """Route tables with every gateway resolved to its node, checking on the way
-    that the gateway sits on the network of the route's device and that the
-    source address is the node's own."""
+    that each gateway (of every branch) sits on the network of its device and
+    that the source address is the node's own."""
     tables = []
     for node in graph.nodes:
         t = RouteTable.connected(node)
@@ -96,19 +103,43 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
                    if i.addresses}
         mine = {a for i in node.interfaces for a in i.addresses}
         by_len = t.by_len
+        alts: dict[tuple[tuple[int, ...], tuple[str, ...]], tuple[int, ...]] = {}  # checked ones
         for r in node.routes:
             net = dev_net.get(r.dev)
             via = r.via
             if net is None or (via & net[1]) != net[0] or via not in owner or r.src not in mine:
                 _route_problem(node, r, net, owner, problems)
                 continue
+            alt: tuple[int, ...] = ()
+            if r.alt_via:
+                key = (r.alt_via, r.alt_dev)
+                known = alts.get(key)
+                if known is None:
+                    before = len(problems.items)
+                    known = _alt_hops(node, r, dev_net, owner, problems)
+                    if len(problems.items) == before:   # a bad one is reported for every route
+                        alts[key] = known
+                alt = known
             bucket = by_len.get(r.plen)
             if bucket is None:
-                t.add(r.net, r.plen, (owner[via], r.src))
+                t.add(r.net, r.plen, (owner[via], r.src, alt))
             else:                               # what t.add does, without the call
-                bucket.setdefault(r.net, (owner[via], r.src))
+                bucket.setdefault(r.net, (owner[via], r.src, alt))
         tables.append(t)
     return tables
+
+
+def _alt_hops(node: Node, r: Route, dev_net: dict[str, tuple[int, int]], owner: dict[int, int],
+              problems: Problems) -> tuple[int, ...]:
+    """The nodes of a route's further next hops, each checked like the first."""
+    out = []
+    for via, dev in zip(r.alt_via, r.alt_dev):
+        net = dev_net.get(dev)
+        if net is None or (via & net[1]) != net[0] or via not in owner:
+            _route_problem(node, Route(r.net, r.plen, via, dev, r.src), net, owner, problems)
+            continue
+        out.append(owner[via])
+    return tuple(out)
 
 
 def _route_problem(node: Node, r: Route, net: tuple[int, int] | None, owner: dict[int, int],
@@ -180,13 +211,15 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
         cls = _walk_class(graph.nodes, tables, sig, dests, problems, buckets)
         if cls is None:
             return None, problems
+        if not _branches(graph.nodes, tables, cls, tally, problems):
+            return None, problems
         _count_class(cls, tally)
         if not _correct_host_routes(graph.nodes, cls, hosts, walker, tally):
             return None, problems
     proof = Proof(Counter({k: v for k, v in tally.hops.items() if v}),
                   Counter({i: f for i, f in enumerate(tally.forwarded) if f}),
-                  tally.pairs, tables, owner)
-    _check_forwarding(graph.nodes, proof.forwarded, problems)
+                  tally.pairs, tables, owner, tally.branching)
+    _check_forwarding(graph.nodes, proof, problems)
     _check_shortest(graph, tally.sums, problems)
     return (None if problems else proof), problems
 
@@ -219,7 +252,10 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
                              % (ip_text(rep.address), rep.name))
         return None
     nxt = [entry[0] for entry in entries if entry is not None]
-    return _exits(nodes, nxt, rep.address, dests, problems)
+    cls = _exits(nodes, nxt, rep.address, dests, problems)
+    if cls is not None:
+        cls.alt = [entry[2] for entry in entries if entry is not None]
+    return cls
 
 
 _NONE: dict[int, Hop] = {}
@@ -275,6 +311,74 @@ def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
     return _Class(dests, nxt, steps, exit_, {})
 
 
+def _branches(nodes: list[Node], tables: list[RouteTable], cls: _Class, tally: _Tally,
+              problems: Problems) -> bool:
+    """Every further next hop of a class's routes is one hop nearer the exit
+    than the node, so every branch is as long as the preferred one up to its
+    exit. Where branches end at different exits, cls.mixed gets the pairs
+    whose branches would differ in length (host routes must settle them).
+    False, with the problem added, when a branch is longer or shorter."""
+    steps, exit_, alt = cls.steps, cls.exit_, cls.alt
+    split = []
+    branching = tally.branching
+    for i, more in enumerate(alt):
+        if not more:
+            continue
+        want, ex = steps[i] - 1, exit_[i]
+        for j in more:
+            if steps[j] != want:
+                problems.add("nodes.%s.routes" % nodes[i].name,
+                             "the branch through %s towards %s takes %d hops, the one through "
+                             "%s %d" % (nodes[j].name, ip_text(nodes[cls.dests[0]].address),
+                                        steps[j] + 1, nodes[cls.nxt[i]].name, steps[i]))
+                return False
+            if exit_[j] != ex:
+                split.append(i)
+            if j not in branching and _class_forwards(nodes, tables[i], i, j, cls.dests):
+                branching.add(j)
+    if split:
+        _mixed_pairs(cls, split)
+    return True
+
+
+def _class_forwards(nodes: list[Node], table: RouteTable, i: int, j: int, dests: list[int]) -> bool:
+    """Whether node i sends some node of the class through j with the class's route."""
+    hosts = table.by_len.get(32, _NONE)
+    return any(d != i and d != j and nodes[d].address not in hosts for d in dests)
+
+
+def _reverse(cls: _Class) -> dict[int, list[int]]:
+    """node -> the nodes that have it as a next hop on some branch (made once)."""
+    if not cls.rev:
+        for i, j in enumerate(cls.nxt):
+            if j >= 0:
+                cls.rev.setdefault(j, []).append(i)
+        for i, more in enumerate(cls.alt):
+            for j in more:
+                cls.rev.setdefault(j, []).append(i)
+    return cls.rev
+
+
+def _mixed_pairs(cls: _Class, split: list[int]) -> None:
+    """The exits of every branch of the nodes upstream of a split, and the
+    (source, dest) pairs whose branches end both at the dest and elsewhere."""
+    region = _upstream(_reverse(cls), split)
+    nxt, alt, exit_, steps = cls.nxt, cls.alt, cls.exit_, cls.steps
+    ends: dict[int, frozenset[int]] = {}
+    single: dict[int, frozenset[int]] = {}
+    for i in sorted(region, key=steps.__getitem__):
+        sets = [ends[j] if j in ends else single.setdefault(exit_[j], frozenset((exit_[j],)))
+                for j in (nxt[i], *alt[i])]
+        first = sets[0]
+        ends[i] = first if all(e is first for e in sets) else frozenset().union(*sets)
+    member = set(cls.dests)
+    for i, e in ends.items():
+        if len(e) > 1:
+            for d in e:
+                if d in member and d != i:
+                    cls.mixed.setdefault(d, []).append(i)
+
+
 def _count_class(cls: _Class, tally: _Tally) -> None:
     """Add the pairs (every node -> every other node of the class) to the tally,
     and the pairs each node forwards. A node i sends to the size - 1 or size
@@ -313,18 +417,26 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
                          walker: _Walker, tally: _Tally) -> bool:
     """Re-walk, with host routes, the pairs towards a node of the class that some
     node holds a host route for: only sources upstream of such a node can differ.
-    False when a walk failed (its problem added)."""
+    Every branch of those pairs must be as long as the others. False when a walk
+    failed (its problem added)."""
     nxt = cls.nxt
     for d in cls.dests:
         addr = nodes[d].address
         holders = hosts.get(addr)
-        if not holders:
+        mixed = cls.mixed.get(d, [])
+        if not holders and not mixed:
             continue
-        if not cls.rev:
-            for i, j in enumerate(nxt):
-                if j >= 0:
-                    cls.rev.setdefault(j, []).append(i)
-        for i in sorted(_upstream(cls.rev, holders)):
+        ups = _upstream(_reverse(cls), holders) if holders else set()
+        loose = [i for i in mixed if i not in ups]
+        if loose:
+            walker.problems.add("nodes.%s.routes" % nodes[loose[0]].name,
+                                "the branches towards %s (%s) differ in length: some end "
+                                "on its network at it, some elsewhere" % (ip_text(addr), nodes[d].name))
+            return False
+        lengths = _branch_lengths(walker, cls, d, ups, tally.branching)
+        if lengths is None:
+            return False
+        for i in sorted(ups):
             if i == d:
                 continue
             old = []
@@ -336,7 +448,7 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
             if new is None:
                 return False
             old_hops = cls.steps[i] + (0 if cls.exit_[i] == d else 1)
-            new_hops = len(new) + 1
+            new_hops = lengths[i]
             tally.hops[old_hops] -= 1
             tally.hops[new_hops] += 1
             tally.sums[i] += new_hops - old_hops
@@ -346,6 +458,53 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
             for k in new:
                 tally.forwarded[k] += 1
     return True
+
+
+def _branch_lengths(walker: _Walker, cls: _Class, d: int, ups: set[int],
+                    branching: set[int]) -> dict[int, int] | None:
+    """Hops from every node of ups to node d over each of its branches (host
+    routes applied), which must all be equal; None, with the problem added,
+    on a missing route, a loop or branches of unequal length. Nodes outside
+    ups take the class's routes all the way."""
+    nodes, addr = walker.nodes, walker.nodes[d].address
+    steps, exit_ = cls.steps, cls.exit_
+    length: dict[int, int] = {}
+    hops_of: dict[int, tuple[int, ...]] = {}
+    for start in ups:
+        if start == d or start in length:
+            continue
+        stack, busy = [start], {start}
+        while stack:
+            x = stack[-1]
+            hops = hops_of.get(x)
+            if hops is None:
+                entry = walker.tables[x].lookup(addr)
+                if entry is None:
+                    walker.step(x, addr)            # adds the problem
+                    return None
+                hops = hops_of[x] = (entry[0], *entry[2])
+            todo = [j for j in hops if j in ups and j != d and j not in length]
+            if todo:
+                if any(j in busy for j in todo):
+                    walker.problems.add("nodes.%s.routes" % nodes[x].name,
+                                        "routing loop towards %s" % ip_text(addr))
+                    return None
+                stack.append(todo[0])
+                busy.add(todo[0])
+                continue
+            ways = {1 if j == ON_LINK or j == d else
+                    1 + (length[j] if j in length else steps[j] + (exit_[j] != d)) for j in hops}
+            if len(ways) > 1:
+                walker.problems.add("nodes.%s.routes" % nodes[x].name,
+                                    "the branches towards %s (%s) differ in length: %s hops"
+                                    % (ip_text(addr), nodes[d].name,
+                                       ", ".join(map(str, sorted(ways)))))
+                return None
+            length[x] = ways.pop()
+            branching.update(j for j in hops if j != ON_LINK and j != d)
+            stack.pop()
+            busy.discard(x)
+    return length
 
 
 def _upstream(rev: dict[int, list[int]], holders: list[int]) -> set[int]:
@@ -361,14 +520,17 @@ def _upstream(rev: dict[int, list[int]], holders: list[int]) -> set[int]:
     return seen
 
 
-def _check_forwarding(nodes: list[Node], forwarded: Counter[int], problems: Problems) -> None:
-    """Forwarding on exactly the nodes some pair passes through."""
+def _check_forwarding(nodes: list[Node], proof: Proof, problems: Problems) -> None:
+    """Forwarding on exactly the nodes some pair passes through (on any branch)."""
+    forwarded, branching = proof.forwarded, proof.branching
     for node in nodes:
-        if forwarded[node.index] and not node.forwarding:
+        if (forwarded[node.index] or node.index in branching) and not node.forwarding:
             problems.add("nodes.%s.forwarding" % node.name,
-                         "off, but %d pairs pass through the node" % forwarded[node.index])
+                         "off, but %d pairs pass through the node" % forwarded[node.index]
+                         if forwarded[node.index] else
+                         "off, but a branch of some pair passes through the node")
     for node in nodes:
-        if node.forwarding and not forwarded[node.index]:
+        if node.forwarding and not forwarded[node.index] and node.index not in branching:
             problems.add("nodes.%s.forwarding" % node.name, "on, but the node forwards for no pair")
 
 
@@ -459,30 +621,42 @@ def _metagraph_sums(graph: Graph) -> list[int]:
     return out
 
 
-def expected_path(graph: Graph, tables: list[RouteTable], src: int, dst: int
-                  ) -> list[PathHop] | None:
-    """Hops of `traceroute -n` from node src to dst's address: one address per
-    hop, as the hop's ICMP reply is sourced (the route back to the sender)."""
+PATHS_CAP = 16       # allowed hop lists per pair, at most (the preferred one first)
+
+
+def expected_paths(graph: Graph, tables: list[RouteTable], src: int, dst: int,
+                   cap: int = PATHS_CAP) -> list[list[PathHop]] | None:
+    """Hops of `traceroute -n` from node src to dst's address over each branch
+    of the routes, the preferred branch (first next hop everywhere) first, at
+    most cap of them: one address per hop, as the hop's ICMP reply is sourced
+    (the route back to the sender). None when a walk finds no route or loops."""
     nodes = graph.nodes
     target = nodes[dst].address
     first = tables[src].lookup(target)
     if first is None:
         return None
     sender = first[1]
-    hops: list[PathHop] = []
-    cur = src
-    for _step in range(len(nodes) + 1):
-        entry = tables[cur].lookup(target)
-        if entry is None:
+    out: list[list[PathHop]] = []
+    # depth-first over the branches: (node, hops so far), preferred next hop on top
+    todo: list[tuple[int, list[PathHop]]] = [(src, [])]
+    arrive: PathHop = {"node": nodes[dst].name, "address": ip_text(target)}
+    while todo and len(out) < cap:
+        cur, hops = todo.pop()
+        entry = tables[cur].lookup(target) if cur != dst else None
+        if cur == dst or (entry is not None and entry[0] == ON_LINK):
+            if hops + [arrive] not in out:      # parallel links: the same hops twice
+                out.append(hops + [arrive])
+            continue
+        if entry is None or len(hops) > len(nodes):
             return None
-        if entry[0] == ON_LINK or entry[0] == dst:
-            hops.append({"node": nodes[dst].name, "address": ip_text(target)})
-            return hops
-        cur = entry[0]
-        back = tables[cur].lookup(sender)
-        hops.append({"node": nodes[cur].name,
-                     "address": ip_text(back[1]) if back else "*"})
-    return None
+        for nxt in reversed((entry[0], *entry[2])):
+            if nxt == dst:
+                todo.append((dst, hops))
+                continue
+            back = tables[nxt].lookup(sender)
+            todo.append((nxt, hops + [{"node": nodes[nxt].name,
+                                       "address": ip_text(back[1]) if back else "*"}]))
+    return out
 
 
-__all__ = ["prove", "expected_path", "Proof", "shortest_sums"]
+__all__ = ["PATHS_CAP", "prove", "expected_paths", "Proof", "shortest_sums"]

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import TypeVar, cast
 
 from .model import Graph, Interface, Links, Node, Route, RouteTable, ends_of_shortest, mask
 
@@ -65,7 +66,9 @@ def _towards_segment(graph: Graph, links: Links, k: int, dests: list[Node],
     path from x to the segment (model.ends_of_shortest), else in one more.
     The segment route takes d in dist(x) hops exactly when d also ends one
     from the chosen next hop; where it does not, a host route goes through a
-    next hop from which it does."""
+    next hop from which it does. With failover, the segment route has every
+    next hop (the chosen one first), and a host route is added where any of
+    them would be longer, over every next hop from which d is shortest."""
     nodes, seg = graph.nodes, links.segments[k]
     bfs = links.towards(links.members[k])
     reach, groups = ends_of_shortest(links, bfs, [d.index for d in dests])
@@ -74,19 +77,40 @@ def _towards_segment(graph: Graph, links: Links, k: int, dests: list[Node],
     for ways, xs in groups.items():
         cands = sorted((n, names[via]) for via in ways for n in links.nearest(via, bfs))
         hops = [(n, on[n, name].addresses[0], name, reach[n]) for n, name in cands]
+        common = -1
+        for h in hops:
+            common &= h[3]
         xs.sort()
         for rank, xi in enumerate(xs):
-            n, via, name, ends = hops[rank % len(hops)]
+            chosen = hops[rank % len(hops)]
             x = nodes[xi]
-            x.routes.append(Route(net, plen, via, on[xi, name].name, x.address))
-            missing = reach[xi] & ~ends
+            if graph.failover:
+                x.routes.append(_multipath(Route(net, plen, 0, "", x.address), chosen, hops, xi, on))
+                missing = reach[xi] & ~common
+            else:
+                x.routes.append(Route(net, plen, chosen[1], on[xi, chosen[2]].name, x.address))
+                missing = reach[xi] & ~chosen[3]
             while missing:
                 low = missing & -missing
                 missing ^= low
                 way = [h for h in hops if h[3] & low]
-                _m, hvia, hname, _ends = way[xi % len(way)]
-                x.routes.append(Route(dests[low.bit_length() - 1].address, 32, hvia,
-                                      on[xi, hname].name, x.address))
+                pick = chosen if chosen[3] & low else way[xi % len(way)]
+                host = Route(dests[low.bit_length() - 1].address, 32, 0, "", x.address)
+                x.routes.append(_multipath(host, pick, way if graph.failover else [pick], xi, on))
+
+
+_Hop = tuple[int, int, str, int]     # (next node, its address, segment name, mask of dests it ends)
+
+
+def _multipath(r: Route, chosen: _Hop, hops: list[_Hop], xi: int,
+               on: dict[tuple[int, str], Interface]) -> Route:
+    """r through chosen first, then the other hops in their order."""
+    r.via, r.dev = chosen[1], on[xi, chosen[2]].name
+    rest = [h for h in hops if h is not chosen]
+    if rest:
+        r.alt_via = tuple(h[1] for h in rest)
+        r.alt_dev = tuple(on[xi, h[2]].name for h in rest)
+    return r
 
 
 def mesh(graph: Graph) -> None:
@@ -97,10 +121,11 @@ def mesh(graph: Graph) -> None:
     towards LAN d0-c are the neighbours that set one differing coordinate j
     to c[j]; the generic rule takes the lowest-numbered one (node numbers
     run with the last coordinate fastest): the first j with c[j] below the
-    node's coordinate, else the last differing j. No two sources share a
-    choice of more than one next hop, so no spreading applies, and no host
-    route is ever shorter (the only LAN node at the shortest distance is
-    the one with the node's own first coordinate)."""
+    node's coordinate, else the last differing j. With failover the route
+    has all of them, that one first, then the others by node number. No two
+    sources share a choice of more than one next hop, so no spreading
+    applies, and no host route is ever shorter (every shortest path ends at
+    the one LAN node with the node's own first coordinate)."""
     dims = graph.params["dims"]
     nodes = graph.nodes
     stride = [1] * len(dims)
@@ -114,6 +139,9 @@ def mesh(graph: Graph) -> None:
     lans = sorted((s for s in graph.segments if s.pool_dim == 0), key=lambda s: s.net)
     rests = [x.coords[1:] for x in nodes[:stride[0]] if x.coords is not None]
     along = range(0, len(nodes), stride[0])
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    own: list[dict[tuple[int, ...], tuple[int, ...]]] = [{} for _node in nodes]
+    singles: dict[int, _Singles] = {}
     for seg in lans:
         c = rests[seg.members[0][0].index % stride[0]]
         net, plen = seg.net, seg.plen
@@ -123,10 +151,42 @@ def mesh(graph: Graph) -> None:
             j = _mesh_way(c, r)
             via, out, src = addr[j + 1], dev[j + 1], addr[0]
             delta = (c[j] - r[j]) * stride[j + 1]
+            alts = sorted(((c[i] - r[i]) * stride[i + 1], i + 1) for i in range(len(c))
+                          if c[i] != r[i] and i != j) if graph.failover else []
+            if not alts:
+                for xi in along:
+                    xi += first
+                    routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi]))
+                continue
+            if len(alts) == 1:
+                step, d = alts[0]
+                if d not in singles:
+                    singles[d] = _singles(addr[d], dev[d])
+                one_via, one_dev = singles[d]
+                for xi in along:
+                    xi += first
+                    routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
+                                            one_via[xi + step], one_dev[xi]))
+                continue
             for xi in along:
                 xi += first
-                routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi]))
+                devs = tuple([dev[d][xi] for _step, d in alts])
+                vias = tuple([addr[d][xi + step] for step, d in alts])
+                # a node has few distinct neighbour tuples: one object each
+                routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
+                                        own[xi].setdefault(vias, vias),
+                                        shared.setdefault(devs, devs)))
     _finish(graph, presorted=True)
+
+
+_Singles = tuple[list[tuple[int]], list[tuple[str]]]
+
+
+def _singles(addr: list[int], dev: list[str]) -> _Singles:
+    """(address,) and (NIC name,) of every node on one dimension, one tuple
+    each: the further next hop of every mesh route that has one."""
+    names = {name: (name,) for name in dev}
+    return [(a,) for a in addr], [names[name] for name in dev]
 
 
 def _mesh_way(c: tuple[int, ...], r: tuple[int, ...]) -> int:
@@ -150,7 +210,7 @@ def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteT
     for node in graph.nodes:
         t = RouteTable.connected(node)
         for r in node.routes:
-            t.add(r.net, r.plen, (owner[r.via], r.src))
+            t.add(r.net, r.plen, (owner[r.via], r.src, tuple(owner[v] for v in r.alt_via)))
         tables.append(t)
     return tables
 
@@ -161,35 +221,53 @@ def owners(graph: Graph) -> dict[int, int]:
 
 
 def _finish(graph: Graph, presorted: bool = False) -> None:
-    """Sort each table (unless built in order); turn forwarding on at every node that some route uses
-    as next hop for a node address other than the next hop's own (and that no
-    more specific route or connected network of the same table takes)."""
+    """Sort each table (unless built in order); turn forwarding on at every node
+    that some route uses as a next hop (on any of its branches) for a node
+    address other than the next hop's own (and that no more specific route or
+    connected network of the same table takes)."""
     owner = graph.owners()
     addresses = sorted(n.address for n in graph.nodes)
     for node in graph.nodes:
         if not presorted:
             node.routes.sort(key=attrgetter("net", "plen"))
-        table = None
+        table: _Taken | None = None
         for r in node.routes:
-            via = owner[r.via]
-            if via.forwarding:
-                continue
-            if table is None:
-                table = {(x.net, x.plen) for x in node.routes}
-                table.update((i.segment.net, i.segment.plen) for i in node.interfaces
-                             if i.addresses)
-                plens = sorted({p for _net, p in table}, reverse=True)
-            lo = bisect_left(addresses, r.net)
-            hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
-            for a in addresses[lo:hi]:
-                if a == via.address or any((a & mask(p), p) in table
-                                           for p in plens if p > r.plen):
+            vias = [owner[r.via]]
+            if r.alt_via:
+                vias += [owner[v] for v in r.alt_via]
+            for via in vias:
+                if via.forwarding:
                     continue
-                via.forwarding = True
-                break
+                if table is None:
+                    table = _taken(node)
+                if _forwards_for(r, via, addresses, table):
+                    via.forwarding = True
 
 
+_Taken = tuple[set[tuple[int, int]], list[int]]   # a table's (net, plen) pairs, its lengths longest first
+
+
+def _taken(node: Node) -> _Taken:
+    table = {(x.net, x.plen) for x in node.routes}
+    table.update((i.segment.net, i.segment.plen) for i in node.interfaces if i.addresses)
+    return table, sorted({p for _net, p in table}, reverse=True)
+
+
+def _forwards_for(r: Route, via: Node, addresses: list[int], taken: _Taken) -> bool:
+    """Whether route r sends some node address (not via's own) through via."""
+    table, plens = taken
+    lo = bisect_left(addresses, r.net)
+    hi = bisect_right(addresses, r.net + (1 << (32 - r.plen)) - 1)
+    for a in addresses[lo:hi]:
+        if a == via.address or any((a & mask(p), p) in table for p in plens if p > r.plen):
+            continue
+        return True
+    return False
+
+
+T = TypeVar("T")
 Peer = tuple[Node, Interface, Interface]     # (peer node, own NIC, peer's NIC)
+_Ways = list[tuple[int, str]]     # (gateway address, device) of each next hop, preferred first
 
 
 @dataclass(slots=True)
@@ -204,6 +282,12 @@ class _MetaGraph:
     routes: list[list[Route]]                           # node -> routes, as they are made
     gate_of: list[list[int | None]]                     # [source][h] -> gateway node, when used
     covered: dict[tuple[int, int, int], set[int]]       # (g, h, gateway) -> nodes of h within 2 hops
+    failover: bool = False                              # multipath over equal next hops
+    shared: dict[tuple[object, ...], tuple[object, ...]] = field(default_factory=dict)  # interned
+
+    def share(self, t: tuple[T, ...]) -> tuple[T, ...]:
+        """One tuple object for equal next-hop tuples, however many routes hold them."""
+        return cast("tuple[T, ...]", self.shared.setdefault(t, t))
 
 
 def _metagraph_structure(graph: Graph) -> _MetaGraph:
@@ -230,7 +314,7 @@ def _metagraph_structure(graph: Graph) -> _MetaGraph:
         linked[gb, ga].append((b, a))
     lan_dev = [x.home.name for x in graph.nodes]
     return _MetaGraph(groups, group_net, peers, linked, lan_dev, [[] for _node in range(n)],
-                      [[None] * L for _node in range(n)], {})
+                      [[None] * L for _node in range(n)], {}, graph.failover)
 
 
 def _group(node: Node) -> int:
@@ -256,6 +340,8 @@ def _gateways(mg: _MetaGraph, g: int, h: int) -> list[tuple[Node, int, list[tupl
                 done.add(z.index)
                 hosts.append((z.address, w.address))
         mg.covered[g, h, gw.index] = done
+        if mg.failover:
+            mg.covered[g, h, gw.index] = {z.index for _w, z in mg.linked[g, h]}
         out.append((gw, gw.address, hosts))
     return out
 
@@ -263,14 +349,19 @@ def _gateways(mg: _MetaGraph, g: int, h: int) -> list[tuple[Node, int, list[tupl
 def _group_routes(mg: _MetaGraph, g: int, h: int) -> None:
     """Routes of every node of g to group h: through its own peer in h when it
     has one (host routes for further peers in h), else through a gateway of its
-    group, gateways dealt round-robin by source."""
+    group, gateways dealt round-robin by source. With failover the route goes
+    through every own link to h, or every gateway (the one dealt first)."""
     net, plen = mg.group_net[h]
     gateways = _gateways(mg, g, h)
+    ways: dict[tuple[int, str], tuple[_Ways, list[tuple[int, _Ways]]]] = {}
     rank = 0
     for x in mg.groups[g]:
         xi, src = x.index, x.address
         out = mg.routes[xi]
         own = mg.peers[xi].get(h)
+        if own and mg.failover:
+            _own_multipath(mg, x, own, net, plen)
+            continue
         if own:
             first, xif, pif = own[0]
             out.append(Route(net, plen, pif.addresses[0], xif.name, src))
@@ -284,17 +375,71 @@ def _group_routes(mg: _MetaGraph, g: int, h: int) -> None:
         rank += 1
         mg.gate_of[xi][h] = gw.index
         dev = mg.lan_dev[xi]
+        if mg.failover:
+            key = (gw.index, dev)
+            if key not in ways:
+                ways[key] = _gateway_ways(mg, gw, [w for w, _a, _hosts in gateways], g, h, dev)
+            group_ways, host_ways = ways[key]
+            out.append(_over(mg, Route(net, plen, 0, "", src), group_ways))
+            for z_addr, zw in host_ways:
+                out.append(_over(mg, Route(z_addr, 32, 0, "", src), zw))
+            continue
         out.append(Route(net, plen, gw_addr, dev, src))
         for z_addr, w_addr in hosts:
             out.append(Route(z_addr, 32, w_addr, dev, src))
 
 
+def _own_multipath(mg: _MetaGraph, x: Node, own: list[Peer], net: int, plen: int) -> None:
+    """x's route to a group it has links to: over every such link; with peers
+    that are two nodes or more, a host route to each over its own links."""
+    out, src = mg.routes[x.index], x.address
+    out.append(_over(mg, Route(net, plen, 0, "", src),
+                     [(pif.addresses[0], xif.name) for _p, xif, pif in own]))
+    to: dict[Node, list[tuple[int, str]]] = {}
+    for p, xif, pif in own:
+        to.setdefault(p, []).append((pif.addresses[0], xif.name))
+    if len(to) > 1:
+        for p, ways in to.items():
+            out.append(_over(mg, Route(p.address, 32, 0, "", src), ways))
+
+
+def _gateway_ways(mg: _MetaGraph, gw: Node, gates: list[Node], g: int, h: int, dev: str
+                  ) -> tuple[_Ways, list[tuple[int, _Ways]]]:
+    """The next hops of a route to group h over every gateway of g (gw first),
+    and the host routes (address, next hops) to each node of h linked to g that
+    some gateway is not linked to, over the gateways linked to it (gw first
+    when it is one)."""
+    order = [gw] + [w for w in gates if w is not gw]
+    by: dict[Node, list[Node]] = {}
+    for w, z in mg.linked[g, h]:
+        ws = by.setdefault(z, [])
+        if w not in ws:
+            ws.append(w)
+    hosts = []
+    for z, ws in by.items():
+        if len(ws) < len(gates):
+            first = gw if gw in ws else ws[0]
+            ordered = [first] + [w for w in ws if w is not first]
+            hosts.append((z.address, [(w.address, dev) for w in ordered]))
+    return [(w.address, dev) for w in order], hosts
+
+
+def _over(mg: _MetaGraph, r: Route, ways: list[tuple[int, str]]) -> Route:
+    """r through ways[0] and, as further next hops, the rest (shared tuples)."""
+    r.via, r.dev = ways[0]
+    if len(ways) > 1:
+        r.alt_via = mg.share(tuple(v for v, _dev in ways[1:]))
+        r.alt_dev = mg.share(tuple(d for _via, d in ways[1:]))
+    return r
+
+
 def _peer_shortcuts(graph: Graph, mg: _MetaGraph) -> None:
     """Nodes of a group this node is not linked to but one of its peers is:
-    2 hops through that peer instead of 3 through the gateway."""
+    2 hops through that peer instead of 3 through the gateway (with failover,
+    through every such peer)."""
     for x in graph.nodes:
         xi, g = x.index, x.group
-        added = set()
+        added: dict[int, list[tuple[int, str]]] = {}
         for lst in mg.peers[xi].values():
             for k, xif, kif in lst:
                 for h, zs in mg.peers[k.index].items():
@@ -303,10 +448,16 @@ def _peer_shortcuts(graph: Graph, mg: _MetaGraph) -> None:
                         continue
                     done = mg.covered[_group(x), h, gw]
                     for z, _own, _theirs in zs:
-                        if z.index not in done and z.index not in added:
-                            added.add(z.index)
-                            mg.routes[xi].append(Route(z.address, 32, kif.addresses[0],
-                                                       xif.name, x.address))
+                        if z.index in done:
+                            continue
+                        ways = added.get(z.index)
+                        if ways is None:
+                            added[z.index] = [(kif.addresses[0], xif.name)]
+                        elif mg.failover and (kif.addresses[0], xif.name) not in ways:
+                            ways.append((kif.addresses[0], xif.name))
+        for z_index, ways in added.items():
+            mg.routes[xi].append(_over(mg, Route(graph.nodes[z_index].address, 32, 0, "",
+                                                 x.address), ways))
 
 
 def metagraph(graph: Graph) -> None:

@@ -57,6 +57,23 @@ _bond = {
 }
 
 
+NEIGHBOUR_DEFAULTS = {"base_reachable_time_ms": 5000, "delay_first_probe_time": 1,
+                      "ucast_solicit": 3, "retrans_time_ms": 500}
+_neighbour = {
+    "base_reachable_time_ms": {"type": "integer", "minimum": 100, "maximum": 3_600_000,
+                               "description": "ms a neighbour entry stays REACHABLE after a "
+                                              "confirmation (randomised by the kernel to "
+                                              "0.5-1.5 times this). Default 5000"},
+    "delay_first_probe_time": {"type": "integer", "minimum": 0, "maximum": 3600,
+                               "description": "seconds a STALE entry in use waits before its "
+                                              "first unicast probe. Default 1"},
+    "ucast_solicit": {"type": "integer", "minimum": 1, "maximum": 255,
+                      "description": "unicast probes before a neighbour is FAILED. Default 3"},
+    "retrans_time_ms": {"type": "integer", "minimum": 10, "maximum": 3_600_000,
+                        "description": "ms between probes. Default 500"},
+}
+
+
 def _per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
     """One value for every level of a tree, or a list of values from the root down."""
     return {"oneOf": [item, {"type": "array", "minItems": 1, "maxItems": MAX_TREE_LEVELS - 1,
@@ -114,6 +131,16 @@ SCHEMA = {
         "ipv6": {"type": "boolean",
                  "description": "false: cluster NICs get no IPv6, not even link-local "
                                 "(default true: the OS's IPv6 link-local behaviour is kept)"},
+        "routing": _obj({
+            "failover": {"type": "boolean",
+                         "description": "true (default): where several next hops are equally "
+                                        "short, one multipath route over all of them, so a dead "
+                                        "gateway cuts no pair that has another shortest path; "
+                                        "false: one next hop per destination, chosen by source"},
+            "neighbour": _obj(_neighbour, description="neighbour timers on the cluster NICs: "
+                                                      "they bound how long a dead next hop "
+                                                      "keeps being used (failover only)"),
+        }, description="static routes: failover over equal next hops"),
         "management": _obj({"interface": _ifname},
                            description="the interface Ansible connects through; "
                                        "never touched by a plan"),

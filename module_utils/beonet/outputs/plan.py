@@ -10,23 +10,45 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from ..agent.nodeplan import Interface as InterfacePlan
 from ..agent.nodeplan import NodePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
-from ..compiler.model import Graph, Interface, Node, Segment, Switch, ip_text, net_text, parse_net
+from ..compiler.model import Graph, Interface, Node, Route, Segment, Switch, ip_text, net_text, parse_net
 from ..compiler.pipeline import Compiled
 
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NIC name}
 
 __all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
            "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "aggregate", "dumps",
            "node_plan", "plan", "prefixes", "segment_plan"]
+
+
+class NextHopPlan(TypedDict):
+    via: str
+    dev: str
+
+
+class NeighbourPlan(TypedDict):
+    base_reachable_time_ms: int
+    delay_first_probe_time: int
+    ucast_solicit: int
+    retrans_time_ms: int
+
+
+class FailoverPlan(TypedDict):
+    """A node's failover settings (present when the topology's failover is on)."""
+
+    hash_policy: int                    # net.ipv4.fib_multipath_hash_policy: 0, L3
+    neigh: NeighbourPlan
+
+
+HASH_POLICY = 0     # L3 (source and destination address): one pair keeps to one branch
 
 
 class _Logical(TypedDict, total=False):
@@ -124,24 +146,66 @@ def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> In
     return out
 
 
-def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True) -> NodePlan:
+def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
+              failover: FailoverPlan | None = None) -> NodePlan:
     """One node's plan; everyone: {node: {logical: physical NIC name}}.
-    routes=False leaves its routes out (an empty list)."""
+    routes=False leaves its routes out (an empty list); failover: the
+    node's failover object, when the topology's failover is on."""
     everyone = everyone or {}
     physical = everyone.get(node.name, {})
     out: NodePlan = {
         "index": node.index, "address": ip_text(node.address), "forwarding": node.forwarding,
         "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
-        "routes": [{"to": net_text(r.net, r.plen), "via": ip_text(r.via),
-                    "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
-                   for r in node.routes] if routes else []}
+        "routes": _routes(node, physical) if routes else []}
     if node.group is not None:
         out["group"] = node.group
     if node.coords is not None:
         out["coords"] = list(node.coords)
     if node.switch is not None:
         out["switch"] = node.switch
+    if failover is not None:
+        cast("dict[str, Any]", out)["failover"] = failover
     return out
+
+
+def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
+    """A node's routes; nexthops (the preferred first) only on those with two or
+    more. Equal nexthops lists of one node are one object: a node has few
+    distinct ones, and a million routes would otherwise hold a million lists;
+    so are its equal next hops (the YAML dump writes them out in full, see
+    ``dumps``)."""
+    out: list[RoutePlan] = []
+    lists: dict[tuple[int, str, tuple[int, ...], tuple[str, ...]], list[NextHopPlan]] = {}
+    each: dict[tuple[int, str], NextHopPlan] = {}
+    for r in node.routes:
+        route: RoutePlan = {"to": net_text(r.net, r.plen), "via": ip_text(r.via),
+                            "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
+        if r.alt_via:
+            key = (r.via, r.dev, r.alt_via, r.alt_dev)
+            hops = lists.get(key)
+            if hops is None:
+                hops = lists[key] = [each.get(h) or each.setdefault(h, _hop(h, physical))
+                                     for h in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev))]
+            cast("dict[str, Any]", route)["nexthops"] = hops
+        out.append(route)
+    return out
+
+
+def _hop(hop: tuple[int, str], physical: dict[str, str]) -> NextHopPlan:
+    via, dev = hop
+    return {"via": ip_text(via), "dev": physical.get(dev, dev)}
+
+
+def failover_plan(graph: Graph) -> FailoverPlan | None:
+    """Every node's failover object, or None when the topology's failover is off
+    or no node has a route (one LAN, bonded nets, trees: nothing to fail over)."""
+    if not graph.failover or not any(x.routes for x in graph.nodes):
+        return None
+    n = graph.neighbour
+    return {"hash_policy": HASH_POLICY,
+            "neigh": {"base_reachable_time_ms": n["base_reachable_time_ms"],
+                      "delay_first_probe_time": n["delay_first_probe_time"],
+                      "ucast_solicit": n["ucast_solicit"], "retrans_time_ms": n["retrans_time_ms"]}}
 
 
 def segment_plan(seg: Segment, everyone: Physical) -> SegmentPlan:
@@ -195,7 +259,8 @@ def node_plans(graph: Graph, physical: Physical | None = None,
                routes: bool = True) -> dict[str, NodePlan]:
     """Every node's part of the plan (it needs the routes, not the proof)."""
     physical = physical or {}
-    out = {n.name: node_plan(n, physical, routes) for n in graph.nodes}
+    failover = failover_plan(graph)
+    out = {n.name: node_plan(n, physical, routes, failover) for n in graph.nodes}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
             node["ipv6"] = False
@@ -258,19 +323,37 @@ def compact_nodes_json(graph: Graph, physical: Physical | None = None) -> str:
     third of the time for a million routes)."""
     physical = physical or {}
     ipv6 = {} if graph.ipv6 else {"ipv6": False}
+    failover = failover_plan(graph)
     texts: dict[int, str] = {}
     out = []
     for n in graph.nodes:
         names = physical.get(n.name, {})
         devs: dict[str, str] = {}
-        head = json.dumps({**node_plan(n, physical, routes=False), **ipv6}, separators=(",", ":"))
-        routes = ",".join('{"to":"%s","via":"%s","dev":%s,"src":"%s"}' % (
-            net_text(r.net, r.plen),
-            texts.get(r.via) or texts.setdefault(r.via, ip_text(r.via)),
-            devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
-            texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src))) for r in n.routes)
+        hops: dict[tuple[int, str], str] = {}
+        head = json.dumps({**node_plan(n, physical, routes=False, failover=failover), **ipv6},
+                          separators=(",", ":"))
+        routes = ",".join(
+            '{"to":"%s","via":"%s","dev":%s,"src":"%s"%s}' % (
+                net_text(r.net, r.plen),
+                texts.get(r.via) or texts.setdefault(r.via, ip_text(r.via)),
+                devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
+                texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)),
+                _nexthops_json(r, hops, names) if r.alt_via else "")
+            for r in n.routes)
         out.append("%s:%s" % (json.dumps(n.name), head.replace('"routes":[]', '"routes":[%s]' % routes, 1)))
     return "{%s}" % ",".join(out)
+
+
+def _nexthops_json(r: Route, hops: dict[tuple[int, str], str], names: dict[str, str]) -> str:
+    """',"nexthops":[...]' of a multipath route; hops: a node's next hops already encoded."""
+    parts = []
+    for hop in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev)):
+        text = hops.get(hop)
+        if text is None:
+            text = hops[hop] = '{"via":"%s","dev":%s}' % (ip_text(hop[0]),
+                                                          json.dumps(names.get(hop[1], hop[1])))
+        parts.append(text)
+    return ',"nexthops":[%s]' % ",".join(parts)
 
 
 def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) -> str:
@@ -278,7 +361,12 @@ def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) 
     its nodes from ``nodes_json``, to be written in place of data's nodes."""
     if fmt == "yaml":
         import yaml
-        text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+
+        class Dumper(yaml.SafeDumper):
+            def ignore_aliases(self, data: Any) -> bool:
+                return True             # shared lists written in full, never as anchor and alias
+        text: str = yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False,
+                              width=100)
         return text
     plan_nodes = data.get("nodes")
     small = not (isinstance(plan_nodes, dict) and compact(len(plan_nodes)))
