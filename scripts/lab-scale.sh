@@ -43,6 +43,10 @@ play() {
 
 echo "$(date -u '+%F %H:%M UTC'); $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB," \
   "kernel $(uname -r), Docker $(docker version -f '{{.Server.Version}}'); load $(load)"
+# The kernel's ARP table is shared by every container: verify.yml over every pair of
+# 128 containers overflows the default gc_thresh3 (1024) and traceroute probes fail
+# with "No buffer space available" (docs/benchmarks.md).
+echo "host ARP table: gc_thresh3 $(sysctl -n net.ipv4.neigh.default.gc_thresh3)"
 t0=$(stamp); lab up "$topo" >"$log/up" 2>&1 || { tail -20 "$log/up"; exit 1; }
 t1=$(stamp)
 nodes=$(docker ps -q --filter "label=beonet.lab=$name" | wc -l)
