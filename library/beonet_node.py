@@ -65,15 +65,46 @@ options:
     choices: [auto, networkd, networkmanager, netplan, ifupdown]
     default: auto
   management_interface:
-    description: The interface Ansible connects through (C(none) when there is none).
+    description:
+      - The interface Ansible connects through (C(none) when there is none). C(auto) is
+        the interface of the node's IPv4 route to 8.8.8.8 (Ansible's C(default_ipv4) fact),
+        C(none) without one.
     type: str
     default: none
   management_address:
-    description: The address Ansible connects to, never touched.
+    description:
+      - The address Ansible connects to, never touched. C(auto) is the source address of
+        the node's IPv4 route to 8.8.8.8, empty without one.
     type: str
     default: ""
   validate_only:
-    description: Check the plan against the node and stop (used before any host changes).
+    description: Check the plan against the node and stop, changing nothing.
+    type: bool
+    default: false
+  preflight:
+    description:
+      - Check everything before any host changes and change nothing (run it on every node
+        in a play with C(any_errors_fatal), then apply only where I(in_sync) is false).
+      - Besides what I(validate_only) checks, refuses an OS family not in I(supported_os)
+        (read from C(/etc/os-release)) and a node where a NIC of the plan is missing or has
+        no carrier (the NICs are probed as C(beonet_discover) with I(probe_only) does), and
+        returns I(in_sync), whether applying the plan would change nothing.
+    type: bool
+    default: false
+  supported_os:
+    description: OS families (as Ansible's C(os_family) fact names them) I(preflight) accepts.
+    type: list
+    elements: str
+    default: [Debian, RedHat, Archlinux, Suse]
+  down:
+    description:
+      - With I(preflight), the dead nodes of a plan compiled with nodes down (the plan's
+        C(down)): a point-to-point NIC whose peer is one of them may lack carrier.
+    type: list
+    elements: str
+    default: []
+  include_virtual:
+    description: With I(preflight), count veth NICs as NICs (the Docker lab's NICs are veths).
     type: bool
     default: false
 author:
@@ -114,6 +145,10 @@ notes:
   returned: always
   type: list
   elements: str
+in_sync:
+  description: Whether applying the plan would change nothing (no command, file, removal or record).
+  returned: with preflight
+  type: bool
 """
 
 import os
@@ -121,7 +156,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
-from ansible.module_utils.beonet.agent import backends, netmanager, nodeplan
+from ansible.module_utils.beonet.agent import backends, discover, netmanager, nodeplan, preflight
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
@@ -134,6 +169,11 @@ ARGUMENT_SPEC = {
     "management_interface": {"type": "str", "default": "none"},
     "management_address": {"type": "str", "default": ""},
     "validate_only": {"type": "bool", "default": False},
+    "preflight": {"type": "bool", "default": False},
+    "supported_os": {"type": "list", "elements": "str",
+                     "default": ["Debian", "RedHat", "Archlinux", "Suse"]},
+    "include_virtual": {"type": "bool", "default": False},
+    "down": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -168,6 +208,42 @@ def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:
     return sorted({name for i in n["interfaces"] for name in [i["name"]] + i.get("members", [])})
 
 
+def _management(module: AnsibleModule) -> tuple[str, str]:
+    """The management interface and address, "auto" read from the node's IPv4 route to
+    8.8.8.8 (what Ansible's default_ipv4 fact holds)."""
+    iface, addr = module.params["management_interface"], module.params["management_address"]
+    if "auto" in (iface, addr):
+        rc, out, _err = module.run_command(["ip", "-j", "-4", "route", "get", preflight.ROUTE_PROBE])
+        found = preflight.default_ipv4(out if rc == 0 else "")
+        iface = found[0] if iface == "auto" else iface
+        addr = found[1] if addr == "auto" else addr
+    return iface, addr
+
+
+def _os_release() -> str | None:
+    for path in preflight.OS_RELEASE:
+        text = read_text(os.path.join(NODE_ROOT, path.lstrip("/")))
+        if text is not None:
+            return text
+    return None
+
+
+def _node_problems(module: AnsibleModule, n: nodeplan.NodePlan) -> list[str]:
+    """preflight: the node's OS family, then the plan's NICs (present, with carrier)."""
+    p = module.params
+    family = preflight.os_family(_os_release())
+    problem = preflight.os_problem(p["node"], family, p["supported_os"])
+    if problem:
+        return [problem]
+    mgmt = [m for m in [p["management_interface"]] if m not in ("none", "")]
+    try:
+        report = discover.discover(p["node"], "", 1.0, mgmt, p["include_virtual"], probe_only=True)
+    except discover.DiscoveryError as exc:
+        return [str(exc)]
+    problem = preflight.nic_problem(p["node"], n, report["nics"], p["down"])
+    return [problem] if problem else []
+
+
 def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.LiveState,
                                                      netmanager.Decision]:
     """The plan checked against the node (refused before any change), what to run, and
@@ -179,6 +255,8 @@ def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.Liv
         module.fail_json(msg=problem, problems=[problem], changed=False)
     bonding = not beonet.has_bonds(n) or _bonding_driver(module)
     problems = beonet.refusals(n, name, p["management_interface"], p["management_address"], bonding)
+    if p["preflight"]:
+        problems += _node_problems(module, n)
     decision = netmanager.decide(name, netmanager.probe(NODE_ROOT), _cluster_nics(n),
                                  beonet.has_bonds(n), p["backend"])
     problems += decision.problems
@@ -203,8 +281,9 @@ def _remove(path: str) -> None:
 
 
 def _remove_stale(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
-                  diffs: list[dict[str, str]]) -> None:
-    """Remove the files an earlier plan wrote that this one does not, and record this plan's."""
+                  diffs: list[dict[str, str]], write: bool) -> bool:
+    """Remove the files an earlier plan wrote that this one does not, and record this
+    plan's; whether the record was (or would be) written."""
     recorded = read_text(backends.RECORD_PATH)
     for path in backends.stale_paths(recorded, files):
         old = read_text(path)
@@ -213,15 +292,16 @@ def _remove_stale(module: AnsibleModule, files: dict[str, str], result: dict[str
         result["removed"].append(path)
         diffs.append({"before_header": path, "after_header": path + " (removed)",
                       "before": old, "after": ""})
-        if not module.check_mode:
+        if write:
             try:
                 _remove(path)
             except OSError as exc:
                 module.fail_json(msg="%s: removing %s failed: %s" % (module.params["node"], path, exc),
                                  **result)
     record = backends.record_text(files)
-    if recorded != record and not module.check_mode:
+    if recorded != record and write:
         _write(module, backends.RECORD_PATH, record, 0o644, result)
+    return recorded != record
 
 
 def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
@@ -238,7 +318,7 @@ def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
 
 
 def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
-             diffs: list[dict[str, str]]) -> None:
+             diffs: list[dict[str, str]], write: bool) -> None:
     """Write the persistent files that differ, and fix the mode of those that do not."""
     for path, text in sorted(files.items()):
         mode = beonet.file_mode(path)
@@ -249,7 +329,7 @@ def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any
         elif os.stat(path).st_mode & 0o777 == mode:
             continue
         result["files"].append(path)
-        if not module.check_mode:
+        if write:
             _write(module, path, text if old != text else None, mode, result)
 
 
@@ -310,6 +390,7 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     n, name = p["plan"], p["node"]
+    p["management_interface"], p["management_address"] = _management(module)
     actions, live, decision = _checked_actions(module)
     takeovers = _nm_takeovers(module, n, decision)
     backend = decision.backend or "networkd"
@@ -320,17 +401,22 @@ def main() -> None:
         "notes": decision.notes}
     if p["validate_only"]:
         module.exit_json(**result)
+    write = not (module.check_mode or p["preflight"])
     diffs: list[dict[str, str]] = []
     files = _files(n, p["prefixes"], decision)
-    _persist(module, files, result, diffs)
-    _remove_stale(module, files, result, diffs)
+    _persist(module, files, result, diffs, write)
+    record_stale = _remove_stale(module, files, result, diffs, write)
     result["changed"] = bool(result["actions"] or result["files"] or result["removed"])
-    if not module.check_mode:
+    state = beonet.installed_addresses(n)
+    state_stale = live["installed"] != state.splitlines()
+    if p["preflight"]:
+        module.exit_json(**dict(result, changed=False,
+                                in_sync=not (result["changed"] or record_stale or state_stale)))
+    if write:
         _run(module, actions, result)
         _tell_managers(module, result)
         _run(module, takeovers, result)
-        state = beonet.installed_addresses(n)
-        if live["installed"] != state.splitlines():
+        if state_stale:
             _write(module, beonet.STATE_PATH, state, 0o644, result)
     if module._diff:
         diffs.insert(0, _route_diff(name, n, live))

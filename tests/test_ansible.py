@@ -68,3 +68,71 @@ def test_module_writes_plan_once_and_honours_check_mode(tmp_path, check):
     second = play(*args, inventory="localhost,")
     assert "changed=False nodes=36" in second.stdout
     assert "changed=0" in second.stdout
+
+
+# site.yml's flow, with a stand-in beonet_node that records its calls -------------
+
+STUB_NODE = '''#!/usr/bin/python
+import os
+from ansible.module_utils.basic import AnsibleModule
+
+KEYS = ("node", "plan", "plan_format", "prefixes", "backend", "management_interface",
+        "management_address", "supported_os", "include_virtual", "down", "preflight", "validate_only")
+
+
+def main():
+    m = AnsibleModule(argument_spec={k: {"type": "raw"} for k in KEYS}, supports_check_mode=True)
+    node, pre = m.params["node"], bool(m.params["preflight"])
+    with open(os.environ["BEONET_STUB_LOG"], "a") as fh:
+        fh.write("%s %s%s\\n" % (node, "preflight" if pre else "apply", " check" if m.check_mode else ""))
+    if pre and node in os.environ.get("BEONET_STUB_REFUSE", "").split(","):
+        m.fail_json(msg="%s: refused by the stand-in" % node)
+    if pre:
+        m.exit_json(changed=False, in_sync=node in os.environ.get("BEONET_STUB_SYNCED", "").split(","))
+    m.exit_json(changed=True)
+
+
+main()
+'''
+
+
+def site(tmp_path, *args, refuse="", synced=""):
+    """site.yml on nodes a, b, c (local connection) with the stand-in beonet_node; its calls."""
+    (tmp_path / "lib").mkdir(exist_ok=True)
+    (tmp_path / "lib/beonet_node.py").write_text(STUB_NODE)
+    (tmp_path / "topo.yml").write_text("name: st\nfamily: custom\ncustom:\n  nodes: [a, b, c]\n"
+                                       "  links: [{ends: [a, b]}, {ends: [b, c]}]\n")
+    (tmp_path / "hosts.yml").write_text(
+        "beonet_nodes:\n  vars:\n    ansible_connection: local\n"
+        "    ansible_python_interpreter: %s\n    beonet_topology_file: %s\n"
+        "  hosts: {a: {}, b: {}, c: {}}\n" % (sys.executable, tmp_path / "topo.yml"))
+    log = tmp_path / "calls.log"
+    log.write_text("")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LIBRARY="%s:%s" % (tmp_path / "lib", ROOT / "library"),
+               BEONET_STUB_LOG=str(log), BEONET_STUB_REFUSE=refuse, BEONET_STUB_SYNCED=synced)
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+                          "playbooks/site.yml", *args], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=False)
+    return res, sorted(log.read_text().splitlines())
+
+
+def test_site_applies_only_where_the_node_is_out_of_sync(tmp_path):
+    res, calls = site(tmp_path, synced="a,c")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["a preflight", "b apply", "b preflight", "c preflight"]
+    assert "Gathering Facts" not in res.stdout
+
+
+def test_site_one_refusal_stops_every_node_before_any_change(tmp_path):
+    res, calls = site(tmp_path, refuse="c")
+    assert res.returncode != 0
+    assert "c: refused by the stand-in" in res.stdout
+    assert calls == ["a preflight", "b preflight", "c preflight"]
+
+
+def test_site_in_check_mode_still_reports_what_would_change(tmp_path):
+    res, calls = site(tmp_path, "--check", "--diff", synced="b")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["a apply check", "a preflight check", "b preflight check",
+                     "c apply check", "c preflight check"]

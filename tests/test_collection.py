@@ -90,11 +90,13 @@ def tasks_of(data):
 def test_fqcn_rewrite_touches_module_and_role_calls_only():
     text = ("- name: Compile\n  beonet_topology:\n    topology: x\n"
             "  roles:\n    - beonet_plan\n    - role: beonet_node\n"
-            "module: beonet_topology\nbeonet_node_backend: auto\n  loop:\n    - beonet_plan_result\n")
+            "module: beonet_topology\nbeonet_node_backend: auto\n  loop:\n    - beonet_plan_result\n"
+            "- name: Check\n  ansible.builtin.import_role:\n    name: beonet_preflight\n")
     assert build.to_fqcn(text) == (
         "- name: Compile\n  beonet.cluster.beonet_topology:\n    topology: x\n"
         "  roles:\n    - beonet.cluster.beonet_plan\n    - role: beonet.cluster.beonet_node\n"
-        "module: beonet_topology\nbeonet_node_backend: auto\n  loop:\n    - beonet_plan_result\n")
+        "module: beonet_topology\nbeonet_node_backend: auto\n  loop:\n    - beonet_plan_result\n"
+        "- name: Check\n  ansible.builtin.import_role:\n    name: beonet.cluster.beonet_preflight\n")
     assert build.to_collection_imports("from ansible.module_utils.beonet.agent import apply\n"
                                        "from ansible.module_utils.basic import AnsibleModule\n") == (
         "from ansible_collections.beonet.cluster.plugins.module_utils.beonet.agent import apply\n"
@@ -157,6 +159,9 @@ def test_built_collection_uses_fqcn_and_collection_imports(built):
             assert not short & set(task), "%s: %s called by short name" % (path.name, short & set(task))
             roles = [r["role"] if isinstance(r, dict) else r for r in task.get("roles", [])]
             assert all(r.startswith("beonet.cluster.") for r in roles), "%s: roles %s" % (path.name, roles)
+            for key in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+                name = (task.get(key) or {}).get("name", "beonet.cluster.")
+                assert name.startswith("beonet.cluster."), "%s: %s %s" % (path.name, key, name)
     package = tree / "plugins" / "module_utils" / "beonet"
     shipped = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
     assert shipped == {p.relative_to(ROOT / "module_utils" / "beonet").as_posix()
