@@ -99,7 +99,7 @@ options:
   down:
     description:
       - With I(preflight), the dead nodes of a plan compiled with nodes down (the plan's
-        C(down)): a point-to-point NIC whose peer is one of them may lack carrier.
+        C(down)). A point-to-point NIC whose peer is one of them may lack carrier.
     type: list
     elements: str
     default: []

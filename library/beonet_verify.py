@@ -185,11 +185,12 @@ ARGUMENT_SPEC = {
 }
 
 
-def traceroute_command(addr: str, hops_max: int, wait: int) -> list[str]:
+def traceroute_command(addr: str, hops_max: int, wait: int, at_once: int = 1) -> list[str]:
     """ICMP echo probes (-I) all hash to one branch of a multipath route; one probe
-    a hop (-q 1), one at a time (-N 1: the last hop is not rate limited), wait
-    seconds at most for each, and no deeper than hops_max."""
-    return ["traceroute", "-n", "-I", "-N", "1", "-q", "1", "-w", str(wait), "-m", str(hops_max), addr]
+    a hop (-q 1), at_once at a time (1 by default: the last hop is not rate
+    limited), wait seconds at most for each, and no deeper than hops_max."""
+    return ["traceroute", "-n", "-I", "-N", str(at_once), "-q", "1", "-w", str(wait), "-m", str(hops_max),
+            addr]
 
 
 def _pool_map(module: AnsibleModule, fn: Any, items: list[Any]) -> list[Any]:
@@ -215,13 +216,15 @@ def _silent(module: AnsibleModule) -> list[str]:
 def _trace_all(module: AnsibleModule, silent: list[str]) -> dict[str, list[str]]:
     """{destination: hops seen}. A differing pair whose target answered the ping is traced
     again (up to twice, waiting longer) before it counts: a probe lost on a busy machine
-    reads as '*'. A silent target is traced once (where its path stops tells why)."""
+    reads as '*'. A silent target is traced once, every probe at once (where its path
+    stops tells why; past that point every probe waits out its time together)."""
     p = module.params
     hops_max = verify.longest_path(p["expected"]) + 2
 
     def trace(item: tuple[str, str], wait: int = 1) -> tuple[str, list[str]]:
         dst, addr = item
-        rc, out, err = module.run_command(traceroute_command(addr, hops_max, wait))
+        at_once = hops_max if dst in silent else 1
+        rc, out, err = module.run_command(traceroute_command(addr, hops_max, wait, at_once))
         if rc != 0:
             return dst, ["error: %s" % err.strip()]
         return dst, verify.parse_traceroute(out)

@@ -189,10 +189,11 @@ def test_usage_errors(capsys, argv, words):
 def test_paths_all_lists_every_ordered_pair(capsys):
     code, out, _ = run(capsys, "paths", MESH, "--all")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 4 * 3
+    # one line per branch: the 4 diagonal pairs of the 2x2 mesh have two (failover)
+    assert code == 0 and len(lines) == 4 * 3 + 4
     assert len({line.split(" (")[0] for line in lines}) == 12
     code, one, _ = run(capsys, "paths", MESH, "--from", "node-0-0")
-    assert set(one.splitlines()) <= set(lines) and len(one.splitlines()) == 3
+    assert set(one.splitlines()) <= set(lines) and len(one.splitlines()) == 3 + 1
 
 
 def test_paths_all_json_by_source(capsys):
@@ -206,9 +207,10 @@ def test_paths_all_json_by_source(capsys):
 
 
 def test_paths_print_one_line_per_branch(capsys, tmp_path):
-    """Node 0-0-0 reaches 1-1-1's LAN over 0-1-0 or 0-0-1 (failover on), then
-    1-1-1; with failover off, over the one chosen next hop only."""
-    for failover, branches in (("true", 2), ("false", 1)):
+    """Node 0-0-0 reaches 1-1-1 by changing its three coordinates in any order (the
+    failover host route goes over all three neighbours): 3! branches; with failover
+    off, over the one chosen next hop only."""
+    for failover, branches in (("true", 6), ("false", 1)):
         topo = tmp_path / ("cube-%s.yml" % failover)
         topo.write_text("name: cube\nfamily: mesh\nmesh: {dims: [2, 2, 2]}\n"
                         "routing: {failover: %s}\n" % failover)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_properties import SETTINGS, PlanTables, custom_topologies, dump, walk_all
 
-from beonet.compiler import load, pipeline
+from beonet.compiler import load, pipeline, route
 from beonet.compiler import metrics as metrics_stage
 from beonet.compiler.errors import CompileError
 from beonet.outputs import plan as render
@@ -333,6 +333,26 @@ def test_failover_halves_what_a_dead_gateway_cuts_in_a_cube():
     off = check_resilience(pipeline.compile_text(text % "false", "c.yml"))
     assert on["single_path"] == off["single_path"] == off["failover"]
     assert on["max"]["failover"] < on["max"]["single_path"]
+
+
+def test_failover_host_routes_leave_no_live_pair_of_a_routed_mesh_cut():
+    """4x4 routed mesh: a diagonal pair has two gateways but the LAN route one; the
+    /32 multipath routes make every single death cost no pair of live nodes."""
+    c = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh.yml"))
+    r = check_resilience(c)
+    assert r["max"] == {"single_path": 9, "failover": 0}
+    hosts = [x for x in c.graph.nodes[0].routes if x.plen == 32]
+    assert len(hosts) == 9 and all(len(x.alt_via) == 1 for x in hosts)
+
+
+def test_failover_host_routes_stop_above_the_limit(monkeypatch):
+    """Above route.HOST_FAILOVER_MAX nodes only segment routes fail over, and the
+    metrics' notes say so; routes are then those of the plain rule."""
+    monkeypatch.setattr(route, "HOST_FAILOVER_MAX", 15)
+    c = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh.yml"))
+    assert not [x for x in c.graph.nodes[0].routes if x.plen == 32]
+    assert any("not made above 15 nodes" in note for note in c.graph.notes)
+    assert check_resilience(c)["max"] == {"single_path": 9, "failover": 9}
 
 
 def test_resilience_is_skipped_above_the_limit_unless_forced(monkeypatch):

@@ -19,7 +19,9 @@ from beonet.outputs import plan as render
 
 @pytest.fixture(scope="module")
 def mesh():
-    return render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    """The routed mesh with single-path routes (its 3 segment routes per node)."""
+    text = (ROOT / "topologies/routed-mesh.yml").read_text() + "routing: {failover: false}\n"
+    return render.plan(pipeline.compile_text(text, "routed-mesh.yml"))
 
 
 def _live(n, with_routes=True, extra_routes=()):
@@ -27,8 +29,7 @@ def _live(n, with_routes=True, extra_routes=()):
     addrs = [{"ifname": i["name"], "addr_info": [
         {"family": "inet", "local": a.split("/")[0], "prefixlen": int(a.split("/")[1])}
         for a in i["addresses"]]} for i in n["interfaces"]]
-    routes = [{"dst": r["to"], "gateway": r["via"], "dev": r["dev"], "prefsrc": r["src"],
-               "protocol": "250"} for r in n["routes"]] if with_routes else []
+    routes = [_simulated_route(_replace_args(r)) for r in n["routes"]] if with_routes else []
     return links, addrs, routes + list(extra_routes)
 
 
@@ -251,6 +252,14 @@ def _simulated_route(args):
     return dict(route, nexthops=[{"gateway": h["via"], "dev": h["dev"], "weight": 1} for h in hops])
 
 
+def _replace_args(r):
+    """The arguments `ip route replace` takes for plan route r."""
+    if "nexthops" not in r:
+        return [r["to"], "via", r["via"], "dev", r["dev"], "src", r["src"]]
+    return [r["to"], "src", r["src"]] + [w for h in r["nexthops"] for w in ("nexthop", "via", h["via"],
+                                                                                "dev", h["dev"])]
+
+
 def _route_key(dst, hops, src):
     return (dst if "/" in dst else dst + "/32", tuple(sorted(hops)), src)
 
@@ -329,6 +338,8 @@ def test_the_dry_run_shows_links_mtu_bonds_forwarding_ruleset_and_offloads():
         "ip link set dev eth3 up",
         "ip addr add 10.20.0.1/28 dev bond0", "ip addr add 10.21.0.2/31 dev eth3",
         "ip route replace 10.20.1.0/27 via 10.21.0.3 dev eth3 src 10.20.0.1 proto 250",
+        "ip route replace 10.20.1.21/32 src 10.20.0.1 proto 250 nexthop via 10.21.0.3 dev eth3 "
+        "nexthop via 10.20.0.13 dev bond0",
         "sysctl -w net.ipv4.fib_multipath_use_neigh=1",
         *["sysctl -w net.ipv4.%s.%s.%s" % (kind, nic, value) for nic in ("bond0", "eth3")
           for kind, value in (("neigh", "base_reachable_time_ms=5000"), ("neigh", "delay_first_probe_time=1"),

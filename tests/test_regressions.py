@@ -80,8 +80,10 @@ def test_expected_paths_walk_the_tables_the_proof_checked(monkeypatch):
     monkeypatch.setattr(prove, "checked_tables", rebuilt)
     monkeypatch.setattr(route, "tables_for", rebuilt)
     branches = c.path("node-0-0", "node-2-2")
-    # one branch: the route to node-2-2's dimension-0 LAN changes the one other coordinate
-    assert [[h["node"] for h in hops] for hops in branches] == [["node-0-2", "node-2-2"]]
+    # the route to node-2-2's dimension-0 LAN changes the other coordinate first; the
+    # failover host route also changes the first coordinate first
+    assert [[h["node"] for h in hops] for hops in branches] == [["node-0-2", "node-2-2"],
+                                                                 ["node-2-0", "node-2-2"]]
 
 
 def test_parallel_links_get_numbered_names():

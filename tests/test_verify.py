@@ -21,8 +21,10 @@ def mesh():
 
 def _ip_route(n, kernel=True):
     """What `ip -j -4 route show table main` prints on a node that follows plan n."""
-    out = [{"dst": r["to"].replace("/32", ""), "gateway": r["via"], "dev": r["dev"],
-            "protocol": "250", "prefsrc": r["src"], "flags": []} for r in n["routes"]]
+    out = [{"dst": r["to"].replace("/32", ""), "protocol": "250", "prefsrc": r["src"], "flags": [],
+            **({"nexthops": [{"gateway": h["via"], "dev": h["dev"], "weight": 1, "flags": []}
+                             for h in r["nexthops"]]} if "nexthops" in r
+               else {"gateway": r["via"], "dev": r["dev"]})} for r in n["routes"]]
     if kernel:
         out += [{"dst": i["addresses"][0], "dev": i["name"], "protocol": "kernel",
                  "scope": "link", "prefsrc": i["addresses"][0].split("/")[0]}

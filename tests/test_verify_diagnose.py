@@ -126,6 +126,9 @@ def test_a_differing_pair_is_traced_again_but_a_silent_target_only_once(monkeypa
     traced = [c[-1] for c in commands if c[0] == "traceroute"]
     assert traced.count(ADDR["b"]) == 1 and traced.count(ADDR["d"]) == 2
     assert [c[8] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["d"]] == ["1", "3"]
+    # a silent target's probes all go at once (past where its path stops, each waits 1 s)
+    assert [c[4] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["b"]] == ["4"]
+    assert [c[4] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["d"]] == ["1", "1"]
 
 
 def test_a_plain_hop_list_counts_as_one_branch():

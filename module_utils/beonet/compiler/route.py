@@ -14,6 +14,12 @@ spread by source, forwarding on exactly the nodes used as next hops):
   spread by source; remote nodes linked to the group (or to the node's peers)
   are reached through their local peer with a host route.
 
+With failover (``routing.failover``, the default) a route lists every equally
+short next hop, and on clusters of up to HOST_FAILOVER_MAX nodes (generic and
+mesh families) a node address with more equally short next hops than the route
+that takes it gets a /32 route over all of them: in a 2D mesh a diagonal pair
+has two gateways, but the segment route to the far LAN only one.
+
 Every route carries ``src`` = the node's address, so replies and ICMP errors
 always come back to an address the whole cluster routes.
 """
@@ -51,6 +57,7 @@ def generic(graph: Graph) -> None:
         homes[number[id(node.home.segment)]].append(node)
     for k in sorted(homes):
         _towards_segment(graph, links, k, homes[k], on)
+    _host_failover(graph)
     _finish(graph)
 
 
@@ -176,7 +183,7 @@ def mesh(graph: Graph) -> None:
                 routes[xi].append(Route(net, plen, via[xi + delta], out[xi], src[xi],
                                         own[xi].setdefault(vias, vias),
                                         shared.setdefault(devs, devs)))
-    _finish(graph, presorted=True)
+    _finish(graph, presorted=not _host_failover(graph))
 
 
 _Singles = tuple[list[tuple[int]], list[tuple[str]]]
@@ -187,6 +194,77 @@ def _singles(addr: list[int], dev: list[str]) -> _Singles:
     each: the further next hop of every mesh route that has one."""
     names = {name: (name,) for name in dev}
     return [(a,) for a in addr], [names[name] for name in dev]
+
+
+
+# With failover, clusters up to this many nodes also get a /32 multipath route to
+# each node address that has more equally short next hops than the route that
+# takes it (a 2D mesh's diagonal pairs); above it that costs N routes per node.
+HOST_FAILOVER_MAX = 256
+
+
+def _host_failover(graph: Graph) -> bool:
+    """With failover, on clusters of up to HOST_FAILOVER_MAX nodes: a /32 route over
+    every equally short next hop towards each node address whose route has fewer
+    (the route's preferred next hop first). Returns whether any was added."""
+    if not graph.failover:
+        return False
+    if len(graph.nodes) > HOST_FAILOVER_MAX:
+        graph.notes.append("failover host routes: not made above %d nodes (segment routes "
+                           "only); see the resilience table" % HOST_FAILOVER_MAX)
+        return False
+    links, on, owner = graph.links(), _iface_on(graph), graph.owners()
+    names = [s.name for s in links.segments]
+    tables = [_by_prefix(x) for x in graph.nodes]
+    added = False
+    for z in graph.nodes:
+        bfs = links.towards([z.index])
+        for x in graph.nodes:
+            d = bfs.dist[x.index]
+            if d < 2:
+                continue
+            hops = [(n, names[k]) for k in links.of_node[x.index] if bfs.near[k] == d - 1
+                    for n in links.nearest(k, bfs)]
+            if len(hops) < 2:
+                continue
+            r = _lookup(tables[x.index], z.address)
+            if len(hops) == len(r.alt_via) + 1:
+                continue
+            first = owner[r.via].index
+            if r.plen != 32:            # a host route of its own, else the one there gets them all
+                r = Route(z.address, 32, 0, "", x.address)
+                x.routes.append(r)
+                added = True
+            _over_all(r, hops, first, x.index, on)
+    return added
+
+
+def _over_all(r: Route, hops: list[tuple[int, str]], first: int, xi: int,
+              on: dict[tuple[int, str], Interface]) -> None:
+    """Route r over every (next node, segment) of hops: the first one through node
+    `first` (the route's preferred next hop) first, the others in order."""
+    hops = sorted(hops)
+    lead = next((h for h in hops if h[0] == first), hops[0])
+    rest = [h for h in hops if h != lead]
+    r.via, r.dev = on[lead].addresses[0], on[xi, lead[1]].name
+    r.alt_via = tuple(on[h].addresses[0] for h in rest)
+    r.alt_dev = tuple(on[xi, h[1]].name for h in rest)
+
+
+def _by_prefix(x: Node) -> list[tuple[int, dict[int, Route]]]:
+    """A node's routes as (plen, {net: route}), longest prefix first."""
+    out: dict[int, dict[int, Route]] = defaultdict(dict)
+    for r in x.routes:
+        out[r.plen][r.net] = r
+    return sorted(out.items(), reverse=True)
+
+
+def _lookup(table: list[tuple[int, dict[int, Route]]], addr: int) -> Route:
+    for plen, routes in table:
+        r = routes.get(addr & mask(plen))
+        if r is not None:
+            return r
+    raise AssertionError("no route to %s" % addr)
 
 
 def _mesh_way(c: tuple[int, ...], r: tuple[int, ...]) -> int:
