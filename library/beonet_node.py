@@ -410,8 +410,9 @@ def main() -> None:
     state = beonet.installed_addresses(n)
     state_stale = live["installed"] != state.splitlines()
     if p["preflight"]:
-        module.exit_json(**dict(result, changed=False,
-                                in_sync=not (result["changed"] or record_stale or state_stale)))
+        checked = dict(result)
+        checked.update(changed=False, in_sync=not (result["changed"] or record_stale or state_stale))
+        module.exit_json(**checked)
     if write:
         _run(module, actions, result)
         _tell_managers(module, result)

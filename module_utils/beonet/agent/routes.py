@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 from .nodeplan import Route
 
 if TYPE_CHECKING:
-    Hops = tuple[tuple[str | None, str | None], ...]
-    RouteKey = tuple[str, Hops, str | None]
+    from typing import TypeAlias
+
+    # strings: the agent runs on Python 3.8, where `str | None` is no expression
+    Hops: TypeAlias = "tuple[tuple[str | None, str | None], ...]"
+    RouteKey: TypeAlias = "tuple[str, Hops, str | None]"
 
 PROTO = 250                     # the route protocol that marks beonet's routes
 

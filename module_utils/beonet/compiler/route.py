@@ -196,7 +196,6 @@ def _singles(addr: list[int], dev: list[str]) -> _Singles:
     return [(a,) for a in addr], [names[name] for name in dev]
 
 
-
 # With failover, clusters up to this many nodes also get a /32 multipath route to
 # each node address that has more equally short next hops than the route that
 # takes it (a 2D mesh's diagonal pairs); above it that costs N routes per node.
