@@ -151,6 +151,7 @@ def test_a_cluster_nic_held_by_another_profile_is_given_beonets():
                         {"name": "eth4", "kind": "ethernet"}]}
     active = {"eth1": "Wired connection 1", "bond0": "lab-dhcp", "eth3": "beonet-eth3", "eth4": "",
               "ens16": "mgmt"}
-    # bonds and plain NICs first, then members; NICs already on beonet's or on none are left
-    assert nm.nm_takeovers(n, active) == ["beonet-bond0", "beonet-eth1"]
+    # bonds and plain NICs first, then members; a NIC on no profile gets beonet's too (the
+    # external connection NetworkManager makes for it next would hold it); beonet's is left
+    assert nm.nm_takeovers(n, active) == ["beonet-bond0", "beonet-eth4", "beonet-eth1"]
     assert nm.nm_takeovers(n, {}) == []

@@ -223,9 +223,11 @@ def nm_devices(text: str) -> dict[str, str]:
 
 def nm_takeovers(n: NodePlan, active: dict[str, str]) -> list[str]:
     """The ids of beonet's profiles to activate now: one for each NIC or bond of the plan
-    that NetworkManager holds with another profile (a DHCP profile, say), bonds and
-    plain NICs before bond members. Activating beonet's profile settles the claim at
-    once; at boot its autoconnect-priority settles it."""
+    that NetworkManager lists without beonet's profile active: held by another profile
+    (a DHCP profile, or the external connection NetworkManager makes, named after the
+    device, for one configured by hand) or by none; bonds and plain NICs before bond
+    members. Activating beonet's profile settles the claim at once; at boot its
+    autoconnect-priority settles it."""
     ifaces = sorted(n["interfaces"], key=lambda i: bool(i.get("bond")))
     return [nm_id(i["name"]) for i in ifaces
-            if active.get(i["name"]) not in (None, "", nm_id(i["name"]))]
+            if active.get(i["name"]) not in (None, nm_id(i["name"]))]
