@@ -416,7 +416,9 @@ def main() -> None:
     if write:
         _run(module, actions, result)
         _tell_managers(module, result)
-        _run(module, takeovers, result)
+        # read again once the NICs are configured and the keyfiles reloaded: what holds
+        # them now (NetworkManager's own external connections included) is taken over
+        _run(module, _nm_takeovers(module, n, decision) or takeovers, result)
         if state_stale:
             _write(module, beonet.STATE_PATH, state, 0o644, result)
     if module._diff:
