@@ -366,18 +366,21 @@ def _tell_managers(module: AnsibleModule, result: dict[str, Any]) -> None:
                                                      err.strip()), **result)
 
 
-def _nm_takeovers(module: AnsibleModule, n: nodeplan.NodePlan,
-                  d: netmanager.Decision) -> list[list[str]]:
+def _nm_takeovers(module: AnsibleModule, n: nodeplan.NodePlan, d: netmanager.Decision,
+                  written: list[str] | None = None) -> list[list[str]]:
     """nmcli commands activating beonet's profile on each cluster NIC that NetworkManager
-    holds with another profile (NetworkManager backend only; read-only here)."""
+    holds with another profile, or with beonet's profile from a keyfile since rewritten
+    (among the files written); NetworkManager backend only; read-only here."""
     nmcli = module.get_bin_path("nmcli")
     if d.backend != "networkmanager" or not nmcli:
         return []
     rc, out, _err = module.run_command([nmcli, "-t", "-f", "DEVICE,CONNECTION", "device"])
     if rc:
         return []                       # NetworkManager not running: boot settles it
+    changed = frozenset(os.path.basename(f)[:-len(".nmconnection")]
+                        for f in written or [] if f.endswith(".nmconnection"))
     return [[nmcli, "connection", "up", "id", profile]
-            for profile in netmanager.nm_takeovers(n, netmanager.nm_devices(out))]
+            for profile in netmanager.nm_takeovers(n, netmanager.nm_devices(out), changed)]
 
 
 def _route_diff(name: str, n: nodeplan.NodePlan, live: beonet.LiveState) -> dict[str, str]:
@@ -418,7 +421,7 @@ def main() -> None:
         _tell_managers(module, result)
         # read again once the NICs are configured and the keyfiles reloaded: what holds
         # them now (NetworkManager's own external connections included) is taken over
-        _run(module, _nm_takeovers(module, n, decision) or takeovers, result)
+        _run(module, _nm_takeovers(module, n, decision, result["files"]) or takeovers, result)
         if state_stale:
             _write(module, beonet.STATE_PATH, state, 0o644, result)
     if module._diff:

@@ -310,14 +310,20 @@ def test_the_dispatcher_script_is_executable_and_puts_the_route_back_only_when_a
     assert backends.nm_dispatcher_files(plain) == {}
 
 
-def test_networkmanager_keyfiles_give_each_next_hop_a_weight_in_its_own_nics_profile():
+def test_networkmanager_leaves_multipath_routes_to_the_dispatcher_script():
+    """NetworkManager 1.42 installs keyfile routes that carry a weight both merged and
+    one by one (two kernel routes where the plan has one): the keyfiles hold the
+    single-path routes only, the dispatcher script the multipath ones."""
     from beonet.agent import backends
     files = backends.nm_files(diamond())
     eth1 = files["%s/beonet-eth1.nmconnection" % backends.NM]
     eth2 = files["%s/beonet-eth2.nmconnection" % backends.NM]
-    assert "route1=10.0.3.0/24,10.0.1.2,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth1
-    assert "route1=10.0.3.0/24,10.0.2.3,0\nroute1_options=src=10.0.1.1,weight=1\n" in eth2
-    assert "route2=10.0.4.4/32,10.0.2.3\nroute2_options=src=10.0.1.1\n" in eth2
+    assert "route" not in eth1 and "weight" not in eth2
+    assert "route1=10.0.4.4/32,10.0.2.3\nroute1_options=src=10.0.1.1\n" in eth2
+    script = files[backends.NM_DISPATCHER]
+    assert ("ip route replace 10.0.3.0/24 src 10.0.1.1 proto 250 nexthop via 10.0.1.2 dev eth1 "
+            "nexthop via 10.0.2.3 dev eth2") in script
+    assert backends.NM_DISPATCHER not in backends.nm_files(dict(diamond(), routes=[SINGLE]))
 
 
 def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(monkeypatch):

@@ -587,6 +587,42 @@ def test_vm_second_down_is_a_no_op(vmhost, bonded, tmp_path, capsys):
     assert "nothing to do, no lab state in .lab/beonet-bonded (0 QEMU processes)" in capsys.readouterr().out
 
 
+def test_vm_down_without_state_removes_what_an_interrupted_run_left(vmhost, bonded, tmp_path,
+                                                                    capsys, monkeypatch):
+    """The state folder is gone (a run cut off, a deleted clone) but the namespace and a
+    QEMU process started from that folder are left: down finds them by the lab's name."""
+    monkeypatch.setattr(vmlab, "_orphans", lambda state: [41000] if state.endswith("/mol-x") else [])
+    vmhost.netns |= {"mol-x", "beonet-bonded-dual-net-4"}
+    vmlab.down(str(bonded), str(tmp_path), "mol-x")
+    assert "mol-x" not in vmhost.netns and vmhost.stopped == [41000]
+    assert "namespace mol-x and 1 QEMU processes left by an interrupted run removed" in \
+        capsys.readouterr().out
+    vmlab.down(str(bonded), str(tmp_path))          # no name: the topology's lab name
+    assert vmhost.netns == set()
+    bonded.write_text("nodes: [")                   # a broken topology names no lab
+    vmlab.down(str(bonded), str(tmp_path))
+    assert "nothing to do, no lab state in .lab/beonet-bonded (0 QEMU processes)" in \
+        capsys.readouterr().out
+
+
+def test_vm_orphans_are_qemu_processes_started_from_the_folder(tmp_path):
+    """A process whose command line names qemu-system and a file in the folder is found;
+    one naming another folder is not."""
+    import subprocess
+    import sys
+    state = tmp_path / ".lab" / "mol-x"
+    sleeper = "import time; time.sleep(60)"
+    mine = subprocess.Popen([sys.executable, "-c", sleeper, "qemu-system-x86_64", str(state / "n.qcow2")])
+    other = subprocess.Popen([sys.executable, "-c", sleeper, "qemu-system-x86_64",
+                              str(tmp_path / ".lab" / "mol-xy" / "n.qcow2")])
+    try:
+        assert vmlab._orphans(str(state)) == [mine.pid]
+    finally:
+        for proc in (mine, other):
+            proc.kill()
+            proc.wait()
+
+
 def test_vm_link_and_node_faults_work_from_the_saved_state(vmhost, bonded, tmp_path, monkeypatch):
     sent = []
     monkeypatch.setattr(vmlab, "monitor", lambda state, node, command: sent.append((node, command)) or "")

@@ -155,3 +155,17 @@ def test_a_cluster_nic_held_by_another_profile_is_given_beonets():
     # external connection NetworkManager makes for it next would hold it); beonet's is left
     assert nm.nm_takeovers(n, active) == ["beonet-bond0", "beonet-eth4", "beonet-eth1"]
     assert nm.nm_takeovers(n, {}) == []
+
+
+def test_an_active_profile_whose_keyfile_changed_is_activated_again_with_its_bonds_members():
+    """NetworkManager keeps the routes of the old keyfile until the profile is activated again."""
+    n = {"interfaces": [{"name": "eth1", "kind": "ethernet", "bond": "bond0"},
+                        {"name": "eth2", "kind": "ethernet", "bond": "bond0"},
+                        {"name": "bond0", "kind": "bond"},
+                        {"name": "eth3", "kind": "ethernet"}]}
+    active = {i["name"]: nm.nm_id(i["name"]) for i in n["interfaces"]}
+    assert nm.nm_takeovers(n, active) == []
+    assert nm.nm_takeovers(n, active, frozenset({"beonet-eth3"})) == ["beonet-eth3"]
+    assert nm.nm_takeovers(n, active, frozenset({"beonet-bond0"})) == [
+        "beonet-bond0", "beonet-eth1", "beonet-eth2"]
+    assert nm.nm_takeovers(n, {}, frozenset({"beonet-eth3"})) == []

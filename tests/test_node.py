@@ -433,7 +433,10 @@ def _run_module(lib, monkeypatch, params, live, check_mode=True):
 
 def _proc(lib, live, path):
     """What the module reads from /proc/sys on the simulated node: forwarding, and
-    the failover keys (the live value, else the kernel's default); other files: none."""
+    the failover keys (the live value, else the kernel's default); the persistent files
+    the simulated node has (live["files"]); other files: none."""
+    if path in live.get("files", {}):
+        return live["files"][path]
     if path == lib.beonet.FORWARD:
         return live["forwarding"]
     for key, value in live.get("sysctls", {}).items():
@@ -642,17 +645,27 @@ def test_the_module_gives_beonets_profile_to_a_nic_networkmanager_holds_with_dhc
     monkeypatch.setattr(_FakeModule, "get_bin_path", lambda self, name: "/usr/bin/" + name)
     monkeypatch.setattr(beonet_node, "atomic_write", lambda path, text, mode: None)   # nothing on this host
     devices = {"held": "%s:lab-dhcp\nens3:mgmt\n" % nic, "settled": "%s:beonet-%s\n" % (nic, nic)}
+    keyfile = "%s/beonet-%s.nmconnection" % (backends.NM, nic)
+    written = backends.nm_files(n)[keyfile]
     runs = {}
-    for case, text in devices.items():
+    for case, same in (("held", False), ("settled", True), ("settled", False)):
+        text = devices[case]
+
         def answer(self, cmd, _text=text, _orig=_FakeModule.run_command, **kw):
             if cmd[1:] == ["-t", "-f", "DEVICE,CONNECTION", "device"]:
                 return 0, _text, ""
             return _orig(self, cmd, **kw)
         monkeypatch.setattr(_FakeModule, "run_command", answer)
-        out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(n), check_mode=False)
+        # the keyfile on the node: the one beonet writes, or an older one
+        live = dict(_blank_node(n), files={keyfile: written if same else written + "# older\n"})
+        monkeypatch.setattr(os, "stat", lambda path, *a, _real=os.stat, **kw: os.stat_result(
+            (0o100600,) + (0,) * 9) if path == keyfile else _real(path, *a, **kw))
+        out, commands = _run_module(beonet_node, monkeypatch, params, live, check_mode=False)
         assert not out.failed, out.result
-        runs[case] = [" ".join(c) for c in commands]
+        runs[case, same] = [" ".join(c) for c in commands]
     up = "/usr/bin/nmcli connection up id beonet-%s" % nic
-    assert up in runs["held"] and runs["held"].index(up) > runs["held"].index(
+    assert up in runs["held", False] and runs["held", False].index(up) > runs["held", False].index(
         "/usr/bin/nmcli connection reload")
-    assert up not in runs["settled"]
+    # beonet's profile active: left alone, unless its keyfile was just rewritten
+    assert up not in runs["settled", True]
+    assert up in runs["settled", False]

@@ -10,12 +10,12 @@ function of the node plan returning {path: text}:
 * ``ifupdown``: /etc/network/interfaces.d/60-beonet (bonds through ifenslave).
 
 A route with several next hops (``nexthops``) is one multipath route: a
-networkd ``[Route]`` with ``MultiPathRoute=`` lines; NetworkManager keyfile
-routes with a ``weight`` (NetworkManager merges IPv4 routes that carry a
-weight into one multipath route, across interfaces, since 1.42); for netplan,
-which cannot write one, a networkd drop-in for the ``.network`` file netplan
-generates (renderer networkd) or a NetworkManager dispatcher script (renderer
-NetworkManager); for ifupdown, ``up ip route replace ... nexthop ...`` lines.
+networkd ``[Route]`` with ``MultiPathRoute=`` lines; for NetworkManager (whose
+keyfiles cannot hold one: 1.42 installs IPv4 routes with a ``weight`` both
+merged and singly, two routes where the plan has one) and netplan with that
+renderer, a NetworkManager dispatcher script; for netplan with networkd, a
+networkd drop-in for the ``.network`` file netplan generates; for ifupdown,
+``up ip route replace ... nexthop ...`` lines.
 
 A bond whose plan turns TSO off gets a udev ``.link`` file (applied when the
 bond appears, whichever manager creates it), or the keyfile's ``[ethtool]``
@@ -129,21 +129,10 @@ def _nm_ip(n: NodePlan, iface: Interface) -> str:
 
 
 def _nm_routes(n: NodePlan, nic: str) -> list[str]:
-    """Keyfile route lines ('route%d=...' templates) of the routes leaving through nic.
-
-    Each next hop of a multipath route is a route of its own NIC's keyfile with
-    weight=1 and the explicit metric 0 (routes are merged only when their metric
-    is equal, and the default metric depends on the device type)."""
-    out = []
-    for r in n["routes"]:
-        for via, dev in next_hops(r):
-            if dev != nic:
-                continue
-            if is_multipath(r):
-                out.append("route%%d=%s,%s,0\nroute%%d_options=src=%s,weight=1\n" % (r["to"], via, r["src"]))
-            else:
-                out.append("route%%d=%s,%s\nroute%%d_options=src=%s\n" % (r["to"], via, r["src"]))
-    return out
+    """Keyfile route lines ('route%d=...' templates) of the single-path routes
+    leaving through nic (the multipath ones are the dispatcher script's)."""
+    return ["route%%d=%s,%s\nroute%%d_options=src=%s\n" % (r["to"], r["via"], r["src"])
+            for r in n["routes"] if r["dev"] == nic and not is_multipath(r)]
 
 
 def nm_id(nic: str) -> str:
@@ -174,7 +163,9 @@ def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
 
 
 def nm_files(n: NodePlan) -> dict[str, str]:
-    return {"%s/%s.nmconnection" % (NM, nm_id(i["name"])): _nm_keyfile(n, i) for i in n["interfaces"]}
+    files = {"%s/%s.nmconnection" % (NM, nm_id(i["name"])): _nm_keyfile(n, i) for i in n["interfaces"]}
+    files.update(nm_dispatcher_files(n))
+    return files
 
 
 def _yaml_list(items: Iterable[str]) -> str:
@@ -257,8 +248,8 @@ def nm_dispatcher_files(n: NodePlan) -> dict[str, str]:
     nics = sorted({dev for r in multi for _via, dev in next_hops(r)})
     lines = ["ip route replace %s 2>/dev/null || :\n" % shell_line(planned_key(r)) for r in multi]
     return {NM_DISPATCHER: "#!/bin/sh\n" + HEADER + (
-        "# NetworkManager runs it with the interface and the action (netplan cannot\n"
-        "# write multipath routes).\n"
+        "# NetworkManager runs it with the interface and the action (its profiles\n"
+        "# cannot hold a multipath route).\n"
         "case \"$2\" in up) ;; *) exit 0 ;; esac\n"
         "case \"$1\" in %s) ;; *) exit 0 ;; esac\n" % "|".join(nics)) + "".join(lines)}
 

@@ -221,13 +221,21 @@ def nm_devices(text: str) -> dict[str, str]:
     return out
 
 
-def nm_takeovers(n: NodePlan, active: dict[str, str]) -> list[str]:
+def nm_takeovers(n: NodePlan, active: dict[str, str],
+                 changed: frozenset[str] = frozenset()) -> list[str]:
     """The ids of beonet's profiles to activate now: one for each NIC or bond of the plan
     that NetworkManager lists without beonet's profile active: held by another profile
     (a DHCP profile, or the external connection NetworkManager makes, named after the
     device, for one configured by hand) or by none; bonds and plain NICs before bond
     members. Activating beonet's profile settles the claim at once; at boot its
-    autoconnect-priority settles it."""
+    autoconnect-priority settles it.
+
+    A profile of ``changed`` (its keyfile was rewritten) that is active is activated
+    again, as are the members of a bond activated again: NetworkManager keeps what it
+    installed from the old keyfile (routes among them) until then."""
     ifaces = sorted(n["interfaces"], key=lambda i: bool(i.get("bond")))
+    again = {i["name"] for i in ifaces if nm_id(i["name"]) in changed}
+    again |= {i["name"] for i in ifaces if i.get("bond") in again}
     return [nm_id(i["name"]) for i in ifaces
-            if active.get(i["name"]) not in (None, nm_id(i["name"]))]
+            if active.get(i["name"]) is not None
+            and (active[i["name"]] != nm_id(i["name"]) or i["name"] in again)]

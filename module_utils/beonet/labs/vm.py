@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from ..compiler import pipeline
+from ..compiler.errors import CompileError
 from ..outputs import plan as render
 from . import VM_IMAGES
 from .base import (
@@ -44,6 +45,7 @@ from .base import (
     Plan,
     Record,
     check_kind,
+    clean,
     lab_name,
     load_state,
     networks,
@@ -568,14 +570,48 @@ def _teardown(state: str, saved: Record) -> int:
     return len(pids)
 
 
+def _orphans(state: str) -> list[int]:
+    """QEMU processes started from a state folder that is gone (an interrupted run)."""
+    mark = (os.path.abspath(state) + os.sep).encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if entry.isdigit() and b"qemu-system" in cmdline and mark in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def _down_without_state(topology: str, root: str, state: str, label: str | None) -> None:
+    """No saved state: stop what an interrupted run may have left under the lab's
+    name (its namespace, QEMU processes started from its folder), or say nothing is up."""
+    name = clean(label) if label else None
+    if name is None and os.path.exists(topology):
+        try:
+            name = lab_name(render.plan(pipeline.compile_file(topology)))
+        except CompileError:        # a topology with errors names no lab
+            name = None
+    pids = _orphans(state)
+    _stop(pids)
+    if name and _netns_exists(name):
+        _run(["ip", "netns", "del", name])
+        _say("down: no lab state in %s; namespace %s and %d QEMU processes left by an "
+             "interrupted run removed" % (os.path.relpath(state, root), name, len(pids)))
+        return
+    _say("down: nothing to do, no lab state in %s (%d QEMU processes)"
+         % (os.path.relpath(state, root), len(pids)))
+
+
 def down(topology: str, root: str, label: str | None = None) -> None:
-    """Take down the VM lab saved in .lab/NAME/ (the topology file is not read:
-    only its name, for NAME when no name is given)."""
+    """Take down the VM lab saved in .lab/NAME/ (the topology file is read only
+    when no state is saved; else only its name, for NAME when no name is given)."""
     state = state_dir(root, topology, label)
     saved = load_state(state, STATE)
     if saved is None:
-        _say("down: nothing to do, no lab state in %s (0 QEMU processes)"
-             % os.path.relpath(state, root))
+        _down_without_state(topology, root, state, label)
         return
     count = _teardown(state, saved)
     _say("down: %s removed (%d QEMU processes, namespace with its bridges and taps)"
