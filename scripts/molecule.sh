@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run Molecule scenarios one after another; print each one's time and result,
-# the tail of a failing one's log, and fail if any failed.
+# the lines a scenario reports as measured, the tail of a failing one's log,
+# and fail if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0
@@ -15,6 +16,8 @@ for s in "$@"; do
     grep -E 'fatal:|FAILED!|ERROR|msg' "$log/$s.log" | tail -20
   fi
   printf 'molecule %-18s %s in %ss\n' "$s" "$result" "$(( $(date +%s) - start ))"
+  # what a scenario measured (its report lines)
+  grep -o "beonet-measured: [^'\"]*" "$log/$s.log" | sed 's/^beonet-measured: /    /'
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "molecule: ${#failed[@]} of $# scenarios failed (${failed[*]}); logs in $log"
