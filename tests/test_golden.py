@@ -55,7 +55,7 @@ def test_examples_name_the_schema(name):
     assert first == "# yaml-language-server: $schema=beonet.schema.json"
 
 
-@pytest.mark.parametrize("what", ["hosts", "slurm", "hostfile"])
+@pytest.mark.parametrize("what", ["hosts", "slurm", "hostfile", "mpich-hosts", "openmpi-mca"])
 @pytest.mark.parametrize("name", ["switch-tree", "metanode-testbed", "custom-example"])
 def test_exports(name, what, capsys):
     assert cli.main(["export", "topologies/%s.yml" % name, what]) == 0

@@ -282,13 +282,25 @@ def test_mesh_hops_per_node(dims):
 # -- resilience -------------------------------------------------------------------
 
 def brute_resilience(plan):
-    """{node: pairs cut} over the preferred branch and over every branch: for each
-    dead node v and pair {s, t} of others, cut when in some direction the
-    preferred branch (single path) or every branch (failover) passes v."""
+    """{node: pairs cut} over the preferred branch, over every branch, and on some
+    branch: for each dead node v and pair {s, t} of others, cut when in some
+    direction the preferred branch passes v (single path), every branch passes v
+    (failover), or a branch reaches a node whose next hops are all v: the kernel
+    skips a dead next hop, not a dead node further on (at risk)."""
     tables = PlanTables(plan)
     names = list(plan["nodes"])
     every = {(s, t): tables.branches(s, t) for s in names for t in names if s != t}
-    single, failover = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+    step = {t: {} for t in names}            # t -> node -> its next hops towards t
+    for (_s, t), branches in every.items():
+        for b in branches:
+            for x, y in zip(b, b[1:]):
+                step[t].setdefault(x, set()).add(y)
+
+    def doomed(x, t, v):
+        live = step[t].get(x, set()) - {v}
+        return x != t and (not live or any(doomed(y, t, v) for y in live))
+
+    single, failover, risk = (dict.fromkeys(names, 0) for _ in range(3))
     for v in names:
         for i, s in enumerate(names):
             for t in names[i + 1:]:
@@ -297,16 +309,20 @@ def brute_resilience(plan):
                 ways = (every[s, t], every[t, s])
                 single[v] += any(v in b[0][1:-1] for b in ways)
                 failover[v] += any(all(v in p[1:-1] for p in b) for b in ways)
-    return single, failover
+                risk[v] += doomed(s, t, v) or doomed(t, s, v)
+    return single, failover, risk
 
 
 def check_resilience(compiled):
     r = compiled.metrics["resilience"]
-    single, failover = brute_resilience(render.plan(compiled))
+    single, failover, risk = brute_resilience(render.plan(compiled))
     assert r["computed"]
-    assert (r["single_path"], r["failover"]) == (single, failover)
-    assert r["max"] == {"single_path": max(single.values()), "failover": max(failover.values())}
-    assert all(failover[v] <= single[v] for v in single)
+    assert (r["single_path"], r["failover"], r["failover_at_risk"]) == (single, failover, risk)
+    assert r["max"] == {"single_path": max(single.values()), "failover": max(failover.values()),
+                        "failover_at_risk": max(risk.values())}
+    # at risk may exceed single path: a branch a single-path route never takes can meet a
+    # node whose only next hop is the dead one
+    assert all(failover[v] <= risk[v] and failover[v] <= single[v] for v in single)
     return r
 
 
@@ -340,7 +356,7 @@ def test_failover_host_routes_leave_no_live_pair_of_a_routed_mesh_cut():
     /32 multipath routes make every single death cost no pair of live nodes."""
     c = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh.yml"))
     r = check_resilience(c)
-    assert r["max"] == {"single_path": 9, "failover": 0}
+    assert r["max"] == {"single_path": 9, "failover": 0, "failover_at_risk": 0}
     hosts = [x for x in c.graph.nodes[0].routes if x.plen == 32]
     assert len(hosts) == 9 and all(len(x.alt_via) == 1 for x in hosts)
 
@@ -352,7 +368,7 @@ def test_failover_host_routes_stop_above_the_limit(monkeypatch):
     c = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh.yml"))
     assert not [x for x in c.graph.nodes[0].routes if x.plen == 32]
     assert any("not made above 15 nodes" in note for note in c.graph.notes)
-    assert check_resilience(c)["max"] == {"single_path": 9, "failover": 9}
+    assert check_resilience(c)["max"] == {"single_path": 9, "failover": 9, "failover_at_risk": 9}
 
 
 def test_resilience_is_skipped_above_the_limit_unless_forced(monkeypatch):

@@ -193,17 +193,19 @@ def _resilience_lines(r: Mapping[str, Any]) -> list[str]:
     """Pairs of other nodes cut by each node's death: a summary, then the worst nodes."""
     if not r.get("computed"):
         return ["not computed: %s" % r.get("reason", "")]
-    single, failover = r["single_path"], r["failover"]
-    out = ["pairs of other nodes one dead node cuts, single path / failover:",
-           "max %s / %s, mean %s / %s" % (r["max"]["single_path"], r["max"]["failover"],
-                                          r["mean"]["single_path"], r["mean"]["failover"])]
-    worst = sorted(single, key=lambda v: (-single[v], -failover[v]))
-    shown = [v for v in worst[:RESILIENCE_ROWS] if single[v] or failover[v]]
+    single, failover, risk = r["single_path"], r["failover"], r["failover_at_risk"]
+    keys = ("single_path", "failover", "failover_at_risk")
+    out = ["pairs of other nodes one dead node cuts, single path / failover (every branch "
+           "cut) / failover at risk (some branch cut: the flow hash decides):",
+           "max %s / %s / %s, mean %s / %s / %s" % (*(r["max"][k] for k in keys),
+                                                    *(r["mean"][k] for k in keys))]
+    worst = sorted(single, key=lambda v: (-single[v], -risk[v], -failover[v]))
+    shown = [v for v in worst[:RESILIENCE_ROWS] if single[v] or risk[v]]
     if shown:
         width = max(len(v) for v in shown)
-        out.append("%-*s  %11s  %8s" % (width, "node", "single path", "failover"))
-        out += ["%-*s  %11d  %8d" % (width, v, single[v], failover[v]) for v in shown]
-    if len(shown) < sum(1 for v in worst if single[v] or failover[v]):
+        out.append("%-*s  %11s  %8s  %7s" % (width, "node", "single path", "failover", "at risk"))
+        out += ["%-*s  %11d  %8d  %7d" % (width, v, single[v], failover[v], risk[v]) for v in shown]
+    if len(shown) < sum(1 for v in worst if single[v] or risk[v]):
         out.append("(the worst %d; --format json lists every node)" % len(shown))
     return out
 
@@ -284,6 +286,11 @@ def cmd_export(args: argparse.Namespace) -> None:
         _write(cabling.render(sheet, args.format or "md", build.title(plan),
                               cabling.physical_names(plan)), args.output)
         return
+    if args.what in export.MPI_EXPORTS:
+        _write(export.EXPORTS[args.what](plan, args.slots), args.output)
+        return
+    if args.slots != 1:
+        raise UsageError("--slots goes with %s only" % " and ".join(sorted(export.MPI_EXPORTS)))
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
@@ -433,6 +440,16 @@ def _inspect_commands(add: Any) -> None:
                    "and a walk of every pair: about a minute for 4,000 nodes)" % RESILIENCE_UP_TO)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("a whole number of 1 or more, not %r" % text)
+    return value
+
+
 def _output_commands(add: Any) -> None:
     """graph, export and build."""
     s = add("graph", cmd_graph, "drawing of the topology: Graphviz dot text, Mermaid, or "
@@ -440,11 +457,15 @@ def _output_commands(add: Any) -> None:
     s.add_argument("--format", choices=sorted(drawing.GRAPHS) + list(drawing.IMAGES),
                    default="dot", help="dot (default) or mermaid text; svg or png need "
                    "Graphviz's dot program, png also -o")
-    s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf, MPI hostfile or "
-            "the cabling sheet")
+    s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf, MPI hostfiles, "
+            "Open MPI's network settings or the cabling sheet")
     s.add_argument("what", choices=sorted([*export.EXPORTS, "cabling"]),
-                   help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: MPI "
-                   "hostfile; cabling: every cable with both ends, switch by switch")
+                   help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: Open MPI "
+                   "hostfile (cluster addresses, slots); mpich-hosts: MPICH machine file; "
+                   "openmpi-mca: openmpi-mca-params.conf lines keeping MPI on the networks "
+                   "every node routes to; cabling: every cable with both ends, switch by switch")
+    s.add_argument("--slots", type=_positive_int, default=1,
+                   help="hostfile, mpich-hosts: processes (slots) per node (default 1)")
     s.add_argument("--format", choices=cabling.FORMATS,
                    help="cabling: md (Markdown tables, default), csv (one row per cable) "
                    "or json")

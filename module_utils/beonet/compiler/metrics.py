@@ -282,8 +282,9 @@ class Resilience(TypedDict, total=False):
     computed: bool
     reason: str                         # not computed: why
     single_path: dict[str, int]         # node -> pairs cut over the preferred branch alone
-    failover: dict[str, int]            # node -> pairs cut over every branch of the routes
-    max: dict[str, int]                 # {"single_path": .., "failover": ..}
+    failover: dict[str, int]            # node -> pairs cut whichever branch a flow takes
+    failover_at_risk: dict[str, int]    # node -> pairs cut on some branch (the flow hash decides)
+    max: dict[str, int]                 # {"single_path": .., "failover": .., "failover_at_risk": ..}
     mean: dict[str, float]
 
 
@@ -292,6 +293,7 @@ class _Towards(NamedTuple):
 
     first: list[int]                    # node -> its preferred next hop (t itself at the end)
     dom: list[int]                      # node -> the nearest node on every branch from it
+    at_risk: dict[int, int]             # v -> bit mask of the nodes a branch of which v's death cuts
 
 
 _CUT = -2          # _Towards.first of a node with no route to the destination
@@ -324,7 +326,27 @@ def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
                 else:
                     y = dom[y]
         dom[x], depth[x] = d, depth[d] + 1
-    return _Towards([h[0] if length[i] >= 0 else _CUT for i, h in enumerate(hops)], dom)
+    return _Towards([h[0] if length[i] >= 0 else _CUT for i, h in enumerate(hops)], dom,
+                    _at_risk(hops, length, t))
+
+
+def _at_risk(hops: list[tuple[int, ...]], length: list[int], t: int) -> dict[int, int]:
+    """{v: bit mask of the nodes from which some branch towards t is cut by v's death}.
+
+    The kernel skips a dead next hop (its neighbour entry failed), not a dead node
+    further on: a packet is lost where a node's only next hops are the dead one.
+    Those nodes, and every node with a branch through one of them, are at risk
+    (whether a flow is lost depends on the branch its hash picks)."""
+    reach = [0] * len(hops)              # node -> mask of the nodes with a branch through it
+    for x in sorted((i for i in range(len(hops)) if length[i] > 0), key=lambda i: -length[i]):
+        reach[x] |= 1 << x
+        for y in hops[x]:
+            reach[y] |= reach[x]
+    out: dict[int, int] = {}
+    for x, h in enumerate(hops):
+        if length[x] > 0 and h[0] != t and len(set(h)) == 1:
+            out[h[0]] = out.get(h[0], 0) | reach[x]
+    return out
 
 
 def _lengths(hops: list[tuple[int, ...]], t: int) -> list[int]:
@@ -359,9 +381,12 @@ def _on_way(up: list[int], s: int, t: int) -> set[int]:
 def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
     """For every node v, the unordered pairs {s, t} of other nodes that v's
     death cuts: single_path when v lies on the preferred branch s -> t or
-    t -> s (the routes of failover off), failover when v lies on every branch
-    of one direction. Above RESILIENCE_UP_TO nodes only when forced: it looks
-    up every node's route to every node (n^2 lookups) and walks every pair."""
+    t -> s (the routes of failover off); failover when v lies on every branch
+    of one direction (cut whichever branch the flow takes); failover_at_risk
+    when a branch of one direction reaches a node whose only next hop is v (cut
+    if the flow's hash picks that branch). Above RESILIENCE_UP_TO nodes only when
+    forced: it looks up every node's route to every node (n^2 lookups) and walks
+    every pair."""
     n = len(graph.nodes)
     if n > RESILIENCE_UP_TO and not force:
         return {"computed": False,
@@ -377,12 +402,30 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
                 single[v] += 1
             for v in _on_way(trees[t].dom, s, t) | _on_way(trees[s].dom, t, s):
                 failover[v] += 1
+    risk = _pairs_at_risk(trees, n)
     names = [node.name for node in graph.nodes]
-    return {"computed": True,
-            "single_path": dict(zip(names, single)), "failover": dict(zip(names, failover)),
-            "max": {"single_path": max(single, default=0), "failover": max(failover, default=0)},
-            "mean": {"single_path": round(statistics.fmean(single), 3) if n else 0.0,
-                     "failover": round(statistics.fmean(failover), 3) if n else 0.0}}
+    counts = {"single_path": single, "failover": failover, "failover_at_risk": risk}
+    return {"computed": True, "single_path": dict(zip(names, single)),
+            "failover": dict(zip(names, failover)), "failover_at_risk": dict(zip(names, risk)),
+            "max": {k: max(v, default=0) for k, v in counts.items()},
+            "mean": {k: round(statistics.fmean(v), 3) if n else 0.0 for k, v in counts.items()}}
+
+
+def _pairs_at_risk(trees: list[_Towards], n: int) -> list[int]:
+    """Per node v: unordered pairs {s, t} of other nodes with s -> t or t -> s at risk."""
+    out = [0] * n
+    for v in range(n):
+        pairs: set[tuple[int, int]] = set()
+        for t in range(n):
+            mask = trees[t].at_risk.get(v, 0) & ~(1 << v)
+            while mask:
+                low = mask & -mask
+                s = low.bit_length() - 1
+                mask ^= low
+                if trees[t].first[s] != _CUT and trees[s].first[t] != _CUT:
+                    pairs.add((min(s, t), max(s, t)))
+        out[v] = len(pairs)
+    return out
 
 
 def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metrics:

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     Plan = dict[str, Any]
     PhysicalOf = Callable[[Graph], "render.Physical | None"]   # the -i INVENTORY NIC names of a graph
 
-EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "hostfile": "hostfile"}
+EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "hostfile": "hostfile",
+                "mpich.hosts": "mpich-hosts", "openmpi-mca-params.conf": "openmpi-mca"}
 ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
 NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
 SHARED_JOBS = (ROUTES_STAGED, NODES_STAGED)

@@ -1,10 +1,13 @@
-"""Exports for other tools: /etc/hosts, Slurm topology.conf, MPI hostfile.
-They read the plan dict only."""
+"""Exports for other tools: /etc/hosts, Slurm topology.conf, MPI hostfiles and
+Open MPI's network settings. They read the plan dict only."""
 
+import ipaddress
 import re
+from collections.abc import Mapping
 from typing import Any
 
 Plan = dict[str, Any]
+Slots = int | Mapping[str, int]
 
 
 def hostlist(names: list[str]) -> str:
@@ -52,8 +55,53 @@ def hosts(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def hostfile(plan: Plan) -> str:
-    return "".join("%s\n" % name for name in plan["nodes"])
+def node_networks(plan: Plan) -> list[str]:
+    """The networks that hold the nodes' cluster addresses and nothing else: a segment
+    whose every member address is a node address (every node routes to it), else the
+    node address alone (/32); merged into the fewest blocks. A NIC whose address lies
+    in them is one that every other node reaches."""
+    node_addrs = {n["address"] for n in plan["nodes"].values()}
+    nets: set[ipaddress.IPv4Network] = set()
+    for seg in plan["segments"].values():
+        addrs = [m["address"] for m in seg["members"] if "address" in m]   # not a bond's channels
+        if not any(a in node_addrs for a in addrs):
+            continue
+        if all(a in node_addrs for a in addrs):
+            nets.add(ipaddress.IPv4Network(seg["prefix"]))
+        else:
+            nets.update(ipaddress.IPv4Network(a + "/32") for a in addrs if a in node_addrs)
+    return [str(n) for n in ipaddress.collapse_addresses(nets)]
+
+
+def _slots(slots: Slots, name: str) -> int:
+    return slots if isinstance(slots, int) else slots.get(name, 1)
+
+
+def hostfile(plan: Plan, slots: Slots = 1) -> str:
+    """Open MPI hostfile: each node by its cluster address (so mpirun and its daemons
+    reach it over the cluster, whatever the names resolve to), with its slots."""
+    lines = ["# Open MPI hostfile for %s (beonet): cluster address, slots, node"
+             % plan["topology"]["name"]]
+    lines += ["%s slots=%d # %s" % (node["address"], _slots(slots, name), name)
+              for name, node in plan["nodes"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def mpich_hosts(plan: Plan, slots: Slots = 1) -> str:
+    """MPICH (Hydra) machine file: ADDRESS:SLOTS, one node a line, in plan order."""
+    return "".join("%s:%d\n" % (node["address"], _slots(slots, name))
+                   for name, node in plan["nodes"].items())
+
+
+def openmpi_mca(plan: Plan) -> str:
+    """openmpi-mca-params.conf lines confining the TCP transport and the runtime's
+    out-of-band channel to the networks of the nodes' cluster addresses."""
+    nets = ",".join(node_networks(plan))
+    return ("# Open MPI MCA parameters for %s (beonet): MPI traffic (btl tcp) and the\n"
+            "# runtime's out-of-band channel (oob tcp) only on the NICs that hold a node's\n"
+            "# cluster address; every node routes to these networks, and to no other.\n"
+            "btl_tcp_if_include = %s\noob_tcp_if_include = %s\n"
+            % (plan["topology"]["name"], nets, nets))
 
 
 def slurm(plan: Plan) -> str:
@@ -83,4 +131,6 @@ def slurm(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-EXPORTS = {"hosts": hosts, "slurm": slurm, "hostfile": hostfile}
+EXPORTS = {"hosts": hosts, "slurm": slurm, "hostfile": hostfile, "mpich-hosts": mpich_hosts,
+           "openmpi-mca": openmpi_mca}
+MPI_EXPORTS = {"hostfile", "mpich-hosts"}          # the exports that take slots
