@@ -299,7 +299,7 @@ class _Towards(NamedTuple):
 _CUT = -2          # _Towards.first of a node with no route to the destination
 
 
-def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
+def _towards(proof: Proof, addr: int, t: int, n: int, multipath: bool = True) -> _Towards:
     """The preferred next hops towards node t, and the immediate dominators of
     the branch DAG (every node lies on each of its branches up to t: nearest
     common node of the branches from its next hops, by depth in that tree).
@@ -327,7 +327,7 @@ def _towards(proof: Proof, addr: int, t: int, n: int) -> _Towards:
                     y = dom[y]
         dom[x], depth[x] = d, depth[d] + 1
     return _Towards([h[0] if length[i] >= 0 else _CUT for i, h in enumerate(hops)], dom,
-                    _at_risk(hops, length, t))
+                    _at_risk(hops, length, t) if multipath else {})
 
 
 def _at_risk(hops: list[tuple[int, ...]], length: list[int], t: int) -> dict[int, int]:
@@ -392,7 +392,8 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
         return {"computed": False,
                 "reason": "%d nodes, more than %d: `beonet metrics --resilience` computes it"
                           % (n, RESILIENCE_UP_TO)}
-    trees = [_towards(proof, node.address, node.index, n) for node in graph.nodes]
+    multipath = any(r.alt_via for node in graph.nodes for r in node.routes)
+    trees = [_towards(proof, node.address, node.index, n, multipath) for node in graph.nodes]
     single, failover = [0] * n, [0] * n
     for s in range(n):
         for t in range(s + 1, n):
@@ -402,7 +403,8 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
                 single[v] += 1
             for v in _on_way(trees[t].dom, s, t) | _on_way(trees[s].dom, t, s):
                 failover[v] += 1
-    risk = _pairs_at_risk(trees, n)
+    # one branch per pair: at risk is on the way
+    risk = _pairs_at_risk(trees, n) if multipath else list(single)
     names = [node.name for node in graph.nodes]
     counts = {"single_path": single, "failover": failover, "failover_at_risk": risk}
     return {"computed": True, "single_path": dict(zip(names, single)),
@@ -413,19 +415,17 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
 
 def _pairs_at_risk(trees: list[_Towards], n: int) -> list[int]:
     """Per node v: unordered pairs {s, t} of other nodes with s -> t or t -> s at risk."""
-    out = [0] * n
-    for v in range(n):
-        pairs: set[tuple[int, int]] = set()
-        for t in range(n):
-            mask = trees[t].at_risk.get(v, 0) & ~(1 << v)
+    pairs: list[set[tuple[int, int]]] = [set() for _ in range(n)]
+    for t in range(n):
+        for v, mask in trees[t].at_risk.items():
+            mask &= ~(1 << v)
             while mask:
                 low = mask & -mask
                 s = low.bit_length() - 1
                 mask ^= low
                 if trees[t].first[s] != _CUT and trees[s].first[t] != _CUT:
-                    pairs.add((min(s, t), max(s, t)))
-        out[v] = len(pairs)
-    return out
+                    pairs[v].add((min(s, t), max(s, t)))
+    return [len(p) for p in pairs]
 
 
 def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metrics:
