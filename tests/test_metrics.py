@@ -368,6 +368,7 @@ def test_failover_host_routes_stop_above_the_limit(monkeypatch):
     c = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh.yml"))
     assert not [x for x in c.graph.nodes[0].routes if x.plen == 32]
     assert any("not made above 15 nodes" in note for note in c.graph.notes)
+    assert c.metrics["notes"] == c.graph.notes          # reported with the metrics
     assert check_resilience(c)["max"] == {"single_path": 9, "failover": 9, "failover_at_risk": 9}
 
 

@@ -71,6 +71,7 @@ class MetagraphMetrics(TypedDict):
 class _FamilyMetrics(TypedDict, total=False):
     metagraph: MetagraphMetrics
     oversubscription: list[LevelLoad]   # tree: per level, from the root down
+    notes: list[str]                    # what the compiler chose not to do, and why
 
 
 class Metrics(_FamilyMetrics):
@@ -456,4 +457,6 @@ def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metri
         out["metagraph"] = {"links_per_group_pair": p["links_per_group_pair"],
                             "uneven_pairs": p["uneven_pairs"], "unused_ports": p["unused_ports"],
                             "weights": p["weights"]}
+    if graph.notes:
+        out["notes"] = list(graph.notes)
     return out
