@@ -416,7 +416,7 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
 
 def _pairs_at_risk(trees: list[_Towards], n: int) -> list[int]:
     """Per node v: unordered pairs {s, t} of other nodes with s -> t or t -> s at risk."""
-    pairs: list[set[tuple[int, int]]] = [set() for _ in range(n)]
+    pairs: list[set[tuple[int, int]]] = [set() for _node in range(n)]
     for t in range(n):
         for v, mask in trees[t].at_risk.items():
             mask &= ~(1 << v)
