@@ -7,7 +7,7 @@ TOPOLOGY ?= topologies/routed-mesh.yml
 export PATH := $(abspath $(BIN)):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: setup test unit lint molecule schema bench demo dry-run lab-up lab-down lab-test lab-timing lab-scale clean
+.PHONY: setup test unit lint molecule schema bench demo mpi-demo dry-run lab-up lab-down lab-test lab-timing lab-scale clean
 
 setup: $(VENV)/.done
 
@@ -35,7 +35,7 @@ lint: setup
 
 # Molecule scenarios on the embedded Docker lab (create = `beonet lab up`,
 # converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
-MOLECULE_SCENARIOS ?= single-net routed-mesh switch-tree metanode-testbed bonded-dual-net cabling failover failover-testbed
+MOLECULE_SCENARIOS ?= single-net routed-mesh switch-tree metanode-testbed bonded-dual-net cabling failover failover-testbed mpi
 molecule: setup
 	bash scripts/docker-up.sh
 	bash scripts/build-image.sh
@@ -62,6 +62,17 @@ demo: setup
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/dry_run.yml -e beonet_dry_run_live=true
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/verify.yml
 	@echo "beonet: the lab stays up; 'make lab-down' removes it"
+
+# Open MPI on the routed mesh's Docker lab: the node image with Open MPI, the lab,
+# site.yml, playbooks/mpi.yml (results/routed-mesh/mpi-*/), the lab down.
+MPI_TOPOLOGY ?= topologies/routed-mesh.yml
+mpi-demo: setup
+	bash scripts/docker-up.sh
+	bash scripts/build-image.sh mpi
+	BEONET_IMAGE=beonet-node-mpi:bookworm-1 $(BIN)/beonet lab up $(MPI_TOPOLOGY) --name mpi-demo
+	$(BIN)/ansible-playbook -i .lab/mpi-demo/inventory.yml playbooks/site.yml
+	$(BIN)/ansible-playbook -i .lab/mpi-demo/inventory.yml playbooks/mpi.yml
+	$(BIN)/beonet lab down $(MPI_TOPOLOGY) --name mpi-demo
 
 dry-run: setup
 	$(BIN)/beonet routes $(TOPOLOGY)

@@ -3,10 +3,20 @@
 # minbase from the apt mirror this machine is configured with, then
 # `docker import`. Cached: skipped when the image already exists.
 set -euo pipefail
-IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2}
+# Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI and OpenSSH, for
+# playbooks/mpi.yml (make mpi-demo).
 SUITE=${BEONET_SUITE:-bookworm}
 # ethtool: the benchmarks record each NIC's offloads. Change the tag when the list changes.
 PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev,ethtool
+# Extra packages go in with apt inside the new root (debootstrap's own resolver
+# cannot configure Open MPI's development packages).
+EXTRA=()
+if [ "${1:-}" = mpi ]; then
+  IMAGE=${BEONET_IMAGE:-beonet-node-mpi:bookworm-1}
+  EXTRA=(openmpi-bin libopenmpi-dev openssh-server openssh-client python3-apt)
+else
+  IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2}
+fi
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
   exit 0
@@ -20,6 +30,15 @@ trap 'rm -rf "$root"' EXIT
 echo "beonet: debootstrap $SUITE (minbase) from the machine's apt mirror into $root"
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >/tmp/beonet-debootstrap.log 2>&1 \
   || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
+if [ ${#EXTRA[@]} -gt 0 ]; then
+  echo "beonet: apt-get install ${EXTRA[*]} in the new root"
+  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"     # start no service
+  chmod 755 "$root/usr/sbin/policy-rc.d"
+  { chroot "$root" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$root" \
+      apt-get install -y -q --no-install-recommends "${EXTRA[@]}"; } >>/tmp/beonet-debootstrap.log 2>&1 \
+    || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
+  rm -f "$root/usr/sbin/policy-rc.d"
+fi
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | docker import --change 'CMD ["sleep", "infinity"]' - "$IMAGE" >/dev/null
 echo "beonet: built $IMAGE"
