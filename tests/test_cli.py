@@ -12,7 +12,7 @@ import beonet
 from beonet import cli
 from beonet.compiler import pipeline, prove
 from beonet.compiler.errors import Problems
-from beonet.outputs import drawing, tree
+from beonet.outputs import build, drawing, dryrun, tree
 from beonet.outputs import plan as render
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
@@ -104,6 +104,30 @@ def test_build_replaces_the_nodes_folder_as_a_whole(capsys, tmp_path):
     assert not [f for f in os.listdir(out) if f.startswith(".")]
     network = out / "nodes/node-0-0/etc/systemd/network"
     assert (network / "60-beonet-eth1.network").read_text().startswith("# Ansible managed")
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 4656, 8256])
+def test_parts_cover_every_node_once(count):
+    parts = build.parts(count)
+    assert [i for part in parts for i in part] == list(range(count))
+    assert len(parts) <= build.PARTS
+    assert all(len(part) >= build.PART_NODES for part in parts[:-1])
+
+
+def test_build_in_many_parts_writes_routes_in_node_order(capsys, tmp_path, monkeypatch):
+    """Parts shared by the writer and this process: routes.txt is every node's dry
+    run in node order, whoever wrote which part, and every node has its files."""
+    monkeypatch.setattr(build, "PART_NODES", 1)
+    monkeypatch.setattr(build, "PARTS", 5)
+    topology = str(ROOT / "topologies/metanode-testbed.yml")
+    out = tmp_path / "b"
+    code, _, err = run(capsys, "build", topology, "-o", str(out))
+    assert code == 0, err
+    plans = render.node_plans(pipeline.compile_file(topology).graph)
+    expected = "\n".join(dryrun.ip_route_text(n, name) for name, n in plans.items())
+    assert (out / "routes.txt").read_text() == expected
+    assert sorted(os.listdir(out / "nodes")) == sorted(plans)
+    assert not [f for f in os.listdir(out / "nodes") if f.startswith(".")]
 
 
 def test_build_nodes_path_taken_by_a_file_is_an_error(capsys, tmp_path):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files
 from .nodeplan import NodePlan
-from .routes import delete_command, live_key, planned_key, replace_command, route_text, same_key
+from .routes import delete_command, in_order, live_key, planned_key, replace_command, route_text, same_key
 from .verify import is_link_local
 
 if TYPE_CHECKING:
@@ -162,7 +162,8 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
     is replaced.
     A route of ours to a destination the plan routes elsewhere is not deleted
     first: ``ip route replace`` takes its place without a gap."""
-    want = {same_key(planned_key(r)): planned_key(r) for r in n["routes"]}
+    planned = [planned_key(r) for r in n["routes"]]
+    want = {same_key(k): k for k in planned}
     live_routes: dict[Any, tuple[Any, bool]] = {}      # compared key -> (live key, ours)
     for r in routes:
         if is_link_local(r["dst"]):
@@ -174,7 +175,7 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
         # come back as 'static'. Such a route, equal to a planned one, is in place.
         if ours or (key in want and str(r.get("protocol")) in ("static", "4")):
             live_routes[key] = (live_key(r), ours)
-    missing = sorted(set(want) - set(live_routes), key=repr)
+    missing = in_order(set(want) - set(live_routes))
     replaced = {k[0] for k in missing}
     actions = [delete_command(live) for k, (live, ours) in sorted(live_routes.items(), key=repr)
                if ours and k not in want and k[0] not in replaced]

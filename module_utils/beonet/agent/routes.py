@@ -12,6 +12,7 @@ or another set of next hops, differs. Commands keep the plan's order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .nodeplan import Route
@@ -24,11 +25,14 @@ if TYPE_CHECKING:
     RouteKey: TypeAlias = "tuple[str, Hops, str | None]"
 
 PROTO = 250                     # the route protocol that marks beonet's routes
+_PROTO = str(PROTO)
 
 
 def next_hops(r: Route) -> list[tuple[str, str]]:
     """The (via, dev) next hops of a planned route, the preferred first."""
-    hops = r.get("nexthops") or [{"via": r["via"], "dev": r["dev"]}]
+    hops = r.get("nexthops")
+    if not hops:
+        return [(r["via"], r["dev"])]
     return [(h["via"], h["dev"]) for h in hops]
 
 
@@ -50,7 +54,10 @@ def live_hops(r: dict[str, Any]) -> Hops:
 
 
 def planned_key(r: Route) -> RouteKey:
-    return (r["to"], planned_hops(r), r["src"])
+    hops = r.get("nexthops")
+    if not hops:
+        return (r["to"], ((r["via"], r["dev"]),), r["src"])
+    return (r["to"], tuple((h["via"], h["dev"]) for h in hops), r["src"])
 
 
 def live_key(r: dict[str, Any]) -> RouteKey:
@@ -60,7 +67,23 @@ def live_key(r: dict[str, Any]) -> RouteKey:
 def same_key(key: RouteKey) -> RouteKey:
     """The key two routes are compared by: the next hops as a set."""
     to, hops, src = key
+    if len(hops) == 1:
+        return key
     return (to, tuple(sorted(hops, key=repr)), src)
+
+
+def in_order(keys: Iterable[RouteKey]) -> list[RouteKey]:
+    """Route keys in one stable order: by their text (``repr``). Where no two
+    share a destination this is the order of the destinations (a quote sorts
+    before every character of an address), found without writing each key out."""
+    keys = list(keys)
+    if len({k[0] for k in keys}) == len(keys):
+        return sorted(keys, key=_destination)
+    return sorted(keys, key=repr)
+
+
+def _destination(key: RouteKey) -> str:
+    return key[0]
 
 
 def _hop_words(hop: tuple[str | None, str | None]) -> list[str]:
@@ -81,9 +104,11 @@ def replace_command(key: RouteKey) -> list[str]:
     """``ip route replace`` installing the route with protocol 250 (equal weights)."""
     to, hops, src = key
     if len(hops) == 1:
-        return ["ip", "route", "replace", to] + _hop_words(hops[0]) + ["src", str(src),
-                                                                       "proto", str(PROTO)]
-    cmd = ["ip", "route", "replace", to, "src", str(src), "proto", str(PROTO)]
+        via, dev = hops[0]
+        if via and dev:
+            return ["ip", "route", "replace", to, "via", via, "dev", dev, "src", str(src), "proto", _PROTO]
+        return ["ip", "route", "replace", to] + _hop_words(hops[0]) + ["src", str(src), "proto", _PROTO]
+    cmd = ["ip", "route", "replace", to, "src", str(src), "proto", _PROTO]
     for hop in hops:
         cmd += ["nexthop"] + _hop_words(hop)
     return cmd

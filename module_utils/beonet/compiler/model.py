@@ -97,7 +97,10 @@ class Node:
 
     @property
     def address(self) -> int:
-        return self.home.addresses[0]
+        primary = self.primary          # self.home, without a second property call
+        if primary is None:
+            raise AssertionError("node %s is on no segment" % self.name)
+        return primary.addresses[0]
 
 
 Member = tuple[Node, Interface, int]     # (node, its interface, host number)

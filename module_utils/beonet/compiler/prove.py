@@ -102,12 +102,13 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
         dev_net = {i.name: (i.segment.net, mask(i.segment.plen)) for i in node.interfaces
                    if i.addresses}
         mine = {a for i in node.interfaces for a in i.addresses}
-        by_len = t.by_len
+        by_len, holder = t.by_len, owner.get
         alts: dict[tuple[tuple[int, ...], tuple[str, ...]], tuple[int, ...]] = {}  # checked ones
         for r in node.routes:
             net = dev_net.get(r.dev)
             via = r.via
-            if net is None or (via & net[1]) != net[0] or via not in owner or r.src not in mine:
+            hop = holder(via)
+            if net is None or (via & net[1]) != net[0] or hop is None or r.src not in mine:
                 _route_problem(node, r, net, owner, problems)
                 continue
             alt: tuple[int, ...] = ()
@@ -122,9 +123,9 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
                 alt = known
             bucket = by_len.get(r.plen)
             if bucket is None:
-                t.add(r.net, r.plen, (owner[via], r.src, alt))
+                t.add(r.net, r.plen, (hop, r.src, alt))
             else:                               # what t.add does, without the call
-                bucket.setdefault(r.net, (owner[via], r.src, alt))
+                bucket.setdefault(r.net, (hop, r.src, alt))
         tables.append(t)
     return tables
 

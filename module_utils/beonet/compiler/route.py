@@ -356,6 +356,7 @@ class _MetaGraph:
     peers: list[dict[int, list[Peer]]]                  # node -> {remote group: peers}, in link order
     linked: dict[tuple[int, int], list[tuple[Node, Node]]]  # (g, h) -> [(node of g, node of h)]
     lan_dev: list[str]                                  # node -> its NIC on the group's LAN
+    address: list[int]                                  # node -> its address
     routes: list[list[Route]]                           # node -> routes, as they are made
     gate_of: list[list[int | None]]                     # [source][h] -> gateway node, when used
     covered: dict[tuple[int, int, int], set[int]]       # (g, h, gateway) -> nodes of h within 2 hops
@@ -390,7 +391,8 @@ def _metagraph_structure(graph: Graph) -> _MetaGraph:
         linked[ga, gb].append((a, b))
         linked[gb, ga].append((b, a))
     lan_dev = [x.home.name for x in graph.nodes]
-    return _MetaGraph(groups, group_net, peers, linked, lan_dev, [[] for _node in range(n)],
+    address = [x.address for x in graph.nodes]
+    return _MetaGraph(groups, group_net, peers, linked, lan_dev, address, [[] for _node in range(n)],
                       [[None] * L for _node in range(n)], {}, graph.failover)
 
 
@@ -433,9 +435,8 @@ def _group_routes(mg: _MetaGraph, g: int, h: int) -> None:
     ways: dict[tuple[int, str], tuple[_Ways, list[tuple[int, _Ways]]]] = {}
     rank = 0
     for x in mg.groups[g]:
-        xi, src = x.index, x.address
-        out = mg.routes[xi]
-        own = mg.peers[xi].get(h)
+        xi = x.index
+        src, out, own = mg.address[xi], mg.routes[xi], mg.peers[xi].get(h)
         if own and mg.failover:
             _own_multipath(mg, x, own, net, plen)
             continue

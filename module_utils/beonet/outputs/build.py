@@ -6,22 +6,23 @@ persistent files as the beonet_node role would write them. Nothing is written
 unless the topology compiles and its routes are proved.
 
 Two processes share the work. Once the routes are in place (before the proof)
-a forked writer renders every node's plan and files into a new nodes/ folder
-beside the old one, while this process proves the routes, computes the
-metrics and renders the exports and sheets. routes.txt and the nodes' part of
-plan.json go to whichever of the two claims them first. Then the new nodes/
-folder replaces the old one as a whole; a failed proof throws it away.
+a forked writer renders the nodes' plans, files and dry run into a new nodes/
+folder beside the old one, part after part, while this process proves the
+routes, computes the metrics and renders the exports and sheets; then this
+process renders the nodes' part of plan.json and takes the parts the writer
+has not started. Then the new nodes/ folder replaces the old one as a whole;
+a failed proof throws it away.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..agent import apply as node
 from ..agent.files import atomic_write
-from ..agent.nodeplan import NodePlan
 from ..cabling import sheet as cabling_sheet
 from ..compiler import pipeline
 from ..compiler.model import Graph
@@ -36,20 +37,32 @@ EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "hostfile": "hostfil
                 "mpich.hosts": "mpich-hosts", "openmpi-mca-params.conf": "openmpi-mca"}
 ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
 NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
-SHARED_JOBS = (ROUTES_STAGED, NODES_STAGED)
+PARTS = 16                          # the nodes are written in this many parts, at most
+PART_NODES = 64                     # ... of this many nodes at least
 
 
 def title(plan: Plan) -> str:
     return "%s (%s)" % (plan["topology"]["name"], plan["topology"]["family"])
 
 
+def parts(count: int) -> list[range]:
+    """The node indexes, cut into the parts the two processes share out."""
+    size = max(PART_NODES, -(-count // PARTS))
+    return [range(lo, min(lo + size, count)) for lo in range(0, count, size)]
+
+
+def _part_routes(k: int) -> str:
+    return ".routes-%03d.txt" % k
+
+
 class _NodeWriter:
     """Each node's persistent files (as the beonet_node role would write them),
     routes.txt and the nodes' part of plan.json, rendered from the routed graph
     into a staged nodes/ folder. A forked child starts on them while this
-    process proves the routes; routes.txt and the nodes' JSON are done by
-    whichever of the two claims them first. Put in place by ``commit``; thrown
-    away on any error."""
+    process proves the routes; then this process joins in. The work is cut
+    into jobs (the nodes' JSON; the files and dry run of each part of the
+    nodes), each done by whichever of the two claims it first. Put in place by
+    ``commit``; thrown away on any error."""
 
     def __init__(self, output: str, backend: str, physical_of: PhysicalOf) -> None:
         self.output, self.backend, self.physical_of = output, backend, physical_of
@@ -58,49 +71,65 @@ class _NodeWriter:
         self.graph: Graph | None = None
         self.physical: render.Physical | None = None
         self.job: tree.Background | None = None
+        self.parts: list[range] = []
+        self.nets: list[str] = []             # the topology's prefixes (the forward filter's)
 
     def start(self, graph: Graph) -> None:
         self.graph, self.physical = graph, self.physical_of(graph)
+        self.parts, self.nets = parts(len(graph.nodes)), render.graph_prefixes(graph)
         self.staged = tree.stage(self.nodes_dir)
-        self.job = tree.Background(self._child)
+        self.job = tree.Background(lambda: self._share(self._jobs()))
 
-    def _plans(self) -> dict[str, NodePlan]:
+    def _jobs(self) -> list[str]:
+        return [_part_routes(k) for k in range(len(self.parts))] + [NODES_STAGED]
+
+    def _share(self, jobs: list[str]) -> None:
+        """Do the jobs nobody has claimed yet."""
+        for job in jobs:
+            if tree.claim(self.staged, job):
+                self._do(job)
+
+    def _do(self, job: str) -> None:
+        graph = self._graph()
+        if job == NODES_STAGED:
+            if render.compact(len(graph.nodes)):
+                text = render.compact_nodes_json(graph, self.physical)
+            else:
+                text = render.nodes_json(render.node_plans(graph, self.physical), compact_=False)
+            tree.fill(self.staged, [(job, text)])
+            return
+        nodes = [graph.nodes[i] for i in self.parts[self._jobs().index(job)]]
+        plans = render.node_plans(graph, self.physical, nodes=nodes)
+        tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
+                                for path, text in node.persistent_files(n, self.nets, self.backend).items()))
+        tree.fill(self.staged, [(job, "\n".join(dryrun.ip_route_text(n, name) for name, n in plans.items()))])
+
+    def _graph(self) -> Graph:
         if self.graph is None:
             raise AssertionError("the writer was not started")
-        return render.node_plans(self.graph, self.physical)
-
-    def _child(self) -> None:
-        plans = self._plans()
-        nets = render.graph_prefixes(self.graph) if self.graph else []
-        tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
-                                for path, text in node.persistent_files(n, nets, self.backend).items()))
-        self._share(lambda: plans)
-
-    def _share(self, plans: Callable[[], dict[str, NodePlan]]) -> None:
-        """Do the shared jobs nobody has claimed yet."""
-        for job in SHARED_JOBS:
-            if tree.claim(self.staged, job):
-                tree.fill(self.staged, [(job, self._render(job, plans))])
-
-    def _render(self, job: str, plans: Callable[[], dict[str, NodePlan]]) -> str:
-        if job == ROUTES_STAGED:
-            return "\n".join(dryrun.ip_route_text(n, name) for name, n in plans().items())
-        if self.graph is not None and render.compact(len(self.graph.nodes)):
-            return render.compact_nodes_json(self.graph, self.physical)
-        return render.nodes_json(plans(), compact_=False)
+        return self.graph
 
     def nodes_json(self) -> str:
         """The nodes' part of plan.json, once this process has helped and the child is done."""
-        self._share(self._plans)
+        jobs = self._jobs()
+        self._share(jobs[-1:] + jobs[:-1])
         if self.job is not None:
             self.job.wait()
         with open(os.path.join(self.staged, NODES_STAGED), encoding="utf-8") as fh:
             return fh.read()
 
     def commit(self) -> None:
-        os.unlink(os.path.join(self.staged, NODES_STAGED))
+        """routes.txt from the parts, in node order; the nodes/ folder put in place."""
+        jobs = self._jobs()
+        with open(os.path.join(self.staged, ROUTES_STAGED), "wb") as out:
+            for k, job in enumerate(jobs[:-1]):
+                out.write(b"\n" if k else b"")         # one empty line between nodes
+                with open(os.path.join(self.staged, job), "rb") as part:
+                    shutil.copyfileobj(part, out, 1 << 20)
+        for job in jobs:
+            os.unlink(os.path.join(self.staged, job))
         os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.output, "routes.txt"))
-        tree.unclaim(self.staged, SHARED_JOBS)
+        tree.unclaim(self.staged, jobs)
         tree.commit(self.staged, self.nodes_dir)
 
     def discard(self) -> None:

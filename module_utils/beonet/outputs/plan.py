@@ -256,11 +256,13 @@ def plan(compiled: Compiled, physical: Physical | None = None, routes: bool = Tr
 
 
 def node_plans(graph: Graph, physical: Physical | None = None,
-               routes: bool = True) -> dict[str, NodePlan]:
-    """Every node's part of the plan (it needs the routes, not the proof)."""
+               routes: bool = True, nodes: list[Node] | None = None) -> dict[str, NodePlan]:
+    """Every node's part of the plan (it needs the routes, not the proof), or
+    that of the given nodes only."""
     physical = physical or {}
     failover = failover_plan(graph)
-    out = {n.name: node_plan(n, physical, routes, failover) for n in graph.nodes}
+    out = {n.name: node_plan(n, physical, routes, failover)
+           for n in (graph.nodes if nodes is None else nodes)}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
             node["ipv6"] = False

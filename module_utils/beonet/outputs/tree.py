@@ -22,6 +22,8 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterable
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
 
 def stage(path: str) -> str:
     """A new empty folder beside path, to fill and then put in its place."""
@@ -44,8 +46,19 @@ def fill(folder: str, files: Iterable[tuple[str, str]]) -> None:
         if parent not in made:
             os.makedirs(parent, 0o755, exist_ok=True)
             made.add(parent)
-        with open(full, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        _write(full, text.encode("utf-8"))
+
+
+def _write(path: str, data: bytes) -> None:
+    """A new file of data (mode 0666 less the umask): plain system calls, no file
+    object, as tens of thousands are written."""
+    fd = os.open(path, _NEW_FILE, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def commit(folder: str, path: str) -> None:
