@@ -63,7 +63,9 @@ def _single(routes: list[Route]) -> list[Route]:
 
 
 def is_multipath(r: Route) -> bool:
-    return len(next_hops(r)) > 1
+    """Whether r has two next hops or more (``len(next_hops(r)) > 1``)."""
+    hops = r.get("nexthops")
+    return hops is not None and len(hops) > 1
 
 
 def _networkd_route(r: Route) -> str:

@@ -177,9 +177,13 @@ def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
     out: list[RoutePlan] = []
     lists: dict[tuple[int, str, tuple[int, ...], tuple[str, ...]], list[NextHopPlan]] = {}
     each: dict[tuple[int, str], NextHopPlan] = {}
+    texts: dict[int, str] = {}          # the node's few gateways and sources, written once each
     for r in node.routes:
-        route: RoutePlan = {"to": net_text(r.net, r.plen), "via": ip_text(r.via),
-                            "dev": physical.get(r.dev, r.dev), "src": ip_text(r.src)}
+        via, src = texts.get(r.via), texts.get(r.src)
+        route: RoutePlan = {"to": net_text(r.net, r.plen),
+                            "via": via or texts.setdefault(r.via, ip_text(r.via)),
+                            "dev": physical.get(r.dev, r.dev),
+                            "src": src or texts.setdefault(r.src, ip_text(r.src))}
         if r.alt_via:
             key = (r.via, r.dev, r.alt_via, r.alt_dev)
             hops = lists.get(key)
