@@ -1,6 +1,7 @@
 """What beonet_node does on a node, as pure functions of plan and live state."""
 
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -591,6 +592,33 @@ def test_atomic_write_leaves_the_file_and_no_temporary_on_error(tmp_path, monkey
     with pytest.raises(OSError, match="No space left"):
         files.atomic_write(str(path), "new\n", 0o644)
     assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["addresses"]
+
+
+def test_atomic_write_of_pieces_copies_files_from_where_they_stand(tmp_path):
+    part = tmp_path / "nodes.json"
+    part.write_bytes(b'{"node01":{}}')
+    path = tmp_path / "plan.json"
+    with open(part, "rb") as fh:
+        fh.seek(1)
+        files.atomic_write(str(path), ['{"nodes":{', fh, b"}", "\u00e9\n"], durable=False)
+    assert path.read_text(encoding="utf-8") == '{"nodes":{"node01":{}}}\u00e9\n'
+    assert sorted(os.listdir(tmp_path)) == ["nodes.json", "plan.json"]
+
+
+def test_atomic_write_of_pieces_leaves_the_file_when_a_piece_fails(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text("old\n")
+
+    class Broken(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            raise OSError(5, "Input/output error")
+
+    with pytest.raises(OSError, match="Input/output"):
+        files.atomic_write(str(path), ["new", io.BufferedReader(Broken())])
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["plan.json"]
 
 
 def _umask():

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # text, bytes, or pieces of either and open binary files (copied from where they are)
+    Content: TypeAlias = "str | bytes | list[str | bytes | IO[bytes]]"
 
 
 def _fsync_folder(folder: str) -> None:
@@ -33,15 +41,29 @@ def _is_special(path: str) -> bool:
         return False
 
 
-def _write_through(path: str, text: str | bytes) -> None:
+def _write_through(path: str, text: Content) -> None:
     """Write into a device or pipe as it is: renaming over it would replace it."""
     with open(path, "wb") as fh:
-        fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+        _put(fh, text)
 
 
-def atomic_write(path: str, text: str | bytes, mode: int | None = None,
+def _put(fh: IO[bytes], text: Content) -> None:
+    for part in text if isinstance(text, list) else [text]:
+        if isinstance(part, str):
+            fh.write(part.encode("utf-8"))
+        elif isinstance(part, bytes):
+            fh.write(part)
+        else:
+            shutil.copyfileobj(part, fh, 1 << 20)
+
+
+def atomic_write(path: str, text: Content, mode: int | None = None,
                  durable: bool = True) -> None:
     """Write text (UTF-8; bytes as they are) to path through a temporary file in the same folder.
+
+    text may also be a list of such pieces and open binary files, written one
+    after the other (a file from where it stands to its end): a large file
+    made of parts is never held whole in memory.
 
     The folder is created (with its parents, mode 0755) when missing. The
     temporary file is written, flushed to disk, given its mode and renamed over
@@ -67,7 +89,7 @@ def atomic_write(path: str, text: str | bytes, mode: int | None = None,
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+            _put(fh, text)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TypedDict
+from itertools import repeat
+from operator import itemgetter
+from typing import TypedDict, cast
 
 from .errors import Problems
 from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
@@ -243,7 +245,7 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
     # prefixes (all of those that contain its addresses) in the node's table.
     if len(sig) == 1:
         plen, net = sig[0]
-        entries = [bucket.get(net) for bucket in _buckets(tables, plen, cache)]
+        entries = list(map(dict.get, _buckets(tables, plen, cache), repeat(net)))
     else:
         entries = [_longest(t, sig) for t in tables]
     if None in entries:
@@ -252,11 +254,14 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
                 problems.add("nodes.%s.routes" % nodes[i].name, "no route to %s (%s)"
                              % (ip_text(rep.address), rep.name))
         return None
-    nxt = [entry[0] for entry in entries if entry is not None]
-    cls = _exits(nodes, nxt, rep.address, dests, problems)
+    found = cast("list[Hop]", entries)
+    cls = _exits(nodes, list(map(_NEXT, found)), rep.address, dests, problems)
     if cls is not None:
-        cls.alt = [entry[2] for entry in entries if entry is not None]
+        cls.alt = list(map(_ALT, found))
     return cls
+
+
+_NEXT, _ALT = itemgetter(0), itemgetter(2)      # of a Hop: the next node, the further ones
 
 
 _NONE: dict[int, Hop] = {}
@@ -398,10 +403,8 @@ def _count_class(cls: _Class, tally: _Tally) -> None:
             through[j] += through[i]
     hops, sums, forwarded = tally.hops, tally.sums, tally.forwarded
     pairs = 0
-    for i in range(n):
-        st = steps[i]
-        mine = member[i]
-        at_exit = 0 if mine else member[exit_[i]]
+    for i, (st, mine, ex, thr) in enumerate(zip(steps, member, exit_, through)):
+        at_exit = 0 if mine else member[ex]
         far = size - mine - at_exit
         if far:
             hops[st + 1] += far
@@ -409,8 +412,8 @@ def _count_class(cls: _Class, tally: _Tally) -> None:
             hops[st] += 1
         sums[i] += far * (st + 1) + at_exit * st
         pairs += far + at_exit
-        if through[i] > 1:
-            forwarded[i] += (through[i] - 1) * (size - mine)
+        if thr > 1:
+            forwarded[i] += (thr - 1) * (size - mine)
     tally.pairs += pairs
 
 

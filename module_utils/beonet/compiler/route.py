@@ -309,9 +309,10 @@ def _finish(graph: Graph, presorted: bool = False) -> None:
             node.routes.sort(key=attrgetter("net", "plen"))
         table: _Taken | None = None
         for r in node.routes:
-            vias = [owner[r.via]]
-            if r.alt_via:
-                vias += [owner[v] for v in r.alt_via]
+            first = owner[r.via]
+            if first.forwarding and not r.alt_via:
+                continue
+            vias = [first, *[owner[v] for v in r.alt_via]]
             for via in vias:
                 if via.forwarding:
                     continue

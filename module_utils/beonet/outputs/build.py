@@ -109,14 +109,16 @@ class _NodeWriter:
             raise AssertionError("the writer was not started")
         return self.graph
 
-    def nodes_json(self) -> str:
-        """The nodes' part of plan.json, once this process has helped and the child is done."""
+    def write_plan(self, path: str, plan: Plan) -> None:
+        """Write plan.json (plan with the nodes' JSON), once this process has
+        helped and the child is done."""
         jobs = self._jobs()
         self._share(jobs[-1:] + jobs[:-1])
         if self.job is not None:
             self.job.wait()
-        with open(os.path.join(self.staged, NODES_STAGED), encoding="utf-8") as fh:
-            return fh.read()
+        before, after = render.around_nodes(plan)
+        with open(os.path.join(self.staged, NODES_STAGED), "rb") as nodes:
+            atomic_write(path, [before, nodes, after], durable=False)
 
     def commit(self) -> None:
         """routes.txt from the parts, in node order; the nodes/ folder put in place."""
@@ -153,8 +155,7 @@ def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
         texts = _texts(compiled, plan)
         for name, text in texts.items():
             atomic_write(os.path.join(output, name), text, durable=False)
-        atomic_write(os.path.join(output, "plan.json"), render.dumps(plan, nodes=writer.nodes_json()),
-                     durable=False)
+        writer.write_plan(os.path.join(output, "plan.json"), plan)
         writer.commit()
     except BaseException:
         writer.discard()

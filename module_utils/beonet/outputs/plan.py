@@ -374,13 +374,29 @@ def dumps(data: Mapping[str, Any], fmt: str = "json", nodes: str | None = None) 
         text: str = yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False,
                               width=100)
         return text
+    if nodes is None:
+        return _json(data, _compact_plan(data))
+    before, after = around_nodes(data)
+    return before + nodes + after
+
+
+def _compact_plan(data: Mapping[str, Any]) -> bool:
     plan_nodes = data.get("nodes")
-    small = not (isinstance(plan_nodes, dict) and compact(len(plan_nodes)))
-    if nodes is not None:
-        data = {**data, "nodes": None}
-    if small:
-        text = json.dumps(data, indent=2) + "\n"
-        return text if nodes is None else text.replace('"nodes": null', '"nodes": ' + nodes, 1)
-    text = json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
+    return isinstance(plan_nodes, dict) and compact(len(plan_nodes))
+
+
+def _json(data: Mapping[str, Any], compact_: bool) -> str:
+    if compact_:
+        return json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
+    return json.dumps(data, indent=2) + "\n"
+
+
+def around_nodes(data: Mapping[str, Any]) -> tuple[str, str]:
+    """The JSON plan's text before and after its nodes' value (``nodes_json``):
+    the plan is written in three pieces, the nodes' text straight from where
+    the writer left it."""
+    text = _json({**data, "nodes": None}, _compact_plan(data))
     # No string holds '"nodes":null' unescaped, and the key comes before any other.
-    return text if nodes is None else text.replace('"nodes":null', '"nodes":' + nodes, 1)
+    marker = '"nodes":null' if '"nodes":null' in text else '"nodes": null'
+    at = text.index(marker)
+    return text[:at + len(marker) - 4], text[at + len(marker):]
