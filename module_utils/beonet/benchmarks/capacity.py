@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 Plan = Mapping[str, Any]
-Key = tuple[str, ...]                       # ("out", node, nic), ("in", ...), ("up", switch), ("down", switch)
+Key = tuple[str, ...]       # ("out", node, nic), ("in", ...), ("up", switch), ("down", switch)
 Resources = dict[Key, float]                # resource -> capacity MB/s
 
 
@@ -130,15 +130,15 @@ def _describe(uses: list[Resources], rate: list[float], stop: list[Key | None]) 
             users[k] = users.get(k, 0) + 1
     shared: dict[Key, int] = {}
     own: list[float] = []
-    for i, k in enumerate(stop):
-        if k is None:
+    for i, at in enumerate(stop):
+        if at is None:
             continue
-        if users[k] > 1:
-            shared[k] = users[k]
+        if users[at] > 1:
+            shared[at] = users[at]
         else:
             own.append(rate[i])
     cap = {k: v for u in uses for k, v in u.items()}
-    parts = ["%s shared by %d pairs" % (_name(k, cap[k] * 8), n) for k, n in sorted(shared.items())]
+    parts = ["%s shared by %d pairs" % (_name(r, cap[r] * 8), n) for r, n in sorted(shared.items())]
     if own:
         each = " / ".join("%g" % r for r in sorted({round(r * 8, 3) for r in own}))
         if len(own) == 1:
