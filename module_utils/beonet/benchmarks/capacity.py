@@ -118,8 +118,8 @@ def fill(uses: list[Resources]) -> tuple[list[float], list[Key | None]]:
 
 def _name(key: Key, mbit: float) -> str:
     if key[0] in ("up", "down"):
-        return "uplink of switch %s (%s, %g Mbit/s)" % (key[1], key[0], mbit)
-    return "NIC %s %s (%s, %g Mbit/s)" % (key[1], key[2], key[0], mbit)
+        return "uplink of switch %s (%g Mbit/s each way)" % (key[1], mbit)
+    return "NIC %s %s (%g Mbit/s %s)" % (key[1], key[2], mbit, key[0])
 
 
 def _describe(uses: list[Resources], rate: list[float], stop: list[Key | None]) -> str:

@@ -154,18 +154,17 @@ def write_report(folder: str, title: str, run: dict[str, Any], csv_text: str,
 def plot(path: str, title: str, rows: list[dict[str, Any]], run: dict[str, Any],
          result: dict[str, Any]) -> None:
     """Half round trip against message size, coloured by path class, with each fit."""
-    from .plots import _plt
+    from .plots import _plt, _size_axis, series
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5))
     for cls, c in result["classes"].get("fixed", {}).items():
-        pts = sorted((r["bytes"], r["usec"]) for r in rows if r["phase"] == "fixed" and r["class"] == cls)
+        pts = series([r for r in rows if r["phase"] == "fixed" and r["class"] == cls], "bytes", "usec")
         line = ax.plot([x for x, _ in pts], [y for _, y in pts], ".", alpha=0.4, label=cls)
         if c["fit"] and c["fit"]["bandwidth_mb_s"] != float("inf"):
             xs = [pts[0][0], pts[-1][0]]
             ax.plot(xs, [c["fit"]["latency_us"] + x / c["fit"]["bandwidth_mb_s"] for x in xs],
                     "-", color=line[0].get_color())
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
+    _size_axis(ax, [r["bytes"] for r in rows if r["phase"] == "fixed"] or [4, 65536], "message size (bytes)")
     ax.set_ylabel("half round trip (us)")
     ax.set_title("%s: MPI ping-pong by path class (lines: latency + size / bandwidth)" % title)
     ax.legend()

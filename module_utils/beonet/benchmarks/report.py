@@ -227,6 +227,10 @@ def _fmt(v: Any, nd: int = 2) -> str:
     return str(v)
 
 
+def _pct(v: float | None) -> str | None:
+    return None if v is None else "%.1f %%" % v
+
+
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
@@ -304,7 +308,7 @@ def _tokex_markdown(p: dict[str, Any], res: Results) -> list[str]:
     for a in sorted(res["aggregate"], key=lambda a: (a["class"], a["proto"], a["pairs"], a["size"])):
         if a["size"] in (min(p["sizes"]), 1024, 8192) or a["size"] == max(p["sizes"]):
             rows.append([a["class"], a["proto"], a["pairs"], a["size"], a["exchange_MBps"],
-                         a["one_way_MBps"], a.get("capacity_MBps"), a.get("one_way_pct_of_capacity")])
+                         a["one_way_MBps"], a.get("capacity_MBps"), _pct(a.get("one_way_pct_of_capacity"))])
     caps = sorted((res.get("capacity") or {}).values(), key=lambda c: (c["class"], c["pairs"]))
     return [_table(["class", "proto", "pairs", "size", "exchange MB/s", "one-way MB/s",
                     "capacity MB/s", "one-way % of capacity"], rows),
