@@ -104,7 +104,8 @@ def test_the_tree_summary_names_the_uplink_and_prints_percent_of_capacity(tmp_pa
     assert four["one_way_pct_of_capacity"] == round(100 * four["one_way_MBps"] / 25.0, 1)
     assert res["capacity"]["tokex-cross-switch-4p"]["bottleneck"].startswith("uplink of switch leaf0")
     text = report.summary_markdown(s, res, {}, "demo-tree")
-    assert "| cross-switch | 4 | 25.00 | uplink of switch leaf0 (200 Mbit/s each way) shared by 4 pairs |" in text
+    assert ("| cross-switch | 4 | 25.00 | uplink of switch leaf0 (200 Mbit/s each way) "
+            "shared by 4 pairs |") in text
     assert "one-way % of capacity" in text and "% of link" not in text
     assert "| cross-switch | tcp | 4 | 8192 | %.2f | %.2f | 25.00 | %.1f %% |" % (
         four["exchange_MBps"], four["one_way_MBps"], four["one_way_pct_of_capacity"]) in text
@@ -125,7 +126,8 @@ NODE_LINES = [
 def test_environment_is_a_table_with_nodes_alike_in_one_row():
     env = {"kernel": "6.18.44", "link_rates_mbit": [100], "where": "Docker lab x",
            "node_environment": {"n1": NODE_LINES, "n2": NODE_LINES, "n3": NODE_LINES, "n4": NODE_LINES,
-                                "old": ["kernel=6.1.0", "qdisc=", "offloads=ethtool not installed on the node"]}}
+                                "old": ["kernel=6.1.0", "qdisc=",
+                                        "offloads=ethtool not installed on the node"]}}
     text = "\n".join(report.environment_markdown(env))
     assert "| link rates mbit | 100 |" in text and "| kernel | 6.18.44 |" in text
     assert ("| n1, n2 … n4 (4) | 6.18.44 | tbf 100Mbit (2 qdiscs) | "
