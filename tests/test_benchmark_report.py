@@ -231,3 +231,21 @@ def test_a_results_folder_renders_again_from_its_json(tmp_path):
 def test_benchmark_report_needs_a_results_folder(tmp_path, capsys):
     assert cli.main(["benchmark-report", str(tmp_path)]) == 2
     assert "no results.json" in capsys.readouterr().err
+
+
+def test_the_mpi_fit_is_drawn_as_a_curve_along_the_size_axis():
+    """t = latency + size / bandwidth is a curve on a log size axis: evaluated
+    along it, not a straight segment between the end points."""
+    from beonet.benchmarks import mpi
+    rows = [{"phase": "fixed", "class": "same-segment", "a": 0, "b": 1, "bytes": b, "usec": 100 + b / 10}
+            for b in (65536, 4, 1024, 16, 8192)]
+    result = mpi.analyse(rows, {"pair_class": {}, "gateway": None})
+    plt = plots._plt()
+    fig = mpi.figure(plt, "t", rows, result)
+    ax = _drawn(fig)[0]
+    fit = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-"][0]
+    xs, ys = list(fit.get_xdata()), list(fit.get_ydata())
+    assert len(xs) > 2 and xs == sorted(xs)
+    assert all(y == pytest.approx(100 + x / 10, rel=1e-3) for x, y in zip(xs, ys))
+    assert "64 K" in [t.get_text() for t in ax.get_xticklabels()]
+    plt.close(fig)
