@@ -124,7 +124,8 @@ def _report(module: AnsibleModule) -> None:
         except ImportError as exc:
             written.append("no plots: %s (pip install -r requirements.txt)" % exc)
     module.exit_json(changed=not module.check_mode, written=written,
-                     summary=report.summary_markdown(p["schedule"], res, p["environment"], p["plan"]))
+                     summary=report.summary_markdown(p["schedule"], res, p["environment"],
+                                                    p["plan"]["topology"]["name"]))
 
 
 def main() -> None:

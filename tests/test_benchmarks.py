@@ -282,7 +282,10 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     one_pair = 8192 * 10 / (sum(100.0 + k for k in range(10)) / 1e6) / 1e6
     assert two["one_way_MBps"] == pytest.approx(2 * one_pair)
     assert two["exchange_MBps"] == pytest.approx(4 * one_pair)
-    assert two["one_way_pct_of_link"] == pytest.approx(round(100 * 2 * one_pair / 12.5, 1))
+    # Two same-segment pairs of the mesh use four separate NICs: 2 x 12.5 MB/s.
+    assert two["capacity_MBps"] == 25.0
+    assert two["one_way_pct_of_capacity"] == pytest.approx(round(100 * 2 * one_pair / 25.0, 1))
+    assert "one_way_pct_of_link" not in two
     # Pairs that did not run at the same time: the aggregate is bytes over the union
     # of their windows, not the sum of their rates.
     skewed = report.collect(s, _fake_outputs(s, skew=1.0), plan)
@@ -305,7 +308,8 @@ def test_collect_aggregates_and_ratios(mesh, tmp_path):
     for f in ("aggregate.csv", "samples.csv", "summary.md", "raw.json", "results.json", "latency.csv"):
         assert f in names
     text = (tmp_path / "summary.md").read_text()
-    assert "**kernel**: 6.1.0-test" in text and "## Ring round trip" in text
+    assert "| kernel | 6.1.0-test |" in text and "## Ring round trip" in text
+    assert "| same-segment | 2 | 25.00 | 2 disjoint paths, 100 Mbit/s each |" in text
     header = (tmp_path / "aggregate.csv").read_text().splitlines()[0]
     assert header.startswith("class,pairs,proto,size,exchange_MBps,one_way_MBps")
 

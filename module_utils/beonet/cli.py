@@ -337,6 +337,24 @@ def cmd_cabling(args: argparse.Namespace) -> None:
     _write(match.mapping_text(result.mapping), args.output)
 
 
+def cmd_benchmark_report(args: argparse.Namespace) -> None:
+    """A benchmark results folder's summary.md, CSV tables and plots, again
+    from its results.json (capacities worked out again with --topology)."""
+    from .benchmarks import report
+    if not os.path.isfile(os.path.join(args.folder, "results.json")):
+        raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
+                         "playbooks/benchmark.yml)" % args.folder)
+    plan = _compile(args)[1] if args.topology else None
+    _sched, res, title = report.render(args.folder, plan)
+    written = ["results.json", "summary.md"] + ["%s.csv" % t for t in report.TABLES]
+    try:
+        from .benchmarks import plots
+        written += plots.plot_all(args.folder, res, title)
+    except ImportError as exc:
+        print("beonet: no plots: %s (pip install -r requirements.txt)" % exc, file=sys.stderr)
+    print("beonet: wrote %s to %s/" % (", ".join(written), args.folder.rstrip("/")))
+
+
 def cmd_schema(args: argparse.Namespace) -> None:
     _write(json.dumps(SCHEMA, indent=2) + "\n", args.output)
 
@@ -532,6 +550,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--host-vars", metavar="DIR", help="also write DIR/HOST/beonet_interfaces.yml")
     s.add_argument("--report", metavar="FILE", help="write the Markdown cabling report")
     add("schema", cmd_schema, "print the topology JSON Schema", topology=False, inv=False)
+    s = add("benchmark-report", cmd_benchmark_report, "write a benchmark results folder's "
+            "summary.md, CSV tables and plots again from its results.json (no node is "
+            "touched)", topology=False, output=argparse.SUPPRESS)
+    s.add_argument("folder", help="results/<topology>/<timestamp>/ of playbooks/benchmark.yml")
+    s.add_argument("--topology", help="the topology YAML of the run: work out each set of "
+                   "pairs' capacity again from its plan (the file's own are kept without it)")
     return p
 
 

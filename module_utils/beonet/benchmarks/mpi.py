@@ -156,18 +156,25 @@ def plot(path: str, title: str, rows: list[dict[str, Any]], run: dict[str, Any],
     """Half round trip against message size, coloured by path class, with each fit."""
     from .plots import _plt
     plt = _plt()
+    fig = figure(plt, title, rows, result)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
+def figure(plt: Any, title: str, rows: list[dict[str, Any]], result: dict[str, Any]) -> Any:
+    """The figure of plot()."""
+    from .plots import _size_axis, series
     fig, ax = plt.subplots(figsize=(8, 5))
     for cls, c in result["classes"].get("fixed", {}).items():
-        pts = sorted((r["bytes"], r["usec"]) for r in rows if r["phase"] == "fixed" and r["class"] == cls)
+        pts = series([r for r in rows if r["phase"] == "fixed" and r["class"] == cls], "bytes", "usec")
         line = ax.plot([x for x, _ in pts], [y for _, y in pts], ".", alpha=0.4, label=cls)
         if c["fit"] and c["fit"]["bandwidth_mb_s"] != float("inf"):
-            xs = [pts[0][0], pts[-1][0]]
+            # A curve on the log size axis: evaluated along it, not joined end to end.
+            xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 63) for i in range(64)]
             ax.plot(xs, [c["fit"]["latency_us"] + x / c["fit"]["bandwidth_mb_s"] for x in xs],
                     "-", color=line[0].get_color())
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
+    _size_axis(ax, [r["bytes"] for r in rows if r["phase"] == "fixed"] or [4, 65536], "message size (bytes)")
     ax.set_ylabel("half round trip (us)")
     ax.set_title("%s: MPI ping-pong by path class (lines: latency + size / bandwidth)" % title)
     ax.legend()
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
+    return fig

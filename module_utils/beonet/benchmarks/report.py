@@ -12,8 +12,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .planner import Plan, predict_rtt
+from .capacity import capacity
+from .planner import DEFAULT_MODEL, Plan, predict_rtt
 
+TABLES = ("tokex", "aggregate", "samples", "iperf3", "ring", "copy", "copy_aggregate", "latency")
 Outputs = dict[str, dict[str, Any]]       # host -> {file name: parsed JSON}
 Results = dict[str, Any]
 Step = dict[str, Any]
@@ -76,8 +78,7 @@ def _latency_row(st: Step, pr: dict[str, Any], run: dict[str, Any], model: dict[
             "samples_one_way_us": [v / 2 for v in run.get("samples_us", [])]}
 
 
-def _finish_aggregate(a: dict[str, Any], rows: list[dict[str, Any]],
-                      link_MBps: float | None) -> dict[str, Any]:
+def _finish_aggregate(a: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Sum of the pairs' own rates, and bytes over the union of their run
     windows (conservative when the pairs did not overlap exactly)."""
     a["sum_one_way_MBps"] = a["one_way_MBps"]
@@ -89,9 +90,6 @@ def _finish_aggregate(a: dict[str, Any], rows: list[dict[str, Any]],
     if span > 0 and a["reported"] > 1:
         a["one_way_MBps"] = min(a["one_way_MBps"], done / span / 1e6)
         a["exchange_MBps"] = 2 * a["one_way_MBps"]
-    if link_MBps:
-        a["one_way_pct_of_link"] = round(100 * a["one_way_MBps"] / link_MBps, 1)
-        a["exchange_pct_of_link"] = round(100 * a["exchange_MBps"] / link_MBps, 1)
     return a
 
 
@@ -114,7 +112,7 @@ def _collect_tokex(res: Results, st: Step, outputs: Outputs, params: dict[str, A
                     and run["size"] <= 64 and run.get("window", 1) == 1):
                 res["latency"].append(_latency_row(st, pr, run, params["latency_model"]))
     for a in agg.values():
-        res["aggregate"].append(_finish_aggregate(a, res["tokex"], res["link_MBps"]))
+        res["aggregate"].append(_finish_aggregate(a, res["tokex"]))
 
 
 def _collect_iperf3(res: Results, st: Step, outputs: Outputs, params: dict[str, Any]) -> None:
@@ -177,7 +175,29 @@ def collect(sched: dict[str, Any], outputs: Outputs, plan: Plan) -> Results:
         step = _COLLECT.get(st["kind"])
         if step:
             step(res, st, outputs, sched["params"])
+    add_capacity(res, sched["steps"], plan)
     return res
+
+
+def add_capacity(res: Results, steps: list[Step], plan: Plan) -> None:
+    """The capacity of each token-exchange step's concurrent pairs
+    (capacity.py) as res["capacity"] {step id: ...}, and on each aggregate
+    row its capacity and the percentages against it."""
+    res["capacity"] = {}
+    for st in steps:
+        if st["kind"] != "tokex":
+            continue
+        cap = capacity(plan, st["pairs"])
+        if cap:
+            res["capacity"][st["id"]] = dict(cap, **{"class": st["class"], "pairs": len(st["pairs"])})
+    by_set = {(c["class"], c["pairs"]): c for c in res["capacity"].values()}
+    for a in res["aggregate"]:
+        for k in ("one_way_pct_of_link", "exchange_pct_of_link"):
+            a.pop(k, None)
+        cap = by_set.get((a["class"], a["pairs"]))
+        a["capacity_MBps"] = cap["MBps"] if cap else None
+        a["one_way_pct_of_capacity"] = round(100 * a["one_way_MBps"] / cap["MBps"], 1) if cap else None
+        a["exchange_pct_of_capacity"] = round(100 * a["exchange_MBps"] / cap["MBps"], 1) if cap else None
 
 
 def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
@@ -207,36 +227,115 @@ def _fmt(v: Any, nd: int = 2) -> str:
     return str(v)
 
 
+def _pct(v: float | None) -> str | None:
+    return None if v is None else "%.1f %%" % v
+
+
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
-def summary_markdown(sched: dict[str, Any], res: Results, env: dict[str, Any], plan: Plan) -> str:
-    """The human summary: environment, then one table per benchmark."""
-    p = sched["params"]
-    lines = ["# beonet benchmark: %s" % plan["topology"]["name"], ""]
-    lines.append("## Environment")
-    lines.append("")
+OFFLOADS = {"tx-checksumming": "tx-csum", "tcp-segmentation-offload": "TSO",
+            "generic-segmentation-offload": "GSO", "generic-receive-offload": "GRO"}
+
+
+def _node_facts(lines: Any) -> tuple[str, str, str]:
+    """(kernel, shaping, offloads) of one node from its `key=value` lines
+    (the role's probe: kernel=, qdisc=, offload_<nic>= or offloads=)."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    kv = [str(x).partition("=") for x in lines or []]
+    kernel = next((v for k, _eq, v in kv if k == "kernel"), "")
+    shaping: dict[str, int] = {}
+    for k, _eq, v in kv:
+        for q in (v.split(";") if k == "qdisc" else []):
+            w = q.split()
+            if len(w) > 1 and w[0] == "qdisc":
+                what = w[1] + (" " + w[w.index("rate") + 1] if "rate" in w[:-1] else "")
+                shaping[what] = shaping.get(what, 0) + 1
+    offloads: dict[str, int] = {}
+    for k, _eq, v in kv:
+        if k.startswith("offload_"):
+            feats = [f.split(":", 1) for f in v.split(";") if ":" in f]
+            what = ", ".join("%s %s" % (OFFLOADS.get(n.strip(), n.strip()), st.split()[0])
+                             for n, st in feats if st.split()) or "none reported"
+            offloads[what] = offloads.get(what, 0) + 1
+        elif k == "offloads":
+            offloads[v] = offloads.get(v, 0) + 1
+    return kernel, _counted(shaping, "qdisc"), _counted(offloads, "NIC")
+
+
+def _counted(found: dict[str, int], unit: str) -> str:
+    return "; ".join("%s (%d %s%s)" % (k, n, unit, "s" if n > 1 else "")
+                     for k, n in sorted(found.items())) or "—"
+
+
+def _names(nodes: list[str]) -> str:
+    return ", ".join(nodes) if len(nodes) <= 3 else "%s, %s … %s (%d)" % (nodes[0], nodes[1], nodes[-1],
+                                                                        len(nodes))
+
+
+def environment_markdown(env: dict[str, Any]) -> list[str]:
+    """The environment as two short tables: the run's facts, then the nodes
+    grouped by what they report alike (kernel, shaping, NIC offloads)."""
+    rows = []
     for k in sorted(env):
         v = env[k]
-        if isinstance(v, (dict, list)):
+        if k == "node_environment" and isinstance(v, dict):
+            continue
+        if isinstance(v, list):
+            v = ", ".join(str(x) for x in v)
+        elif isinstance(v, dict):
             v = json.dumps(v, sort_keys=True)
-        lines.append("- **%s**: %s" % (k, str(v).replace("\n", "; ")))
+        rows.append([k.replace("_", " "), " ".join(str(v).split())])
+    out = [_table(["what", "value"], rows)]
+    per_node = env.get("node_environment")
+    if isinstance(per_node, dict) and per_node:
+        kinds: dict[tuple[str, str, str], list[str]] = {}
+        for node, lines in per_node.items():
+            kinds.setdefault(_node_facts(lines), []).append(node)
+        out += ["", "Nodes alike are one row (every node's own lines are in results.json):", "",
+                _table(["nodes", "kernel", "shaping (qdiscs)", "NIC offloads"],
+                       [[_names(nodes), *facts] for facts, nodes in kinds.items()])]
+    return out
+
+
+def _tokex_markdown(p: dict[str, Any], res: Results) -> list[str]:
+    """The aggregate table, each set of pairs against its capacity, and the capacities."""
+    rows = []
+    for a in sorted(res["aggregate"], key=lambda a: (a["class"], a["proto"], a["pairs"], a["size"])):
+        if a["size"] in (min(p["sizes"]), 1024, 8192) or a["size"] == max(p["sizes"]):
+            rows.append([a["class"], a["proto"], a["pairs"], a["size"], a["exchange_MBps"],
+                         a["one_way_MBps"], a.get("capacity_MBps"), _pct(a.get("one_way_pct_of_capacity"))])
+    caps = sorted((res.get("capacity") or {}).values(), key=lambda c: (c["class"], c["pairs"]))
+    return [_table(["class", "proto", "pairs", "size", "exchange MB/s", "one-way MB/s",
+                    "capacity MB/s", "one-way % of capacity"], rows),
+            "", "Capacity: what the concurrent pairs can move at most, one way, from the plan: "
+            "pairs on disjoint links add up, pairs crossing one NIC or switch uplink share it "
+            "(each pair's rate grows until something on its path is full).", "",
+            _table(["class", "pairs", "capacity MB/s", "bottleneck"],
+                   [[c["class"], c["pairs"], c["MBps"], c["bottleneck"]] for c in caps])]
+
+
+def summary_markdown(sched: dict[str, Any], res: Results, env: dict[str, Any], title: str) -> str:
+    """The human summary: environment, then one table per benchmark."""
+    p = sched["params"]
+    lines = ["# beonet benchmark: %s" % title, "", "## Environment", ""]
+    lines += environment_markdown(env)
     lines += ["", "Throughput: MB = 10^6 bytes. *exchange* counts the token both ways "
               "(2 x size x count / time, the papers' token-exchange count), *one-way* counts it "
               "once (what a stream, or iperf3, measures). Planned link rate %s MB/s (a bond: "
               "its channels together)." % _fmt(res["link_MBps"]),
               "", "## Token exchange (aggregate over concurrent pairs)", ""]
-    rows = []
-    for a in sorted(res["aggregate"], key=lambda a: (a["class"], a["proto"], a["pairs"], a["size"])):
-        if a["size"] in (min(p["sizes"]), 1024, 8192) or a["size"] == max(p["sizes"]):
-            rows.append([a["class"], a["proto"], a["pairs"], a["size"], a["exchange_MBps"],
-                         a["one_way_MBps"], a.get("one_way_pct_of_link")])
-    lines.append(_table(["class", "proto", "pairs", "size", "exchange MB/s", "one-way MB/s",
-                         "one-way % of link"], rows))
-    lines += ["", "## Round trip per pair (TCP, 1 pair)", ""]
+    lines += _tokex_markdown(p, res)
+    return "\n".join(lines + _other_markdown(p, res))
+
+
+def _other_markdown(p: dict[str, Any], res: Results) -> list[str]:
+    """Round trip, iperf3, latency, ring and file copy tables."""
+    lines = ["", "## Round trip per pair (TCP, 1 pair)", ""]
     rows = [[t["class"], t["size"], t["rtt_min_us"], t["rtt_median_us"], t["rtt_p99_us"], t["rtt_max_us"]]
             for t in res["tokex"] if t["pairs"] == 1 and t["proto"] == "tcp"]
     lines.append(_table(["class", "size", "min us", "median us", "P99 us", "max us"], rows))
@@ -266,18 +365,52 @@ def summary_markdown(sched: dict[str, Any], res: Results, env: dict[str, Any], p
     lines.append(_table(["file MB", "remote copies", "copies", "aggregate MB/s",
                          "pages cached at start"], rows))
     lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def write_results(folder: str, sched: dict[str, Any], res: Results, env: dict[str, Any], plan: Plan,
                   raw: Outputs) -> None:
+    """raw.json, results.json (every table, the environment, the request and
+    the steps: enough to render the summary and plots again), CSV, summary.md."""
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "raw.json"), raw)
-    write_json(os.path.join(folder, "results.json"), dict(res, environment=env,
-                                                          schedule=[{k: v for k, v in s.items()
-                                                                     if k != "hosts"}
-                                                                    for s in sched["steps"]]))
-    for name in ("tokex", "aggregate", "samples", "iperf3", "ring", "copy", "copy_aggregate", "latency"):
+    write_json(os.path.join(folder, "results.json"), dict(
+        res, environment=env, params=sched["params"], topology=plan["topology"]["name"],
+        schedule=[{k: v for k, v in s.items() if k != "hosts"} for s in sched["steps"]]))
+    write_tables(folder, sched, res, env, plan["topology"]["name"])
+
+
+def write_tables(folder: str, sched: dict[str, Any], res: Results, env: dict[str, Any], title: str) -> None:
+    """The CSV tables and summary.md."""
+    for name in TABLES:
         write_csv(os.path.join(folder, name + ".csv"), res[name])
     with open(os.path.join(folder, "summary.md"), "w", encoding="utf-8") as fh:
-        fh.write(summary_markdown(sched, res, env, plan))
+        fh.write(summary_markdown(sched, res, env, title))
+
+
+def _stored_params(doc: dict[str, Any]) -> dict[str, Any]:
+    """The request of a results.json (older files kept no request: rebuilt from the tables)."""
+    if doc.get("params"):
+        return dict(doc["params"])
+    sizes = sorted({t["size"] for t in doc.get("tokex", [])}) or [4]
+    copies = max([c["copies"] for c in doc.get("copy_aggregate", [])] or [7])
+    return {"sizes": sizes, "latency_model": DEFAULT_MODEL, "copies": copies}
+
+
+def render(folder: str, plan: Plan | None = None) -> tuple[dict[str, Any], Results, str]:
+    """Rewrite the CSV tables and summary.md of a results folder from its
+    results.json, with the capacities worked out again from `plan` when
+    given; returns (schedule, tables, title) for the plots."""
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    sched = {"params": _stored_params(doc), "steps": doc.get("schedule", [])}
+    res: Results = {k: doc.get(k, []) for k in TABLES}
+    res["link_MBps"] = doc.get("link_MBps")
+    res["capacity"] = doc.get("capacity", {})
+    if plan is not None:
+        add_capacity(res, sched["steps"], plan)
+    title = doc.get("topology") or (plan["topology"]["name"] if plan is not None else
+                                    os.path.basename(os.path.dirname(os.path.abspath(folder))))
+    write_json(os.path.join(folder, "results.json"), dict(doc, **res, params=sched["params"], topology=title))
+    write_tables(folder, sched, res, doc.get("environment", {}), title)
+    return sched, res, title
