@@ -1,0 +1,184 @@
+"""Measure a Docker lab's LANs against what a wire allows, with tokex (the
+benchmark's own tool, built from source in the containers):
+
+    python -m beonet.labs.wire TOPOLOGY [--name LAB] [--tokex PATH]
+
+On every LAN with at least four members, two disjoint pairs (its first four
+members, in plan order) run TCP streams, one pair alone and both together; a
+switched LAN must carry about twice one pair's throughput, a shared one (a hub
+or coax, `medium: shared`) about one pair's. On a switched LAN one pair also
+runs ping-pongs of 8 KB and 64 KB tokens: a wire carries one direction at a
+time, so a ping-pong's exchange throughput (the token counted both ways) stays
+near the link rate, where a shaper with a deep bucket lets it pass at twice the
+rate. A stream must reach near the rate. Each figure is printed as a
+`beonet-measured:` line; any check missed is printed and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..compiler import pipeline
+from ..outputs import plan as render
+from .base import lab_name
+
+WORK = "/tmp/beonet-wire"
+PORT = 5391
+PINGPONGS = ((8192, 1000), (65536, 200))   # (token size, exchanges)
+STREAM = (65536, 400)                      # (token size, tokens): 26 MB, ~2 s at 100 Mbit/s
+# The checks, as fractions of the link rate (or of one pair's throughput).
+STREAM_MIN = 0.85           # a TCP stream at MTU 1500 carries at most 94 % of a wire's rate
+PINGPONG_MAX = {8192: 1.5, 65536: 1.0}   # two-frame bucket: at most 1.46 and 0.99
+SWITCHED_MIN = 1.6          # two pairs on a switch, against one pair
+SHARED_MAX = 1.15           # two pairs on a hub, against one pair
+
+Run = dict[str, Any]        # one tokex run: proto, mode, size, count, start, seconds, ... MBps
+Pair = tuple[tuple[str, str], tuple[str, str]]   # ((client node, address), (server node, address))
+
+
+def aggregate(runs: list[Run]) -> float:
+    """MB/s that runs moved together: one-way bytes over their common window,
+    from the first start to the last end (pairs that drift apart do not count
+    twice)."""
+    first = min(r["start"] for r in runs)
+    last = max(r["start"] + r["seconds"] for r in runs)
+    return sum(r["size"] * r["count"] for r in runs) / (last - first) / 1e6
+
+
+def pairs(plan: Mapping[str, Any], segment: str) -> list[Pair]:
+    """The two disjoint pairs of a LAN: its first four members, 1->2 and 3->4."""
+    members = [(m["node"], m["address"]) for m in plan["segments"][segment]["members"]]
+    return [(members[0], members[1]), (members[2], members[3])]
+
+
+def lans(plan: Mapping[str, Any]) -> list[str]:
+    """The LANs a wire check can run on: IP segments with four members or more."""
+    return [name for name, s in plan["segments"].items()
+            if s["kind"] == "lan" and len(s["members"]) >= 4 and all("address" in m for m in s["members"])]
+
+
+def check_pingpong(seg: str, size: int, exchange: float, rate: float) -> str | None:
+    """A missed ping-pong check (exchange MB/s above its bound), else None."""
+    bound = PINGPONG_MAX[size] * rate
+    if exchange <= bound:
+        return None
+    return ("%s: ping-pong of %d B tokens exchanged %.2f MB/s, over %.2f MB/s (%.2f x the link): "
+            "the shaper's bucket lets an idle direction save up"
+            % (seg, size, exchange, bound, PINGPONG_MAX[size]))
+
+
+def check_streams(seg: str, medium: str, rate: float, one: float, two: float) -> list[str]:
+    """Missed stream checks of a LAN: one pair near the rate; two pairs about
+    twice one pair's on a switch, about one pair's on a shared medium."""
+    out = []
+    if one < STREAM_MIN * rate:
+        out.append("%s: one stream %.2f MB/s, under %.2f MB/s (%.2f x the link)"
+                   % (seg, one, STREAM_MIN * rate, STREAM_MIN))
+    if medium == "shared" and two > SHARED_MAX * one:
+        out.append("%s (shared): two pairs carried %.2f MB/s, over %.2f x one pair's %.2f: the "
+                   "segment is not one medium" % (seg, two, SHARED_MAX, one))
+    if medium != "shared" and two < SWITCHED_MIN * one:
+        out.append("%s (switched): two pairs carried %.2f MB/s, under %.2f x one pair's %.2f"
+                   % (seg, two, SWITCHED_MIN, one))
+    return out
+
+
+def _exec(cont: str, *cmd: str, stdin: str | None = None) -> str:
+    proc = subprocess.run(["docker", "exec", "-i", cont, *cmd], input=stdin, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError("%s: %s failed: %s" % (cont, " ".join(cmd[:3]), proc.stderr.strip()[-300:]))
+    return proc.stdout
+
+
+def _prepare(conts: list[str], source: str) -> None:
+    """Build tokex in every container and start its server."""
+    script = ("set -e; mkdir -p %s; cat > %s/tokex.c; gcc -O2 -o %s/tokex %s/tokex.c; "
+              "%s/tokex serve -p %d --idle 120 --daemon --pidfile %s/serve.pid >/dev/null"
+              % ((WORK,) * 5 + (PORT, WORK)))
+    for cont in conts:
+        _exec(cont, "sh", "-c", script, stdin=source)
+
+
+def _stop(conts: list[str]) -> None:
+    for cont in conts:
+        subprocess.run(["docker", "exec", cont, "sh", "-c",
+                        "kill $(cat %s/serve.pid) 2>/dev/null; rm -rf %s" % (WORK, WORK)],
+                       capture_output=True, check=False)
+
+
+def clients(lab: str, jobs: list[tuple[Pair, list[str]]]) -> list[Run]:
+    """Run tokex clients together (one per pair, all starting at the same
+    instant); their runs, in job order."""
+    start = time.time() + 1.0
+    procs = []
+    for ((client, _), (_, server)), args in jobs:
+        cmd = ["docker", "exec", "%s-%s" % (lab, client), WORK + "/tokex", "client", "-H", server,
+               "-p", str(PORT), "--stats-only", "--start-at", "%.3f" % start, "--deadline", "60", *args]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    runs = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError("tokex client failed: %s" % err.strip()[-300:])
+        runs.append(json.loads(out)["runs"][0])
+    return runs
+
+
+def measure_lan(lab: str, plan: Mapping[str, Any], seg: str) -> list[str]:
+    """Measure one LAN, print what was measured; the checks it missed."""
+    s = plan["segments"][seg]
+    medium = s.get("medium", "switched")
+    rate = s["rate_mbit"] / 8
+    p1, p2 = pairs(plan, seg)
+    stream = ["--mode", "stream", "--sizes", str(STREAM[0]), "-n", str(STREAM[1])]
+    one = aggregate(clients(lab, [(p1, stream)]))
+    two = aggregate(clients(lab, [(p1, stream), (p2, stream)]))
+    print("beonet-measured: %s (%s, %d Mbit/s = %.2f MB/s): one stream %.2f MB/s (%.1f %%), two "
+          "pairs together %.2f MB/s (%.2f x one)" % (seg, medium, s["rate_mbit"], rate, one,
+                                                     100 * one / rate, two, two / one))
+    missed = check_streams(seg, medium, rate, one, two)
+    if medium == "shared":
+        return missed
+    for size, count in PINGPONGS:
+        run = clients(lab, [(p1, ["--sizes", str(size), "-n", str(count)])])[0]
+        print("beonet-measured: %s: ping-pong %d B tokens: exchange %.2f MB/s (%.1f %% of the link), "
+              "median round trip %.0f us" % (seg, size, run["exchange_MBps"],
+                                            100 * run["exchange_MBps"] / rate, run["rtt_us"]["median"]))
+        missed += [m for m in [check_pingpong(seg, size, run["exchange_MBps"], rate)] if m]
+    return missed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m beonet.labs.wire", description=__doc__.split("\n\n")[0])
+    parser.add_argument("topology")
+    parser.add_argument("--name", help="the lab's name (default: beonet-<topology name>)")
+    parser.add_argument("--tokex", default=os.path.join("roles", "beonet_benchmark", "files", "tokex.c"))
+    args = parser.parse_args(argv)
+    plan = render.plan(pipeline.compile_file(args.topology))
+    lab = lab_name(plan, args.name)
+    segs = lans(plan)
+    if not segs:
+        print("wire: %s has no LAN with four members" % args.topology, file=sys.stderr)
+        return 1
+    conts = sorted({"%s-%s" % (lab, n) for seg in segs for pair in pairs(plan, seg) for n, _ in pair})
+    with open(args.tokex, encoding="utf-8") as fh:
+        _prepare(conts, fh.read())
+    try:
+        missed = [m for seg in segs for m in measure_lan(lab, plan, seg)]
+    finally:
+        _stop(conts)
+    for m in missed:
+        print("wire: %s" % m, file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
