@@ -195,6 +195,7 @@ class Builder:
             for rest in itertools.product(*others):
                 name = "d%d-%s" % (d, "-".join(map(str, rest)) if rest else "0")
                 seg = self.segment(name, "lan", rate, slot=_morton(rest), dim=d)
+                seg.medium = p.get("medium", seg.medium)
                 for v in range(dims[d]):
                     c = rest[:d] + (v,) + rest[d:]
                     self.attach(seg, nodes[c], v + 1)

@@ -163,6 +163,7 @@ SCHEMA = {
             "dims": {"type": "array", "minItems": 1, "maxItems": 8,
                      "items": {"type": "integer", "minimum": 2, "maximum": MAX_LAN}},
             "rate_mbit": _rate,
+            "medium": _medium,
         }, required=["dims"], description="routed mesh with gateway nodes"),
         "tree": _obj({
             "levels": {"type": "integer", "minimum": 2, "maximum": MAX_TREE_LEVELS,
