@@ -334,3 +334,4 @@ def test_vm_shared_segment_taps_go_through_the_medium():
 def test_shared_mesh_has_one_medium_per_segment(tmp_path):
     plan = _topology(tmp_path, "name: m\nfamily: mesh\nmesh: {dims: [2, 2], medium: shared}\n")
     assert sorted(lab.media(plan, "m")) == sorted(plan["segments"]) == ["d0-0", "d0-1", "d1-0", "d1-1"]
+
