@@ -720,10 +720,11 @@ def test_docker_shared_segment_goes_through_one_medium(linked, hub, tmp_path):
     assert create in linked.log
     assert linked.log.index(create) < next(i for i, c in enumerate(linked.log) if c[:2] == ["docker", "run"])
     host_ends = [c[2] for c in linked.log if c[:2] == ["sh", "-ec"] and c != create]
-    redirect = "\n".join(base.port_commands("veth77", ifb))
+    mtu = "ip link set dev veth77 mtu 1500\n"
+    redirect = mtu + "\n".join(base.port_commands("veth77", ifb))
     # per node: the hub port through the medium, the switch port shaped
     assert host_ends.count(redirect) == 4
-    assert host_ends.count(base.tbf("veth77", 100)) == 4 and len(host_ends) == 8
+    assert host_ends.count(mtu + base.tbf("veth77", 100)) == 4 and len(host_ends) == 8
     inside = [c[-1] for c in linked.log if c[:2] == ["docker", "exec"] and c[-2] == "-c"]
     assert all(s.count("tbf rate 100mbit burst 3125") == 2 for s in inside)
     saved = json.loads((tmp_path / ".lab" / "beonet-hub" / base.DOCKER_STATE).read_text())
@@ -740,8 +741,9 @@ def test_docker_restarted_node_rejoins_the_medium(linked, hub, tmp_path):
     linked.log.clear()
     faults.fault(str(hub), str(tmp_path), None, "docker", node="n2", action="start")
     ifb = base.short("beonet-hub-and-switch", "hub", "bm")
-    assert ["sh", "-ec", "\n".join(base.port_commands("veth77", ifb))] in linked.log
-    assert ["sh", "-ec", base.tbf("veth77", 100)] in linked.log
+    mtu = "ip link set dev veth77 mtu 1500"
+    assert ["sh", "-ec", "\n".join([mtu] + base.port_commands("veth77", ifb))] in linked.log
+    assert ["sh", "-ec", "\n".join([mtu, base.tbf("veth77", 100)])] in linked.log
 
 
 def test_docker_medium_left_by_an_interrupted_run_is_replaced(linked, hub, tmp_path):
@@ -749,3 +751,10 @@ def test_docker_medium_left_by_an_interrupted_run_is_replaced(linked, hub, tmp_p
     linked.links.add(ifb)
     dlab.up(str(hub), str(tmp_path))
     assert ["ip", "link", "del", ifb] in linked.log
+
+
+def test_docker_host_end_carries_the_planned_mtu():
+    nic = {"rate": 100, "mtu": 9000, "ifb": None}
+    assert dlab._host_end("veth9", nic) == ["ip link set dev veth9 mtu 9000", base.tbf("veth9", 100, 9000)]
+    assert dlab._host_end("veth9", dict(nic, rate=None)) == ["ip link set dev veth9 mtu 9000"]
+    assert dlab._host_end("veth9", dict(nic, ifb="bm1"))[1:] == base.port_commands("veth9", "bm1")

@@ -40,11 +40,32 @@ def test_pairs_and_lans(plan):
     assert wire.lans(small) == []
 
 
-def test_pingpong_bounds():
-    assert wire.check_pingpong("s", 8192, 16.7, 12.5) is None       # wire-like bucket (measured)
-    assert "23.52 MB/s, over 18.75" in wire.check_pingpong("s", 8192, 23.52, 12.5)  # ~10 ms bucket
-    assert wire.check_pingpong("s", 65536, 12.18, 12.5) is None
-    assert "s: ping-pong of 65536 B" in wire.check_pingpong("s", 65536, 15.39, 12.5)
+def test_wire_bytes_and_pingpong_bounds():
+    # 8 KB: 6 segments of at most 1448 bytes, 90 bytes each of headers and wire overhead
+    assert wire.wire_bytes(8192, 1500) == 8732 and wire.wire_bytes(65536, 1500) == 69676
+    assert wire.wire_bytes(8192, 9000) == 8282
+    # 100 Mbit/s: a 3125-byte bucket; 146 % and 98 % of the link
+    assert wire.pingpong_bound(8192, 100, 1500) == pytest.approx(8192 * 12.5 / (8732 - 3125))
+    assert wire.pingpong_bound(65536, 100, 1500) == pytest.approx(12.309, abs=0.001)
+    # a token that fits in the bucket cannot be checked
+    assert wire.pingpong_bound(8192, 1000, 1500) is None
+    assert wire.pingpong_bound(8192, 100, 9000) is None
+
+
+def test_streams_last_about_two_seconds():
+    assert wire.stream_count(100) == 381          # 25 MB at 12.5 MB/s
+    assert wire.stream_count(1000) == 3814
+    assert wire.stream_count(10) == 100           # at least 100 tokens
+
+
+def test_pingpong_checks():
+    bound8, bound64 = wire.pingpong_bound(8192, 100, 1500), wire.pingpong_bound(65536, 100, 1500)
+    assert wire.check_pingpong("s", 8192, 16.7, bound8) is None       # wire-like bucket (measured)
+    assert "23.52 MB/s, over the 18.26" in wire.check_pingpong("s", 8192, 23.52, bound8)  # 10 ms bucket
+    assert wire.check_pingpong("s", 65536, 12.18, bound64) is None
+    assert wire.check_pingpong("s", 65536, 12.5, bound64) is None      # within the timing slack
+    assert "s: ping-pong of 65536 B" in wire.check_pingpong("s", 65536, 15.39, bound64)
+    assert wire.check_pingpong("s", 8192, 200.0, None) is None
 
 
 @pytest.mark.parametrize("medium,one,two,missed", [
@@ -86,12 +107,13 @@ def test_measure_lan_of_a_hub_and_a_switch(plan, monkeypatch, capsys):
     assert wire.measure_lan("lab", plan, "switch") == []
     out = capsys.readouterr().out
     assert "beonet-measured: hub (shared, 100 Mbit/s = 12.50 MB/s): one stream 11.40" in out
-    assert "switch: ping-pong 8192 B tokens: exchange 16.25 MB/s (130.0 % of the link)" in out
+    assert ("switch: ping-pong 8192 B tokens: exchange 16.25 MB/s (130.0 % of the link; bound 18.26)"
+            in out)
     assert [len(jobs) for _, jobs in seen] == [1, 2, 1, 2, 1, 1]
     _canned(monkeypatch, stream=11.7, pair2=11.7, pingpong={8192: 1.9, 65536: 1.9})
     assert [m.split(":")[1] for m in wire.measure_lan("lab", plan, "switch")] == [
-        " ping-pong of 8192 B tokens exchanged 23.75 MB/s, over 18.75 MB/s (1.50 x the link)",
-        " ping-pong of 65536 B tokens exchanged 23.75 MB/s, over 12.50 MB/s (1.00 x the link)"]
+        " ping-pong of 8192 B tokens exchanged 23.75 MB/s, over the 18.26 MB/s a wire-like bucket allows",
+        " ping-pong of 65536 B tokens exchanged 23.75 MB/s, over the 12.31 MB/s a wire-like bucket allows"]
 
 
 def test_main_prepares_measures_and_stops(monkeypatch, tmp_path, capsys):
@@ -113,3 +135,44 @@ def test_main_prepares_measures_and_stops(monkeypatch, tmp_path, capsys):
 def test_main_needs_a_lan_of_four(capsys):
     assert wire.main([str(ROOT / "topologies" / "routed-mesh-2x2.yml")]) == 1
     assert "no LAN with four members" in capsys.readouterr().err
+
+
+class _Proc:
+    def __init__(self, out="", rc=0):
+        self.stdout, self.stderr, self.returncode = out, "boom", rc
+
+    def communicate(self):
+        return self.stdout, self.stderr
+
+
+def test_container_commands(monkeypatch):
+    """tokex built from the source on stdin, a server left by an interrupted
+    check stopped first; clients of one call start at one instant; stop."""
+    calls = []
+    monkeypatch.setattr(wire.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw)) or _Proc())
+    wire._prepare(["c1", "c2"], "SOURCE")
+    assert [c[0][:4] for c in calls] == [["docker", "exec", "-i", "c1"], ["docker", "exec", "-i", "c2"]]
+    script = calls[0][0][-1]
+    assert script.index("kill $(cat serve.pid") < script.index("gcc -O2") < script.index("serve -p 5391")
+    assert calls[0][1]["input"] == "SOURCE"
+    calls.clear()
+    wire._stop(["c1"])
+    assert calls[0][0][:3] == ["docker", "exec", "c1"]
+    assert "kill $(cat /tmp/beonet-wire/serve.pid)" in calls[0][0][-1]
+    monkeypatch.setattr(wire.subprocess, "run", lambda cmd, **kw: _Proc(rc=1))
+    with pytest.raises(RuntimeError, match="c1: sh -c .* failed: boom"):
+        wire._prepare(["c1"], "SOURCE")
+
+    started = []
+    out = '{"runs": [{"start": 1.0, "seconds": 2.0}]}'
+    monkeypatch.setattr(wire.subprocess, "Popen", lambda cmd, **kw: started.append(cmd) or _Proc(out))
+    pair = (("n1", "10.0.0.1"), ("n2", "10.0.0.2"))
+    runs = wire.clients("lab", [(pair, ["-n", "5"]), (pair, ["-n", "6"])])
+    assert runs == [{"start": 1.0, "seconds": 2.0}] * 2
+    assert started[0][:5] == ["docker", "exec", "lab-n1", wire.WORK + "/tokex", "client"]
+    assert started[0][started[0].index("-H") + 1] == "10.0.0.2"
+    at = [c[c.index("--start-at") + 1] for c in started]
+    assert at[0] == at[1] and started[1][-2:] == ["-n", "6"]
+    monkeypatch.setattr(wire.subprocess, "Popen", lambda cmd, **kw: _Proc(rc=3))
+    with pytest.raises(RuntimeError, match="tokex client failed: boom"):
+        wire.clients("lab", [(pair, [])])

@@ -432,19 +432,21 @@ def _wire(cont: str, nics: list[Nic], host_links: dict[int, str]) -> None:
         if nic["rate"]:
             script.append(tbf(dev, nic["rate"], nic.get("mtu", DEFAULT_MTU)))
         peer = host_links.get(link.get("link_index"))
-        host_end = _host_end(peer, nic) if peer else []
-        if host_end:
-            _run(["sh", "-ec", "\n".join(host_end)])
+        if peer:
+            _run(["sh", "-ec", "\n".join(_host_end(peer, nic))])
     _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
 
 
 def _host_end(peer: str, nic: Nic) -> list[str]:
-    """What the host end of a container NIC's veth gets: on a shared segment
-    its frames go through the segment's medium (the only limit on the hub
-    side), else a tbf at the NIC's rate (what the NIC receives)."""
+    """What the host end of a container NIC's veth gets: the NIC's MTU (so the
+    bridge passes the jumbo frames a plan sets), and on a shared segment its
+    frames go through the segment's medium (the only limit on the hub side),
+    else a tbf at the NIC's rate (what the NIC receives)."""
+    size = nic.get("mtu", DEFAULT_MTU)
+    out = ["ip link set dev %s mtu %d" % (peer, size)]
     if nic.get("ifb"):
-        return port_commands(peer, nic["ifb"])
-    return [tbf(peer, nic["rate"], nic.get("mtu", DEFAULT_MTU))] if nic["rate"] else []
+        return out + port_commands(peer, nic["ifb"])
+    return out + ([tbf(peer, nic["rate"], size)] if nic["rate"] else [])
 
 
 def rewire(lab: str, node: str, wired: list[Record]) -> None:
