@@ -40,6 +40,11 @@ def test_pairs_and_lans(plan):
     assert wire.lans(small) == []
 
 
+def test_wire_like_is_the_check_s_own_rule():
+    assert wire.wire_like_burst(10, 1500) == 3076 and wire.wire_like_burst(100, 1500) == 3125
+    assert wire.wire_like_burst(1000, 1500) == 31250 and wire.wire_like_burst(100, 9000) == 18076
+
+
 def test_wire_bytes_and_pingpong_bounds():
     # 8 KB: 6 segments of at most 1448 bytes, 90 bytes each of headers and wire overhead
     assert wire.wire_bytes(8192, 1500) == 8732 and wire.wire_bytes(65536, 1500) == 69676

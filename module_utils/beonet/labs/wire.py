@@ -30,7 +30,7 @@ from typing import Any
 
 from ..compiler import pipeline
 from ..outputs import plan as render
-from .base import ETH_HEADER, WIRE_OVERHEAD, lab_name, tbf_sizes
+from .base import ETH_HEADER, WIRE_OVERHEAD, frame_bytes, lab_name
 
 WORK = "/tmp/beonet-wire"
 PORT = 5391
@@ -41,6 +41,11 @@ STREAM_SECONDS = 2.0        # a stream lasts about this long at the link rate (s
 STREAM_MIN = 0.85           # a TCP stream at MTU 1500 carries at most 94 % of a wire's rate
 TCP_IP_HEADERS = 52         # IPv4 20, TCP 20 and its timestamps 12
 PINGPONG_SLACK = 1.02       # timing noise allowed over the bucket's bound
+# What the check calls wire-like, on its own (not read from the lab's shaping,
+# so a change there is caught): a bucket of at most two full frames or of the
+# traffic of 250 us, whichever is more.
+WIRE_LIKE_FRAMES = 2
+WIRE_LIKE_US = 250
 SWITCHED_MIN = 1.6          # two pairs on a switch, against one pair
 SHARED_MAX = 1.15           # two pairs on a hub, against one pair
 
@@ -76,11 +81,16 @@ def wire_bytes(size: int, mtu: int) -> int:
     return size + segments * (TCP_IP_HEADERS + ETH_HEADER + WIRE_OVERHEAD)
 
 
+def wire_like_burst(rate_mbit: int, mtu: int) -> int:
+    """The largest bucket (bytes) the check accepts as wire-like."""
+    return max(WIRE_LIKE_FRAMES * frame_bytes(mtu), rate_mbit * WIRE_LIKE_US // 8)
+
+
 def pingpong_bound(size: int, rate_mbit: int, mtu: int) -> float | None:
-    """The most exchange MB/s the lab's tbf lets a TCP ping-pong of size-byte
-    tokens reach: each direction sends one bucket at once and the rest at the
-    rate. None when a token fits in the bucket (nothing to check)."""
-    burst = tbf_sizes(rate_mbit, mtu)[0]
+    """The most exchange MB/s a wire-like shaper lets a TCP ping-pong of
+    size-byte tokens reach: each direction sends one bucket at once and the
+    rest at the rate. None when a token fits in the bucket (nothing to check)."""
+    burst = wire_like_burst(rate_mbit, mtu)
     paced = wire_bytes(size, mtu) - burst
     return size * rate_mbit / 8 / paced if paced > 0 else None
 
