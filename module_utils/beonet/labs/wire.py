@@ -10,10 +10,11 @@ or coax, `medium: shared`) about one pair's. On a switched LAN one pair also
 runs ping-pongs of 8 KB and 64 KB tokens: a wire carries one direction at a
 time, so a ping-pong's exchange throughput (the token counted both ways) stays
 near the link rate, where a shaper with a deep bucket lets it pass at twice the
-rate. The lab's wire-like tbf sends at most one bucket of a token at once, so a
-token costing W bytes on the wire exchanges at most size x rate / (W - bucket)
-(146 % of the link for 8 KB, 98 % for 64 KB at 100 Mbit/s and MTU 1500); a
-token that fits in the bucket is not checked. A stream must reach near the rate. Each figure is printed as a
+rate. A wire-like shaper (a bucket of two full frames or 250 us of traffic,
+whichever is more) sends at most one bucket of a token at once, so a token
+costing W bytes on the wire exchanges at most size x rate / (W - bucket) (146 %
+of the link for 8 KB, 98 % for 64 KB at 100 Mbit/s and MTU 1500); a token that
+fits in such a bucket is not checked. A stream must reach near the rate. Each figure is printed as a
 `beonet-measured:` line; any check missed is printed and the exit code is 1.
 """
 
