@@ -35,7 +35,7 @@ lint: setup
 
 # Molecule scenarios on the embedded Docker lab (create = `beonet lab up`,
 # converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
-MOLECULE_SCENARIOS ?= single-net routed-mesh switch-tree metanode-testbed bonded-dual-net cabling failover failover-testbed mpi
+MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree metanode-testbed bonded-dual-net cabling failover failover-testbed mpi
 molecule: setup
 	bash scripts/docker-up.sh
 	bash scripts/build-image.sh

@@ -107,9 +107,8 @@ class FakeDockerHost:
         return True
 
 
-@pytest.fixture
-def host(monkeypatch):
-    fake = FakeDockerHost()
+def _install(monkeypatch, fake):
+    """The lab's host commands go to fake."""
     monkeypatch.setattr(dlab, "_run", fake.run)
     monkeypatch.setattr(faults, "_run", fake.run)
     monkeypatch.setattr(dlab, "_ok", fake.ok)
@@ -118,11 +117,21 @@ def host(monkeypatch):
 
 
 @pytest.fixture
+def host(monkeypatch):
+    return _install(monkeypatch, FakeDockerHost())
+
+
+def _copy(tmp_path, topology, name):
+    """A copy of a shipped topology as tmp_path/NAME.yml (the lab's folder name)."""
+    path = tmp_path / ("%s.yml" % name)
+    shutil.copy(ROOT / "topologies" / topology, path)
+    return path
+
+
+@pytest.fixture
 def tree(tmp_path):
     """A copy of switch-tree.yml (root bridge, veth uplinks, DOCKER-USER rule)."""
-    path = tmp_path / "tree.yml"
-    shutil.copy(ROOT / "topologies" / "switch-tree.yml", path)
-    return path
+    return _copy(tmp_path, "switch-tree.yml", "tree")
 
 
 def _lab_state(host):
@@ -675,3 +684,77 @@ def test_a_lab_is_not_built_over_another_kind_of_lab(host, vmhost, tree, bonded,
     vmlab.up(str(bonded), str(tmp_path), "same")
     with pytest.raises(LabError, match="holds vm.json: a VM lab"):
         dlab.up(str(tree), str(tmp_path), "same")
+
+
+# ------------------------------------------------------------------ shared media
+
+class LinkedDockerHost(FakeDockerHost):
+    """The fake host where every container NIC's veth shows its host end
+    (veth77), and the ifb devices the lab creates through a shell."""
+
+    def run(self, cmd, check=True):
+        out = super().run(cmd, check)
+        if cmd[:2] == ["docker", "exec"] and cmd[3:] == ["ip", "-j", "link"]:
+            return json.dumps([dict(link, link_index=77) for link in json.loads(out)])
+        if cmd[:2] == ["sh", "-ec"] and " type ifb" in cmd[2]:
+            self.links.add(cmd[2].split()[3])
+        return out
+
+
+@pytest.fixture
+def linked(monkeypatch):
+    return _install(monkeypatch, LinkedDockerHost())
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """A copy of hub-and-switch.yml: a shared segment (hub) and a switched one."""
+    return _copy(tmp_path, "hub-and-switch.yml", "hub")
+
+
+def test_docker_shared_segment_goes_through_one_medium(linked, hub, tmp_path):
+    dlab.up(str(hub), str(tmp_path))
+    ifb = base.short("beonet-hub-and-switch", "hub", "bm")
+    create = ["sh", "-ec", "ip link add %s type ifb\nip link set %s mtu 1500 up\n%s"
+              % (ifb, ifb, base.tbf(ifb, 100))]
+    assert create in linked.log
+    assert linked.log.index(create) < next(i for i, c in enumerate(linked.log) if c[:2] == ["docker", "run"])
+    host_ends = [c[2] for c in linked.log if c[:2] == ["sh", "-ec"] and c != create]
+    mtu = "ip link set dev veth77 mtu 1500\n"
+    redirect = mtu + "\n".join(base.port_commands("veth77", ifb))
+    # per node: the hub port through the medium, the switch port shaped
+    assert host_ends.count(redirect) == 4
+    assert host_ends.count(mtu + base.tbf("veth77", 100)) == 4 and len(host_ends) == 8
+    inside = [c[-1] for c in linked.log if c[:2] == ["docker", "exec"] and c[-2] == "-c"]
+    assert all(s.count("tbf rate 100mbit burst 3125") == 2 for s in inside)
+    saved = json.loads((tmp_path / ".lab" / "beonet-hub" / base.DOCKER_STATE).read_text())
+    assert ifb in saved["links"]
+    assert [(w["logical"], w["ifb"], w["mtu"]) for w in saved["wired"]["n1"]] == [
+        ("eth1", ifb, 1500), ("eth2", None, 1500)]
+    dlab.down(str(hub), str(tmp_path))
+    assert ifb not in linked.links and ["ip", "link", "del", ifb] in linked.log
+
+
+def test_docker_restarted_node_rejoins_the_medium(linked, hub, tmp_path):
+    dlab.up(str(hub), str(tmp_path))
+    faults.fault(str(hub), str(tmp_path), None, "docker", node="n2", action="stop")
+    linked.log.clear()
+    faults.fault(str(hub), str(tmp_path), None, "docker", node="n2", action="start")
+    ifb = base.short("beonet-hub-and-switch", "hub", "bm")
+    mtu = "ip link set dev veth77 mtu 1500"
+    assert ["sh", "-ec", "\n".join([mtu] + base.port_commands("veth77", ifb))] in linked.log
+    assert ["sh", "-ec", "\n".join([mtu, base.tbf("veth77", 100)])] in linked.log
+
+
+def test_docker_medium_left_by_an_interrupted_run_is_replaced(linked, hub, tmp_path):
+    ifb = base.short("beonet-hub-and-switch", "hub", "bm")
+    linked.links.add(ifb)
+    dlab.up(str(hub), str(tmp_path))
+    assert ["ip", "link", "del", ifb] in linked.log
+
+
+def test_docker_host_end_carries_the_planned_mtu():
+    nic = {"rate": 100, "mtu": 9000, "ifb": None}
+    assert dlab._host_end("veth9", nic) == ["ip link set dev veth9 mtu 9000", base.tbf("veth9", 100, 9000)]
+    assert dlab._host_end("veth9", dict(nic, rate=None)) == ["ip link set dev veth9 mtu 9000"]
+    assert dlab._host_end("veth9", dict(nic, ifb="bm1"))[1:] == base.port_commands("veth9", "bm1")

@@ -400,3 +400,11 @@ def test_resilience_leaves_out_pairs_without_routes():
     others = [v for v in whole["single_path"] if v != "b3"]
     assert all(cut["single_path"][v] <= whole["single_path"][v] for v in others)
     assert any(cut["single_path"][v] < whole["single_path"][v] for v in others)
+
+
+def test_a_shared_segment_carries_its_rate_across_any_bisection():
+    """A hub of 4 split 2/2 carries its rate once, a switch of 4 twice."""
+    hub = compile_family("bonded", {"nodes": 4, "channels": 1, "medium": "shared"}, {"rate_mbit": 100})
+    switch = compile_family("bonded", {"nodes": 4, "channels": 1}, {"rate_mbit": 100})
+    assert hub.metrics["bisection"]["crossing_mbit"] == 100
+    assert switch.metrics["bisection"]["crossing_mbit"] == 200

@@ -261,3 +261,77 @@ def test_cli_node_images_malformed_exits_2(capsys):
         cli.main(["lab", "up", "--provider", "vm", "t.yml", "--node-images", "node01"])
     assert exc.value.code == 2
     assert "--node-images: 'node01' is not NODE=IMAGE" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ wire-like shaping, shared media
+
+def test_tbf_is_wire_like():
+    # Two full frames (MTU, Ethernet header, preamble, FCS, gap) or 250 us of traffic.
+    assert lab.frame_bytes(1500) == 1538 and lab.frame_bytes(9000) == 9038
+    assert lab.tbf_sizes(10) == (3076, 153800)
+    assert lab.tbf_sizes(100) == (3125, 250000)
+    assert lab.tbf_sizes(1000) == (31250, 2500000)
+    assert lab.tbf_sizes(100, 9000) == (18076, 903800)
+    assert lab.tbf("eth1", 100) == ("tc qdisc replace dev eth1 root tbf rate 100mbit burst 3125 "
+                                    "limit 250000 overhead 24")
+    # the bucket never holds what 10 ms of traffic was (a ping-pong's direction saves up)
+    for rate in (10, 100, 1000, 10000):
+        assert lab.tbf_sizes(rate)[0] < rate * 10_000 // 8 / 4
+
+
+def test_nic_rate_and_mtu(bonded):
+    assert lab.rate(bonded, "node01", "eth1") == 100
+    assert lab.mtu(bonded, "node01", "eth1") == 1500
+    assert lab.rate(bonded, "node01", "eth9") is None
+    assert lab.mtu(bonded, "node01", "eth9") == 1500
+
+
+def test_medium_and_port_commands():
+    assert lab.medium_commands("bm1", 10, 9000) == [
+        "ip link add bm1 type ifb", "ip link set bm1 mtu 9000 up", lab.tbf("bm1", 10, 9000)]
+    assert lab.port_commands("vt1", "bm1") == [
+        "tc qdisc replace dev vt1 handle ffff: ingress",
+        "tc filter replace dev vt1 parent ffff: protocol all prio 1 u32 match u32 0 0 "
+        "action mirred egress redirect dev bm1"]
+
+
+def _topology(tmp_path, text):
+    path = tmp_path / "t.yml"
+    path.write_text(text)
+    return render.plan(pipeline.compile_file(str(path)))
+
+
+def test_shared_bonded_net_has_one_medium_per_channel(tmp_path):
+    plan = _topology(tmp_path, "name: hubs\nfamily: bonded\nlink: {rate_mbit: 10}\n"
+                               "bonded: {nodes: 4, channels: 2, medium: shared}\n")
+    assert [s.get("medium") for s in plan["segments"].values()] == ["shared"] * 3
+    assert lab.media(plan, "h") == {"net0-ch0": lab.short("h", "net0-ch0", "bm"),
+                                    "net0-ch1": lab.short("h", "net0-ch1", "bm")}
+    switched = _topology(tmp_path, "name: sw\nfamily: bonded\nbonded: {nodes: 4}\n")
+    assert lab.media(switched, "s") == {}
+    assert all("medium" not in s for s in switched["segments"].values())
+
+
+def test_vm_shared_segment_taps_go_through_the_medium():
+    plan = _plan("hub-and-switch.yml")
+    lay = vmlab.layout(plan, "h")
+    ifb = lab.short("h", "hub", "bm")
+    assert lay["media"] == {ifb: {"rate_mbit": 100, "mtu": 1500}}
+    n1 = lay["vms"]["n1"]["nics"]
+    assert [(n["logical"], n["ifb"], n["mtu"]) for n in n1] == [("eth1", ifb, 1500), ("eth2", None, 1500)]
+    script = vmlab.namespace_script(lay)
+    medium = lab.medium_commands(ifb, 100)
+    start = script.index(medium[0])
+    assert script[start:start + 3] == medium
+    for vm in lay["vms"].values():
+        hub_tap, switch_tap = (n["tap"] for n in vm["nics"])
+        assert all(c in script for c in lab.port_commands(hub_tap, ifb))
+        assert lab.tbf(switch_tap, 100) in script
+        assert not any("dev %s root" % hub_tap in c for c in script), "a hub port adds no second limit"
+        assert script.index(lab.port_commands(hub_tap, ifb)[0]) > start
+
+
+def test_shared_mesh_has_one_medium_per_segment(tmp_path):
+    plan = _topology(tmp_path, "name: m\nfamily: mesh\nmesh: {dims: [2, 2], medium: shared}\n")
+    assert sorted(lab.media(plan, "m")) == sorted(plan["segments"]) == ["d0-0", "d0-1", "d1-0", "d1-1"]
+

@@ -90,12 +90,14 @@ class Metrics(_FamilyMetrics):
 
 
 def _links(graph: Graph) -> list[Link]:
-    """(segment, rate, member node indexes) that a cut may split."""
+    """(kind, rate, member node indexes) that a cut may split; the kind of a
+    shared segment (a hub or coax, one medium) is "shared"."""
     out = []
     for seg in graph.segments:
         if seg.kind == "lan" and any(i.kind == "bond" for _node, i, _host in seg.members):
             continue                    # counted through its channels
-        out.append((seg.kind, seg.rate_mbit, [m[0].index for m in seg.members]))
+        kind = "shared" if seg.medium == "shared" else seg.kind
+        out.append((kind, seg.rate_mbit, [m[0].index for m in seg.members]))
     return out
 
 
@@ -109,7 +111,7 @@ def _crossing(side: list[int], links: list[Link]) -> int:
 
 
 def _cost(kind: str, rate: int, a: int, b: int) -> int:
-    if kind == "p2p":
+    if kind in ("p2p", "shared"):     # one wire or one medium: its rate, however split
         return rate if a and b else 0
     return min(a, b) * rate
 

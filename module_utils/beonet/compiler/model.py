@@ -124,6 +124,7 @@ class Segment:
     groups: tuple[int, int] | None = None  # metagraph p2p: (g, h)
     ports: int | None = None        # port count of its switches (None: not given)
     ports_key: str = "switch.ports"  # the topology key that gives `ports`
+    medium: str = "switched"        # "switched", or "shared": a hub or coax, one medium for all frames
 
     @property
     def routed(self) -> bool:

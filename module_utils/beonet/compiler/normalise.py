@@ -152,6 +152,7 @@ class Builder:
             ch = self.segment("%s-ch%d" % (seg.name, k), "channel", seg.rate_mbit, seg.mtu)
             ch.channel_of = seg
             ch.ports, ch.ports_key = seg.ports, seg.ports_key
+            ch.medium = seg.medium
             out.append(ch)
         return out
 
@@ -170,6 +171,7 @@ class Builder:
         rate = p.get("rate_mbit", self.rate)
         nodes = [self.new_node(self.node_name(i), i + 1) for i in range(p["nodes"])]
         net = self.segment("net0", "lan", rate, slot=0)
+        net.medium = p.get("medium", net.medium)
         chans = self.channels_for(net, k) if k > 1 else None
         for n in nodes:
             self.attach(net, n, n.hostid, k, p, chans)
@@ -193,6 +195,7 @@ class Builder:
             for rest in itertools.product(*others):
                 name = "d%d-%s" % (d, "-".join(map(str, rest)) if rest else "0")
                 seg = self.segment(name, "lan", rate, slot=_morton(rest), dim=d)
+                seg.medium = p.get("medium", seg.medium)
                 for v in range(dims[d]):
                     c = rest[:d] + (v,) + rest[d:]
                     self.attach(seg, nodes[c], v + 1)
@@ -314,6 +317,7 @@ class Builder:
             rate = s.get("rate_mbit", self.rate)
             seg = self.segment(s["name"], "lan", rate, s.get("mtu"), slot=i)
             seg.prefix_fixed = s.get("prefix")
+            seg.medium = s.get("medium", seg.medium)
             if "ports" in s:
                 seg.ports, seg.ports_key = s["ports"], "custom.segments[%d].ports" % i
             k = s.get("channels", 1)

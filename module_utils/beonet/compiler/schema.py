@@ -24,11 +24,18 @@ MAX_TREE_LEVELS = 6
 BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
               "802.3ad", "balance-tlb", "balance-alb"]
 FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
+MEDIA = ["switched", "shared"]
 
 _rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
          "description": "link rate in Mbit/s"}
 _mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
         "description": "MTU in bytes"}
+_medium = {"enum": MEDIA,
+           "description": "what joins the segment's NICs: switched (default), a switch that "
+                          "carries each pair at the full rate at once, or shared, a hub or a "
+                          "coaxial cable, one medium that every frame of the segment crosses, "
+                          "so the segment carries its rate in all whatever the number of "
+                          "pairs (each channel of a bonded segment is its own medium)"}
 _name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
          "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
@@ -148,6 +155,7 @@ SCHEMA = {
             "nodes": {"type": "integer", "minimum": 2, "maximum": MAX_LAN},
             "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
             "rate_mbit": _rate,
+            "medium": _medium,
             **_bond,
         }, required=["nodes"],
             description="K networks each reaching every node, bonded per node"),
@@ -155,6 +163,7 @@ SCHEMA = {
             "dims": {"type": "array", "minItems": 1, "maxItems": 8,
                      "items": {"type": "integer", "minimum": 2, "maximum": MAX_LAN}},
             "rate_mbit": _rate,
+            "medium": _medium,
         }, required=["dims"], description="routed mesh with gateway nodes"),
         "tree": _obj({
             "levels": {"type": "integer", "minimum": 2, "maximum": MAX_TREE_LEVELS,
@@ -191,6 +200,7 @@ SCHEMA = {
                 "rate_mbit": _rate,
                 "mtu": _mtu,
                 "ports": _ports,
+                "medium": _medium,
                 **_bond,
             }, required=["name", "members"])},
             "links": {"type": "array", "items": _obj({

@@ -1,6 +1,7 @@
 """What the Docker lab and the VM lab share: the lab's name and state folder,
 the saved state record `lab down` works from, which wire each NIC sits on,
-interface names, link rates and the tbf command, and running host commands.
+interface names, link rates, the wire-like tbf command and the shared media
+(an ifb device per hub or coax segment), and running host commands.
 
 A lab's state folder is .lab/NAME/, NAME being --name or beonet-<topology file
 name without extension>, so `lab down` finds it without reading the topology.
@@ -143,17 +144,84 @@ def node_networks(plan: Plan, node: str, nets: dict[str, tuple[str, str]]) -> li
     return out
 
 
-def rate(plan: Plan, node: str, logical: str) -> int | None:
-    """The planned rate (Mbit/s) of a node's NIC, None when unshaped."""
+# Link rates are shaped with tbf, as close to a wire as a token bucket gets.
+DEFAULT_MTU = 1500
+ETH_HEADER = 14         # counted by the kernel in every frame it queues
+WIRE_OVERHEAD = 24      # on the wire, not in the kernel's count: preamble 8, FCS 4, gap 12
+TIMER_SLACK_US = 250    # how late the host's timers may wake a shaper without costing rate
+QUEUE_FRAMES = 100      # the queue holds at least this many full frames (a 64 KB TSO burst is 45)
+QUEUE_MS = 20           # ... or this long at the link rate, whichever is more
+
+
+def _nic(plan: Plan, node: str, logical: str) -> Mapping[str, Any] | None:
+    """A node's NIC in the plan by its logical name, None when it has none."""
     for iface in plan["nodes"][node]["interfaces"]:
         if iface.get("logical", iface["name"]) == logical:
-            value: int | None = iface.get("rate_mbit")
-            return value
+            return iface
     return None
 
 
-def tbf(dev: str, rate_mbit: int) -> str:
-    """The tc command shaping dev's egress to rate_mbit (about 10 ms of burst)."""
-    burst = max(32, rate_mbit * 1000 // 8 // 100)      # ~10 ms of traffic, in kbit
-    return ("tc qdisc replace dev %s root tbf rate %dmbit burst %dkbit latency 50ms"
-            % (dev, rate_mbit, burst))
+def rate(plan: Plan, node: str, logical: str) -> int | None:
+    """The planned rate (Mbit/s) of a node's NIC, None when unshaped."""
+    iface = _nic(plan, node, logical)
+    value: int | None = iface.get("rate_mbit") if iface else None
+    return value
+
+
+def mtu(plan: Plan, node: str, logical: str) -> int:
+    """The planned MTU of a node's NIC (1500 when the plan gives none)."""
+    iface = _nic(plan, node, logical)
+    value: int = (iface.get("mtu") if iface else None) or DEFAULT_MTU
+    return value
+
+
+def frame_bytes(mtu_: int) -> int:
+    """What one full frame costs a wire-like shaper: MTU, Ethernet header and
+    the wire's own overhead."""
+    return mtu_ + ETH_HEADER + WIRE_OVERHEAD
+
+
+def tbf_sizes(rate_mbit: int, mtu_: int = DEFAULT_MTU) -> tuple[int, int]:
+    """(burst, limit) in bytes of a wire-like tbf. The bucket holds two full
+    frames, or what the link carries in TIMER_SLACK_US where that is more
+    (above ~100 Mbit/s), so an idle direction saves almost nothing up and a
+    stream still reaches the rate when a timer wakes late; the queue holds
+    QUEUE_FRAMES frames or QUEUE_MS of traffic."""
+    frame = frame_bytes(mtu_)
+    burst = max(2 * frame, rate_mbit * TIMER_SLACK_US // 8)
+    limit = max(QUEUE_FRAMES * frame, rate_mbit * QUEUE_MS * 125)
+    return burst, limit
+
+
+def tbf(dev: str, rate_mbit: int, mtu_: int = DEFAULT_MTU) -> str:
+    """The tc command shaping dev's egress to rate_mbit like a wire: every
+    frame charged with the wire's overhead, a bucket of about two frames."""
+    burst, limit = tbf_sizes(rate_mbit, mtu_)
+    return ("tc qdisc replace dev %s root tbf rate %dmbit burst %d limit %d overhead %d"
+            % (dev, rate_mbit, burst, limit, WIRE_OVERHEAD))
+
+
+def media(plan: Plan, lab: str) -> dict[str, str]:
+    """{segment: its medium device} for each shared segment NICs sit on (a
+    bonded LAN's channels, not the LAN they carry): an ifb device per segment
+    through which every frame sent onto it passes."""
+    segments = plan["segments"]
+    carried = {s["carries"] for s in segments.values() if "carries" in s}
+    return {seg: short(lab, seg, "bm") for seg, s in segments.items()
+            if s.get("medium") == "shared" and seg not in carried}
+
+
+def medium_commands(ifb: str, rate_mbit: int, mtu_: int = DEFAULT_MTU) -> list[str]:
+    """Bring up a shared segment's medium: an ifb device shaped like a wire at
+    the segment's rate. Frames redirected to it are handed back to the port
+    they came in on once shaped."""
+    return ["ip link add %s type ifb" % ifb, "ip link set %s mtu %d up" % (ifb, mtu_),
+            tbf(ifb, rate_mbit, mtu_)]
+
+
+def port_commands(dev: str, ifb: str) -> list[str]:
+    """Send every frame arriving on a shared segment's port (what the member
+    sends) through the segment's medium before the bridge sees it."""
+    return ["tc qdisc replace dev %s handle ffff: ingress" % dev,
+            "tc filter replace dev %s parent ffff: protocol all prio 1 u32 match u32 0 0 "
+            "action mirred egress redirect dev %s" % (dev, ifb)]

@@ -39,6 +39,7 @@ from ..cabling.sheet import sheet as cabling_sheet
 from ..compiler import pipeline
 from ..outputs import plan as render
 from .base import (
+    DEFAULT_MTU,
     DOCKER_STATE,
     LabError,
     Plan,
@@ -46,8 +47,12 @@ from .base import (
     check_kind,
     lab_name,
     load_state,
+    media,
+    medium_commands,
+    mtu,
     networks,
     node_networks,
+    port_commands,
     rate,
     remove_state,
     save_state,
@@ -108,15 +113,18 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
     save_state(folder, STATE, _record(plan, lab, nets, topology, layout))
     _create_networks(lab, nets)
+    _create_media(plan, lab)
     _start_containers(lab, nets, layout)
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
     _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
+    shared = media(plan, lab)
     host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
     hosts: dict[str, Any] = {}
     record = _record(plan, lab, nets, topology, layout)
     for name in plan["nodes"]:
-        mapping, record["wired"][name] = _prepare_node(plan, name, lab, nets, host_links, layout[name])
+        mapping, record["wired"][name] = _prepare_node(plan, name, lab, nets, host_links, layout[name],
+                                                       shared)
         hosts[name] = {"ansible_host": "%s-%s" % (lab, name)}
         if wiring == "plan":
             hosts[name]["beonet_interfaces"] = mapping
@@ -315,11 +323,12 @@ def _record(plan: Plan, lab: str, nets: Nets, topology: str, layout: Layout) -> 
     """What up() creates, saved before it creates anything: what down() removes."""
     bridges = [b for b, created in _host_bridges(plan, nets, lab).values() if created]
     spares = [n["host_end"] for nics in layout.values() for n in nics if "host_end" in n]
+    ifbs = sorted(media(plan, lab).values())
     return {"provider": "docker", "lab": lab, "topology": os.path.abspath(topology),
             "containers": ["%s-%s" % (lab, n) for n in plan["nodes"]],
             "networks": sorted(net for net, _ in nets.values()),
             # Deleting a veth deletes its peer; bridges go once nothing is enslaved.
-            "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges + spares,
+            "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges + spares + ifbs,
             "iptables": [_bridge_rule(b) for b in bridges],
             # Filled once the containers are wired: each node's NICs (network,
             # name, rate), and what `lab fault` has stopped or cut.
@@ -340,6 +349,16 @@ def _create_networks(lab: str, nets: Nets) -> None:
               "--label", "%s=%s" % (LABEL, lab),
               "-o", "com.docker.network.bridge.name=%s" % bridge,
               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", net])
+
+
+def _create_media(plan: Plan, lab: str) -> None:
+    """One ifb device per shared segment (a hub or coax), shaped to the
+    segment's rate: the one point every frame sent onto the segment passes."""
+    for seg, ifb in sorted(media(plan, lab).items()):
+        if _ok(["ip", "link", "show", ifb]):       # left by an interrupted run
+            _run(["ip", "link", "del", ifb])
+        s = plan["segments"][seg]
+        _run(["sh", "-ec", "\n".join(medium_commands(ifb, s["rate_mbit"], s["mtu"]))])
 
 
 def _start_containers(lab: str, nets: Nets, layout: Layout) -> None:
@@ -375,18 +394,22 @@ def _add_spares(cont: str, spares: list[Nic]) -> None:
 
 
 def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[int, str],
-                  nics: list[Nic]) -> tuple[dict[str, str], list[Record]]:
+                  nics: list[Nic], shared: dict[str, str]) -> tuple[dict[str, str], list[Record]]:
     """Match a container's NICs to the plan by MAC, give them their scrambled
     names, flush Docker's addresses and default route, shape both ends of each
-    link; returns ({logical: real NIC}, the wired NICs: network, name and rate
-    of each, what `rewire` needs to do it again after a restart)."""
+    link (a shared segment's ports through its medium); returns ({logical:
+    real NIC}, the wired NICs: network, name, rate, MTU and medium of each,
+    what `rewire` needs to do it again after a restart)."""
     for nic in nics:
         if nic["segment"]:
             nic["network"] = nets[nic["segment"]][0]
             nic["rate"] = rate(plan, name, nic["logical"]) if nic["logical"] else None
+            nic["mtu"] = mtu(plan, name, nic["logical"]) if nic["logical"] else DEFAULT_MTU
+            nic["ifb"] = shared.get(nic["segment"])
     _wire("%s-%s" % (lab, name), nics, host_links)
     mapping = {nic["logical"]: nic["dev"] for nic in nics if nic["logical"]}
-    wired = [{"network": n["network"], "name": n["dev"], "logical": n["logical"], "rate": n["rate"]}
+    wired = [{"network": n["network"], "name": n["dev"], "logical": n["logical"], "rate": n["rate"],
+              "mtu": n["mtu"], "ifb": n["ifb"]}
              for n in nics if n["segment"]]
     return mapping, wired
 
@@ -407,11 +430,23 @@ def _wire(cont: str, nics: list[Nic], host_links: dict[int, str]) -> None:
             continue
         script.append("ip -4 addr flush dev %s" % dev)
         if nic["rate"]:
-            script.append(tbf(dev, nic["rate"]))
-            peer = host_links.get(link.get("link_index"))
-            if peer:
-                _run(["sh", "-c", tbf(peer, nic["rate"])])
+            script.append(tbf(dev, nic["rate"], nic.get("mtu", DEFAULT_MTU)))
+        peer = host_links.get(link.get("link_index"))
+        if peer:
+            _run(["sh", "-ec", "\n".join(_host_end(peer, nic))])
     _run(["docker", "exec", cont, "sh", "-c", "\n".join(script)])
+
+
+def _host_end(peer: str, nic: Nic) -> list[str]:
+    """What the host end of a container NIC's veth gets: the NIC's MTU (so the
+    bridge passes the jumbo frames a plan sets), and on a shared segment its
+    frames go through the segment's medium (the only limit on the hub side),
+    else a tbf at the NIC's rate (what the NIC receives)."""
+    size = nic.get("mtu", DEFAULT_MTU)
+    out = ["ip link set dev %s mtu %d" % (peer, size)]
+    if nic.get("ifb"):
+        return out + port_commands(peer, nic["ifb"])
+    return out + ([tbf(peer, nic["rate"], size)] if nic["rate"] else [])
 
 
 def rewire(lab: str, node: str, wired: list[Record]) -> None:
@@ -421,7 +456,7 @@ def rewire(lab: str, node: str, wired: list[Record]) -> None:
     that is site.yml's (or heal.yml's) job, as on a machine that rebooted."""
     host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
     nics = [{"segment": w["network"], "network": w["network"], "name": w["name"], "rate": w["rate"],
-             "up": True} for w in wired]
+             "mtu": w.get("mtu", DEFAULT_MTU), "ifb": w.get("ifb"), "up": True} for w in wired]
     _wire("%s-%s" % (lab, node), nics, host_links)
 
 
@@ -492,6 +527,11 @@ def _underlay(lab: str, existing: dict[str, tuple[str | None, str]]) -> int:
     raise LabError("all 64 underlay /16s of 100.64.0.0/10 are in use by other labs")
 
 
+def _tree_mtu(plan: Plan) -> int:
+    """The MTU of a tree's uplinks: the largest of its LAN."""
+    return max((s["mtu"] for s in plan["segments"].values()), default=DEFAULT_MTU)
+
+
 def _tree_uplinks(plan: Plan, nets: Nets, lab: str) -> None:
     """Root (and aggregation) switches as Linux bridges; veth uplinks shaped to
     the uplink rate on both ends."""
@@ -510,7 +550,7 @@ def _tree_uplinks(plan: Plan, nets: Nets, lab: str) -> None:
         _run(["ip", "link", "set", a, "master", bridge[sw][0], "up"])
         _run(["ip", "link", "set", b, "master", bridge[plan["switches"][sw]["parent"]][0], "up"])
         for dev in (a, b):
-            _run(["sh", "-c", tbf(dev, mbit)])
+            _run(["sh", "-c", tbf(dev, mbit, _tree_mtu(plan))])
 
 
 # ---------------------------------------------------------------- down

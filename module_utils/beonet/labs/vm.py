@@ -12,9 +12,12 @@ that runs a relay inside the namespace.
 Per VM: a qcow2 overlay on the cached base image (scripts/build-vm-image.sh),
 direct kernel boot, a management NIC plus one virtio NIC per plan NIC with MACs
 chosen here, a QEMU monitor socket (``beonet lab fault --link`` uses ``set_link``) and
-the console log in the lab's state folder. Link rates are shaped with tbf on
-each tap's egress, i.e. on the frames a VM receives on that NIC (tap ingress
-cannot be shaped with tbf), so every direction of every link is limited once.
+the console log in the lab's state folder. Link rates are shaped with a
+wire-like tbf on each tap's egress, i.e. on the frames a VM receives on that
+NIC (tap ingress cannot be shaped with tbf), so every direction of every link
+is limited once. On a shared segment (a hub or coax) each tap's ingress is
+redirected instead to the segment's ifb device, shaped to the segment's rate,
+so every frame on the segment passes one shaped point.
 
 Shared with the Docker lab (base.py): lab and state-folder names, the saved
 state record (vm.json, from which `lab down` and `lab link` work without the
@@ -40,6 +43,7 @@ from ..compiler.errors import CompileError
 from ..outputs import plan as render
 from . import VM_IMAGES
 from .base import (
+    DEFAULT_MTU,
     VM_STATE,
     LabError,
     Plan,
@@ -48,8 +52,12 @@ from .base import (
     clean,
     lab_name,
     load_state,
+    media,
+    medium_commands,
+    mtu,
     networks,
     node_networks,
+    port_commands,
     rate,
     remove_state,
     save_state,
@@ -131,24 +139,31 @@ def _bridges(plan: Plan, name: str) -> dict[str, tuple[str, bool]]:
 
 
 def layout(plan: Plan, name: str) -> dict[str, Any]:
-    """Everything up() creates, as data: bridges, and per VM its management MAC
-    and address and its plan NICs (logical name, bridge, tap, MAC, rate)."""
+    """Everything up() creates, as data: bridges, shared media (an ifb device
+    per hub or coax segment: its rate and MTU), and per VM its management MAC
+    and address and its plan NICs (logical name, bridge, tap, MAC, rate, MTU,
+    the medium it sends through or None)."""
     if plan.get("switches"):
         raise LabError("the VM provider does not build switch trees (uplink bridges); "
                        "use the Docker lab (beonet lab up) for tree topologies")
     bridges = _bridges(plan, name)
     vms: dict[str, dict[str, Any]] = {}
     wires = networks(plan, name)
+    shared = {wires[seg][0]: ifb for seg, ifb in media(plan, name).items()}
     for i, node in enumerate(plan["nodes"]):
         nics = []
         for k, (logical, net) in enumerate(node_networks(plan, node, wires), 1):
             nics.append({"logical": logical, "bridge": bridges[net][0],
                          "tap": short(name, "%s/%s" % (node, logical), "vt"),
-                         "mac": mac(name, i, k), "rate_mbit": rate(plan, node, logical)})
+                         "mac": mac(name, i, k), "rate_mbit": rate(plan, node, logical),
+                         "mtu": mtu(plan, node, logical), "ifb": shared.get(net)})
         vms[node] = {"index": i, "mgmt_mac": mac(name, i, 0), "mgmt_address": mgmt_address(i),
                      "mgmt_tap": short(name, node + "/mgmt", "vt"), "nics": nics}
     used = {nic["bridge"] for vm in vms.values() for nic in vm["nics"]}
-    return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms}
+    segs = plan["segments"]
+    return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms,
+            "media": {ifb: {"rate_mbit": segs[seg]["rate_mbit"], "mtu": segs[seg]["mtu"]}
+                      for seg, ifb in sorted(media(plan, name).items())}}
 
 
 def check_mgmt_overlap(plan: Plan) -> None:
@@ -355,7 +370,9 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
 
 def namespace_script(lay: dict[str, Any]) -> list[str]:
     """The commands (run inside the new namespace) creating the management
-    bridge, a bridge per wire and a tap per VM NIC, shaped to its link rate."""
+    bridge, a bridge per wire, an ifb device per shared medium and a tap per VM
+    NIC, shaped to its link rate on its egress (what the VM receives), or, on a
+    shared segment, sending what the VM sends through the segment's medium."""
     script = ["ip link set lo up",
               "ip link add %s type bridge" % MGMT_BRIDGE,
               "ip addr add %s/%d dev %s" % (_ip(MGMT_HOST), MGMT_PREFIX, MGMT_BRIDGE),
@@ -363,14 +380,18 @@ def namespace_script(lay: dict[str, Any]) -> list[str]:
     for bridge, hub in sorted(lay["bridges"].items()):
         script.append("ip link add %s type bridge%s" % (bridge, " ageing_time 0" if hub else ""))
         script.append("ip link set %s up" % bridge)
+    for ifb, medium in sorted(lay.get("media", {}).items()):
+        script += medium_commands(ifb, medium["rate_mbit"], medium["mtu"])
     for vm in lay["vms"].values():
         script += ["ip tuntap add dev %s mode tap" % vm["mgmt_tap"],
                    "ip link set %s master %s up" % (vm["mgmt_tap"], MGMT_BRIDGE)]
         for nic in vm["nics"]:
             script += ["ip tuntap add dev %s mode tap" % nic["tap"],
                        "ip link set %s master %s up" % (nic["tap"], nic["bridge"])]
-            if nic["rate_mbit"]:
-                script.append(tbf(nic["tap"], nic["rate_mbit"]))
+            if nic.get("ifb"):
+                script += port_commands(nic["tap"], nic["ifb"])
+            elif nic["rate_mbit"]:
+                script.append(tbf(nic["tap"], nic["rate_mbit"], nic.get("mtu", DEFAULT_MTU)))
     return script
 
 

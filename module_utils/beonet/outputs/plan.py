@@ -71,6 +71,7 @@ class _Prefix(TypedDict, total=False):
 class _SegmentExtras(_Prefix, total=False):
     carries: str                        # channel: the IP segment its bonds carry
     groups: list[int]                   # meta-graph link: the two groups
+    medium: str                         # "shared" (a hub or coax); absent: switched
 
 
 class SegmentPlan(_SegmentExtras):
@@ -226,6 +227,8 @@ def segment_plan(seg: Segment, everyone: Physical) -> SegmentPlan:
         out["carries"] = seg.channel_of.name
     if seg.groups is not None:
         out["groups"] = list(seg.groups)
+    if seg.medium != "switched":
+        out["medium"] = seg.medium
     return out
 
 
