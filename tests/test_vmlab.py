@@ -272,8 +272,10 @@ def test_tbf_is_wire_like():
     assert lab.tbf_sizes(100) == (3125, 250000)
     assert lab.tbf_sizes(1000) == (31250, 2500000)
     assert lab.tbf_sizes(100, 9000) == (18076, 903800)
+    # the bucket drains at most at 1.2 times the rate, one frame at a time
     assert lab.tbf("eth1", 100) == ("tc qdisc replace dev eth1 root tbf rate 100mbit burst 3125 "
-                                    "limit 250000 overhead 24")
+                                    "limit 250000 overhead 24 peakrate 120000kbit mtu 1538")
+    assert lab.tbf("eth1", 1000).endswith("burst 31250 limit 2500000 overhead 24")
     # the bucket never holds what 10 ms of traffic was (a ping-pong's direction saves up)
     for rate in (10, 100, 1000, 10000):
         assert lab.tbf_sizes(rate)[0] < rate * 10_000 // 8 / 4
