@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files
 from .nodeplan import NodePlan
-from .routes import delete_command, in_order, live_key, planned_key, replace_command, route_text, same_key
+from .routes import (
+    delete_command,
+    distinct_destinations,
+    in_order,
+    live_key,
+    planned_key,
+    replace_command,
+    route_text,
+    same_key,
+)
 from .verify import is_link_local
 
 if TYPE_CHECKING:
@@ -163,6 +172,9 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
     A route of ours to a destination the plan routes elsewhere is not deleted
     first: ``ip route replace`` takes its place without a gap."""
     planned = [planned_key(r) for r in n["routes"]]
+    if not routes and distinct_destinations(planned):
+        # a blank node (the dry run): every planned route, in order (as below, sooner)
+        return [replace_command(k) for k in in_order(planned)]
     want = {same_key(k): k for k in planned}
     live_routes: dict[Any, tuple[Any, bool]] = {}      # compared key -> (live key, ours)
     for r in routes:

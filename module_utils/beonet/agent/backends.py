@@ -68,11 +68,13 @@ def is_multipath(r: Route) -> bool:
     return hops is not None and len(hops) > 1
 
 
+_NETWORKD_ROUTE = "\n[Route]\nDestination=%%s\nGateway=%%s\nPreferredSource=%%s\nProtocol=%d\n" % PROTO
+
+
 def _networkd_route(r: Route) -> str:
     """A networkd [Route] section; a multipath route names each next hop as ADDR@NIC."""
     if not is_multipath(r):
-        return ("\n[Route]\nDestination=%s\nGateway=%s\nPreferredSource=%s\nProtocol=%d\n"
-                % (r["to"], r["via"], r["src"], PROTO))
+        return _NETWORKD_ROUTE % (r["to"], r["via"], r["src"])
     return ("\n[Route]\nDestination=%s\nPreferredSource=%s\nProtocol=%d\n%s"
             % (r["to"], r["src"], PROTO,
                "".join("MultiPathRoute=%s@%s\n" % hop for hop in next_hops(r))))
@@ -105,7 +107,8 @@ def _networkd_network(n: NodePlan, iface: Interface) -> str:
         lines.append("IPv6AcceptRA=no\n" if _ipv6(n) else "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
         for a in iface["addresses"]:
             lines.append("Address=%s\n" % a)
-        lines += [_networkd_route(r) for r in _routes(n, iface)]
+        lines += [_networkd_route(r) if "nexthops" in r else _NETWORKD_ROUTE % (r["to"], r["via"], r["src"])
+                  for r in _routes(n, iface)]
     return "".join(lines)
 
 

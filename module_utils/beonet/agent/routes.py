@@ -77,9 +77,14 @@ def in_order(keys: Iterable[RouteKey]) -> list[RouteKey]:
     share a destination this is the order of the destinations (a quote sorts
     before every character of an address), found without writing each key out."""
     keys = list(keys)
-    if len({k[0] for k in keys}) == len(keys):
+    if distinct_destinations(keys):
         return sorted(keys, key=_destination)
     return sorted(keys, key=repr)
+
+
+def distinct_destinations(keys: list[RouteKey]) -> bool:
+    """Whether no two of keys go to the same destination (a compiled plan's routes)."""
+    return len({k[0] for k in keys}) == len(keys)
 
 
 def _destination(key: RouteKey) -> str:

@@ -304,22 +304,32 @@ def _finish(graph: Graph, presorted: bool = False) -> None:
     connected network of the same table takes)."""
     owner = graph.owners()
     addresses = sorted(n.address for n in graph.nodes)
+    left = sum(not n.forwarding for n in graph.nodes)     # nodes not known to forward yet
     for node in graph.nodes:
         if not presorted:
             node.routes.sort(key=attrgetter("net", "plen"))
-        table: _Taken | None = None
-        for r in node.routes:
-            first = owner[r.via]
-            if first.forwarding and not r.alt_via:
+        if left:
+            left -= _mark_forwarders(node, owner, addresses)
+
+
+def _mark_forwarders(node: Node, owner: dict[int, Node], addresses: list[int]) -> int:
+    """Turn forwarding on at the next hops of node's routes that forward for it
+    (see _finish); how many were turned on."""
+    table: _Taken | None = None
+    marked = 0
+    for r in node.routes:
+        first = owner[r.via]
+        if first.forwarding and not r.alt_via:
+            continue
+        for via in (first, *[owner[v] for v in r.alt_via]):
+            if via.forwarding:
                 continue
-            vias = [first, *[owner[v] for v in r.alt_via]]
-            for via in vias:
-                if via.forwarding:
-                    continue
-                if table is None:
-                    table = _taken(node)
-                if _forwards_for(r, via, addresses, table):
-                    via.forwarding = True
+            if table is None:
+                table = _taken(node)
+            if _forwards_for(r, via, addresses, table):
+                via.forwarding = True
+                marked += 1
+    return marked
 
 
 _Taken = tuple[set[tuple[int, int]], list[int]]   # a table's (net, plen) pairs, its lengths longest first
