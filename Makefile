@@ -46,7 +46,7 @@ schema: setup
 
 # Compile performance: whole-process `beonet build`/`metrics` timings, peak RSS
 # and output size against their targets (docs/benchmarks.md); exits 1 on a miss.
-# BENCH_TOLERANCE=2.5 fails only beyond 2.5 times a target (CI).
+# BENCH_TOLERANCE=2 fails only beyond twice a target (CI).
 BENCH_TOLERANCE ?= 1
 bench: setup
 	$(BIN)/python scripts/compile_timing.py --tolerance $(BENCH_TOLERANCE)

@@ -7,7 +7,7 @@ process's peak RSS, and the output bytes per node and per plan entry (a
 node or a route). Outputs go to a RAM-backed folder when there is one
 (/dev/shm), so the disk's speed is not what is measured. Exits 1 when a
 median, the 8,256-node RSS or the output growth misses its target times
---tolerance (CI runs --tolerance 2.5). A case whose first run takes more than
+--tolerance (CI runs --tolerance 2). A case whose first run takes more than
 RUN_CAP times its target runs once.
 """
 
