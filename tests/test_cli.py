@@ -114,11 +114,14 @@ def test_parts_cover_every_node_once(count):
     assert all(len(part) >= build.PART_NODES for part in parts[:-1])
 
 
-def test_build_in_many_parts_writes_routes_in_node_order(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("compact", [False, True])
+def test_build_in_many_parts_writes_routes_in_node_order(capsys, tmp_path, monkeypatch, compact):
     """Parts shared by the writer and this process: routes.txt is every node's dry
-    run in node order, whoever wrote which part, and every node has its files."""
+    run in node order, whoever wrote which part, every node has its files, and
+    plan.json holds every node (compact: made of each part's share)."""
     monkeypatch.setattr(build, "PART_NODES", 1)
     monkeypatch.setattr(build, "PARTS", 5)
+    monkeypatch.setattr(render, "compact", lambda nodes: compact)
     topology = str(ROOT / "topologies/metanode-testbed.yml")
     out = tmp_path / "b"
     code, _, err = run(capsys, "build", topology, "-o", str(out))
@@ -128,6 +131,9 @@ def test_build_in_many_parts_writes_routes_in_node_order(capsys, tmp_path, monke
     assert (out / "routes.txt").read_text() == expected
     assert sorted(os.listdir(out / "nodes")) == sorted(plans)
     assert not [f for f in os.listdir(out / "nodes") if f.startswith(".")]
+    text = (out / "plan.json").read_text()
+    assert json.loads(text)["nodes"] == json.loads(json.dumps(plans))
+    assert text.startswith('{"beonet"') == compact
 
 
 def test_build_nodes_path_taken_by_a_file_is_an_error(capsys, tmp_path):

@@ -16,10 +16,11 @@ a failed proof throws it away.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..agent import apply as node
 from ..agent.files import atomic_write
@@ -55,6 +56,10 @@ def _part_routes(k: int) -> str:
     return ".routes-%03d.txt" % k
 
 
+def _part_nodes(k: int) -> str:
+    return ".nodes-%03d.json" % k
+
+
 class _NodeWriter:
     """Each node's persistent files (as the beonet_node role would write them),
     routes.txt and the nodes' part of plan.json, rendered from the routed graph
@@ -81,7 +86,13 @@ class _NodeWriter:
         self.job = tree.Background(lambda: self._share(self._jobs()))
 
     def _jobs(self) -> list[str]:
-        return [_part_routes(k) for k in range(len(self.parts))] + [NODES_STAGED]
+        """A job per part of the nodes; and the nodes' JSON as one job where it is
+        indented (a small plan), else each part writes its nodes' share of it."""
+        jobs = [_part_routes(k) for k in range(len(self.parts))]
+        return jobs if self._compact() else jobs + [NODES_STAGED]
+
+    def _compact(self) -> bool:
+        return render.compact(len(self._graph().nodes))
 
     def _share(self, jobs: list[str]) -> None:
         """Do the jobs nobody has claimed yet."""
@@ -92,17 +103,18 @@ class _NodeWriter:
     def _do(self, job: str) -> None:
         graph = self._graph()
         if job == NODES_STAGED:
-            if render.compact(len(graph.nodes)):
-                text = render.compact_nodes_json(graph, self.physical)
-            else:
-                text = render.nodes_json(render.node_plans(graph, self.physical), compact_=False)
+            text = render.nodes_json(render.node_plans(graph, self.physical), compact_=False)
             tree.fill(self.staged, [(job, text)])
             return
-        nodes = [graph.nodes[i] for i in self.parts[self._jobs().index(job)]]
+        k = self._jobs().index(job)
+        nodes = [graph.nodes[i] for i in self.parts[k]]
         plans = render.node_plans(graph, self.physical, nodes=nodes)
         tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
                                 for path, text in node.persistent_files(n, self.nets, self.backend).items()))
         tree.fill(self.staged, [(job, "\n".join(dryrun.ip_route_text(n, name) for name, n in plans.items()))])
+        if self._compact():
+            items = render.compact_nodes_items(graph, self.physical, nodes)
+            tree.fill(self.staged, [(_part_nodes(k), items)])
 
     def _graph(self) -> Graph:
         if self.graph is None:
@@ -117,19 +129,33 @@ class _NodeWriter:
         if self.job is not None:
             self.job.wait()
         before, after = render.around_nodes(plan)
-        with open(os.path.join(self.staged, NODES_STAGED), "rb") as nodes:
-            atomic_write(path, [before, nodes, after], durable=False)
+        with contextlib.ExitStack() as files:
+            if self._compact():
+                pieces: list[str | IO[bytes]] = ["{"]
+                for k in range(len(self.parts)):
+                    pieces += [","] if k else []
+                    pieces.append(files.enter_context(open(self._staged(_part_nodes(k)), "rb")))
+                pieces.append("}")
+            else:
+                pieces = [files.enter_context(open(self._staged(NODES_STAGED), "rb"))]
+            atomic_write(path, [before, *pieces, after], durable=False)
+
+    def _staged(self, name: str) -> str:
+        return os.path.join(self.staged, name)
 
     def commit(self) -> None:
         """routes.txt from the parts, in node order; the nodes/ folder put in place."""
         jobs = self._jobs()
-        with open(os.path.join(self.staged, ROUTES_STAGED), "wb") as out:
-            for k, job in enumerate(jobs[:-1]):
+        routes = [_part_routes(k) for k in range(len(self.parts))]
+        with open(self._staged(ROUTES_STAGED), "wb") as out:
+            for k, job in enumerate(routes):
                 out.write(b"\n" if k else b"")         # one empty line between nodes
-                with open(os.path.join(self.staged, job), "rb") as part:
+                with open(self._staged(job), "rb") as part:
                     shutil.copyfileobj(part, out, 1 << 20)
-        for job in jobs:
-            os.unlink(os.path.join(self.staged, job))
+        staged = routes + ([_part_nodes(k) for k in range(len(self.parts))] if self._compact()
+                           else [NODES_STAGED])
+        for name in staged:
+            os.unlink(self._staged(name))
         os.replace(os.path.join(self.staged, ROUTES_STAGED), os.path.join(self.output, "routes.txt"))
         tree.unclaim(self.staged, jobs)
         tree.commit(self.staged, self.nodes_dir)
