@@ -6,11 +6,11 @@ persistent files as the beonet_node role would write them. Nothing is written
 unless the topology compiles and its routes are proved.
 
 Two processes share the work. Once the routes are in place (before the proof)
-a forked writer renders the nodes' plans, files and dry run into a new nodes/
-folder beside the old one, part after part, while this process proves the
-routes, computes the metrics and renders the exports and sheets; then this
-process renders the nodes' part of plan.json and takes the parts the writer
-has not started. Then the new nodes/ folder replaces the old one as a whole;
+a forked writer renders the nodes' plans, files, dry run and (for a compact
+plan) share of plan.json's nodes into a new nodes/ folder beside the old one,
+part after part, while this process proves the routes, computes the metrics
+and renders the exports and sheets; then this process takes the parts the
+writer has not started (and the indented nodes' JSON of a small plan). Then the new nodes/ folder replaces the old one as a whole;
 a failed proof throws it away.
 """
 
@@ -65,8 +65,8 @@ class _NodeWriter:
     routes.txt and the nodes' part of plan.json, rendered from the routed graph
     into a staged nodes/ folder. A forked child starts on them while this
     process proves the routes; then this process joins in. The work is cut
-    into jobs (the nodes' JSON; the files and dry run of each part of the
-    nodes), each done by whichever of the two claims it first. Put in place by
+    into jobs (the files, dry run and compact JSON of each part of the nodes;
+    a small plan's indented JSON), each done by whichever of the two claims it first. Put in place by
     ``commit``; thrown away on any error."""
 
     def __init__(self, output: str, backend: str, physical_of: PhysicalOf) -> None:

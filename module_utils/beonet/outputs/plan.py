@@ -402,7 +402,7 @@ def _json(data: Mapping[str, Any], compact_: bool) -> str:
 
 def around_nodes(data: Mapping[str, Any]) -> tuple[str, str]:
     """The JSON plan's text before and after its nodes' value (``nodes_json``):
-    the plan is written in three pieces, the nodes' text straight from where
+    the plan is written in pieces, the nodes' text straight from where
     the writer left it."""
     text = _json({**data, "nodes": None}, _compact_plan(data))
     # No string holds '"nodes":null' unescaped, and the key comes before any other.
