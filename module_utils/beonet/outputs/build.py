@@ -66,8 +66,8 @@ class _NodeWriter:
     into a staged nodes/ folder. A forked child starts on them while this
     process proves the routes; then this process joins in. The work is cut
     into jobs (the files, dry run and compact JSON of each part of the nodes;
-    a small plan's indented JSON), each done by whichever of the two claims it first. Put in place by
-    ``commit``; thrown away on any error."""
+    a small plan's indented JSON), each done by whichever of the two claims
+    it first. Put in place by ``commit``; thrown away on any error."""
 
     def __init__(self, output: str, backend: str, physical_of: PhysicalOf) -> None:
         self.output, self.backend, self.physical_of = output, backend, physical_of
