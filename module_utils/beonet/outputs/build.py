@@ -10,8 +10,9 @@ a forked writer renders the nodes' plans, files, dry run and (for a compact
 plan) share of plan.json's nodes into a new nodes/ folder beside the old one,
 part after part, while this process proves the routes, computes the metrics
 and renders the exports and sheets; then this process takes the parts the
-writer has not started (and the indented nodes' JSON of a small plan). Then the new nodes/ folder replaces the old one as a whole;
-a failed proof throws it away.
+writer has not started (and the indented nodes' JSON of a small plan). Then
+the new nodes/ folder replaces the old one as a whole; a failed proof throws
+it away.
 """
 
 from __future__ import annotations
