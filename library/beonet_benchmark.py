@@ -123,9 +123,8 @@ def _report(module: AnsibleModule) -> None:
             written += plots.plot_all(p["dest"], res, p["plan"]["topology"]["name"])
         except ImportError as exc:
             written.append("no plots: %s (pip install -r requirements.txt)" % exc)
-    module.exit_json(changed=not module.check_mode, written=written,
-                     summary=report.summary_markdown(p["schedule"], res, p["environment"],
-                                                    p["plan"]["topology"]["name"]))
+    summary = report.summary_markdown(p["schedule"], res, p["environment"], p["plan"]["topology"]["name"])
+    module.exit_json(changed=not module.check_mode, written=written, summary=summary)
 
 
 def main() -> None:

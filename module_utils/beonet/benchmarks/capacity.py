@@ -76,9 +76,9 @@ def pair_resources(plan: Plan, client: str, server: str, via: list[str]) -> Reso
     """Everything the pair's token uses, both ways along its path."""
     chain = [client] + list(via) + [server]
     out: Resources = {}
-    for a, b in zip(chain, chain[1:]):
-        out.update(hop_resources(plan, a, b))
-        out.update(hop_resources(plan, b, a))
+    for near, far in zip(chain, chain[1:]):
+        out.update(hop_resources(plan, near, far))
+        out.update(hop_resources(plan, far, near))
     return out
 
 
@@ -144,8 +144,8 @@ def _describe(uses: list[Resources], rate: list[float], stop: list[Key | None]) 
         if len(own) == 1:
             parts.append("%s path, %s Mbit/s" % ("1 pair on a" if shared else "one", each))
         else:
-            parts.append("%d %s, %s Mbit/s each" % (len(own), "pairs on disjoint paths" if shared
-                                                     else "disjoint paths", each))
+            kind = "pairs on disjoint paths" if shared else "disjoint paths"
+            parts.append("%d %s, %s Mbit/s each" % (len(own), kind, each))
     return "; ".join(parts)
 
 

@@ -84,7 +84,7 @@ def _value_axis(ax: Any, ys: list[float]) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: value_label(v)))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylim(min(min(pos), ticks[0]) / 1.15, max(max(pos), ticks[-1]) * 1.15)
+    ax.set_ylim(min(*pos, ticks[0]) / 1.15, max(*pos, ticks[-1]) * 1.15)
 
 
 def _plt() -> Any:
@@ -175,9 +175,9 @@ def _latency(plt: Any, res: Results, title: str) -> Any:
                                label="%s model (SC98)" % proto if i == 0 else None)
     ax.set_xticks(range(len(order)))
     ax.set_xticklabels(order)
-    _value_axis(ax, [y for row in res["latency"] for y in (row["samples_one_way_us"]
-                                                          or [row["one_way_median_us"]])]
-                + [row["model_one_way_us"] for row in res["latency"]])
+    samples = [y for row in res["latency"]
+               for y in (row["samples_one_way_us"] or [row["one_way_median_us"]])]
+    _value_axis(ax, samples + [row["model_one_way_us"] for row in res["latency"]])
     ax.set_ylabel("one-way latency (us) = RTT/2, 4-byte token")
     ax.set_title("%s: latency by path class" % title)
     ax.legend(fontsize=7)

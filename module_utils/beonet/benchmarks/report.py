@@ -273,8 +273,9 @@ def _counted(found: dict[str, int], unit: str) -> str:
 
 
 def _names(nodes: list[str]) -> str:
-    return ", ".join(nodes) if len(nodes) <= 3 else "%s, %s … %s (%d)" % (nodes[0], nodes[1], nodes[-1],
-                                                                        len(nodes))
+    if len(nodes) <= 3:
+        return ", ".join(nodes)
+    return "%s, %s … %s (%d)" % (nodes[0], nodes[1], nodes[-1], len(nodes))
 
 
 def environment_markdown(env: dict[str, Any]) -> list[str]:
