@@ -210,6 +210,22 @@ def _resilience_lines(r: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _latency_lines(lat: Mapping[str, Any]) -> list[str]:
+    """The per-hop delays, then the pairs by path class (SC98's letters)."""
+    out = ["one way: %s us per switch, %s us per cable, %s us per forwarding node%s" % (
+        lat.get("switch_us"), lat.get("wire_us"), lat.get("forward_us"),
+        " (model %s)" % lat["model"] if lat.get("model") else "")]
+    classes = lat.get("classes")
+    if classes is None:
+        return out + ["path classes not walked (see notes)"]
+    out.append("%-16s %7s  %12s  %s" % ("path", "pairs", "one way us", "e: end point, S: switch, "
+                                        "H: hub, L: forwarding node"))
+    for name, c in classes.items():
+        lo, hi = c["one_way_us"], c["one_way_max_us"]
+        out.append("%-16s %7d  %12s" % (name, c["pairs"], lo if lo == hi else "%s-%s" % (lo, hi)))
+    return out
+
+
 def _metric_rows(m: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """(label, lines) for every metric; keys without a layout of their own are
     listed under their own name, so nothing the compiler reports is left out."""
@@ -227,8 +243,11 @@ def _metric_rows(m: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
         ("bisection", _bisection_lines(m.get("bisection", {}))),
         ("resilience", _resilience_lines(m.get("resilience", {}))),
     ]
+    if "latency" in m:
+        rows.append(("latency", _latency_lines(m["latency"])))
     done = {"nodes", "segments", "links", "channels", "pairs", "diameter", "hops",
-            "routes_per_node", "forwarding_nodes", "gateway_load", "bisection", "resilience"}
+            "routes_per_node", "forwarding_nodes", "gateway_load", "bisection", "resilience",
+            "latency"}
     for key, value in m.items():
         if key in done:
             continue

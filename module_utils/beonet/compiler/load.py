@@ -314,6 +314,8 @@ def _describe(schema: dict[str, Any]) -> str:
         if lo is not None:
             return "must be an integer >= %d" % lo
         return "must be an integer"
+    if kind == "number" and "minimum" in schema and "maximum" in schema:
+        return "must be a number from %s to %s" % (schema["minimum"], schema["maximum"])
     if "enum" in schema:
         return "must be one of: %s" % ", ".join(str(v) for v in schema["enum"])
     if kind == "string" and schema.get("format") == "ipv4-network":

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from math import comb
 from typing import NamedTuple, TypedDict
 
+from . import latency
 from .model import ON_LINK, Graph, Switch
 from .prove import Proof
 
@@ -72,6 +73,7 @@ class _FamilyMetrics(TypedDict, total=False):
     metagraph: MetagraphMetrics
     oversubscription: list[LevelLoad]   # tree: per level, from the root down
     notes: list[str]                    # what the compiler chose not to do, and why
+    latency: latency.LatencyMetrics     # the topology has `latency`: pairs by path class
 
 
 class Metrics(_FamilyMetrics):
@@ -459,6 +461,8 @@ def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metri
         out["metagraph"] = {"links_per_group_pair": p["links_per_group_pair"],
                             "uneven_pairs": p["uneven_pairs"], "unused_ports": p["unused_ports"],
                             "weights": p["weights"]}
+    if graph.latency is not None:
+        out["latency"] = latency.metrics(graph, proof)
     if graph.notes:
         out["notes"] = list(graph.notes)
     return out

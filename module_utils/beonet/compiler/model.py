@@ -125,6 +125,7 @@ class Segment:
     ports: int | None = None        # port count of its switches (None: not given)
     ports_key: str = "switch.ports"  # the topology key that gives `ports`
     medium: str = "switched"        # "switched", or "shared": a hub or coax, one medium for all frames
+    delay_us: float | None = None   # one-way delay of a crossing (None: latency's default for the kind)
 
     @property
     def routed(self) -> bool:
@@ -255,6 +256,37 @@ class Switch:
     downlink_mbit: int | None = None
 
 
+@dataclass(slots=True)
+class Latency:
+    """Per-hop one-way delays in microseconds (the topology's `latency`)."""
+
+    model: str | None = None
+    switch_us: float = 0.0          # each switch a LAN crossing passes
+    wire_us: float = 0.0            # each crossing of a point-to-point link
+    forward_us: float = 0.0         # each forwarding node
+    forwarders: dict[str, float] = field(default_factory=dict)  # forward_us of single nodes
+
+    def segment_us(self, seg: Segment, switches: int = 1) -> float:
+        """One-way delay of one crossing of seg (a LAN's: through `switches` switches)."""
+        if seg.delay_us is not None:
+            us = seg.delay_us
+        else:
+            us = self.wire_us if seg.kind == "p2p" else self.switch_us
+        return us if seg.kind == "p2p" else us * switches
+
+    def fill(self, segments: list[Segment]) -> None:
+        """Give every segment its one-way delay per switch (a link's per crossing):
+        its own, its bond's for a channel, else the default for its kind."""
+        for seg in segments:
+            if seg.delay_us is None:
+                carried = seg.channel_of
+                seg.delay_us = (carried.delay_us if carried and carried.delay_us is not None
+                                else self.segment_us(seg))
+
+    def node_us(self, name: str) -> float:
+        return self.forwarders.get(name, self.forward_us)
+
+
 @dataclass(slots=True, eq=False)
 class Graph:
     """Nodes, segments and, for trees, the switch hierarchy."""
@@ -271,6 +303,7 @@ class Graph:
     notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
     failover: bool = True           # routing.failover: multipath routes over equal next hops
     neighbour: dict[str, int] = field(default_factory=dict)  # routing.neighbour, defaults filled in
+    latency: Latency | None = None  # the topology's `latency`, model defaults filled in
 
     def add_node(self, node: Node) -> None:
         self.nodes.append(node)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..cabling import sheet as cabling
+from . import latency
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
@@ -77,6 +78,8 @@ class Builder:
         routing = self.data.get("routing", {})
         self.graph.failover = routing.get("failover", True)
         self.graph.neighbour = {**NEIGHBOUR_DEFAULTS, **routing.get("neighbour", {})}
+        if "latency" in self.data:
+            self.graph.latency = latency.settings(self.data["latency"])
         self.ports: int | None = self.data.get("switch", {}).get("ports")
         self.names = _Names(mgmt)
 
@@ -318,6 +321,7 @@ class Builder:
             seg = self.segment(s["name"], "lan", rate, s.get("mtu"), slot=i)
             seg.prefix_fixed = s.get("prefix")
             seg.medium = s.get("medium", seg.medium)
+            seg.delay_us = _us(s.get("delay_us"))
             if "ports" in s:
                 seg.ports, seg.ports_key = s["ports"], "custom.segments[%d].ports" % i
             k = s.get("channels", 1)
@@ -327,8 +331,9 @@ class Builder:
         names = {s.name for s in self.graph.segments}
         for i, link in enumerate(p.get("links", [])):
             a, b = (self.graph.by_name[e] for e in link["ends"])
-            self.p2p(_link_name(a, b, names), a, b, link.get("rate_mbit", self.rate), link.get("mtu"),
-                     slot=i, prefix=link.get("prefix"))
+            seg = self.p2p(_link_name(a, b, names), a, b, link.get("rate_mbit", self.rate),
+                           link.get("mtu"), slot=i, prefix=link.get("prefix"))
+            seg.delay_us = _us(link.get("delay_us"))
         for i, node in enumerate(self.graph.nodes):
             if node.primary is None:
                 self.problems.add("custom.nodes[%d]" % i,
@@ -345,6 +350,10 @@ class Builder:
 
 class _Stop(Exception):
     pass
+
+
+def _us(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _link_name(a: Node, b: Node, taken: set[str]) -> str:
@@ -421,4 +430,7 @@ def normalise(source: Source) -> tuple[Graph | None, Problems]:
         pass
     if not b.problems:
         cabling.check_ports(b.graph, b.problems)
+        latency.check_names(b.graph, b.problems)
+    if not b.problems and b.graph.latency is not None:
+        b.graph.latency.fill(b.graph.segments)
     return (None if b.problems else b.graph), b.problems

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO, TypeVar
 
-from . import address, heal, load, normalise, prove, route
+from . import address, heal, latency, load, normalise, prove, route
 from . import metrics as metrics_stage
 from .errors import CompileError, Problems
 from .metrics import Metrics
@@ -156,6 +156,7 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
     for p in problems.items:
         p.file = source.file
     proof = _passed(proof, problems)
+    _check(latency.check_forwarding(graph, source.problems()))
     _stage("metrics")
     compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience))
     _stage("compiled; writing the outputs")

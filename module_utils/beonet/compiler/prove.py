@@ -159,7 +159,7 @@ def _route_problem(node: Node, r: Route, net: tuple[int, int] | None, owner: dic
                      % (ip_text(r.src), net_text(r.net, r.plen)))
 
 
-class _Walker:
+class Walker:
     """Hop-by-hop walks through the tables (longest-prefix match at every hop)."""
 
     def __init__(self, nodes: list[Node], tables: list[RouteTable], problems: Problems) -> None:
@@ -206,7 +206,7 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
     tables = checked_tables(graph, owner, problems)
     if problems:
         return None, problems
-    walker = _Walker(graph.nodes, tables, problems)
+    walker = Walker(graph.nodes, tables, problems)
     hosts = _host_route_holders(tables)
     tally = _Tally([0] * n, [0] * n)
     buckets: dict[int, list[dict[int, Hop]]] = {}
@@ -418,7 +418,7 @@ def _count_class(cls: _Class, tally: _Tally) -> None:
 
 
 def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[int]],
-                         walker: _Walker, tally: _Tally) -> bool:
+                         walker: Walker, tally: _Tally) -> bool:
     """Re-walk, with host routes, the pairs towards a node of the class that some
     node holds a host route for: only sources upstream of such a node can differ.
     Every branch of those pairs must be as long as the others. False when a walk
@@ -464,7 +464,7 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
     return True
 
 
-def _branch_lengths(walker: _Walker, cls: _Class, d: int, ups: set[int],
+def _branch_lengths(walker: Walker, cls: _Class, d: int, ups: set[int],
                     branching: set[int]) -> dict[int, int] | None:
     """Hops from every node of ups to node d over each of its branches (host
     routes applied), which must all be equal; None, with the problem added,

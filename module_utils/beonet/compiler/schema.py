@@ -25,6 +25,8 @@ BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
               "802.3ad", "balance-tlb", "balance-alb"]
 FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
 MEDIA = ["switched", "shared"]
+LATENCY_MODELS = ["sc98"]
+MAX_DELAY_US = 1_000_000
 
 _rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
          "description": "link rate in Mbit/s"}
@@ -36,6 +38,9 @@ _medium = {"enum": MEDIA,
                           "coaxial cable, one medium that every frame of the segment crosses, "
                           "so the segment carries its rate in all whatever the number of "
                           "pairs (each channel of a bonded segment is its own medium)"}
+_delay = {"type": "number", "minimum": 0, "maximum": MAX_DELAY_US,
+          "description": "one-way delay in microseconds a frame gets there (a fraction is "
+                         "allowed: 9.5)"}
 _name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
          "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
@@ -148,6 +153,24 @@ SCHEMA = {
                                                       "they bound how long a dead next hop "
                                                       "keeps being used (failover only)"),
         }, description="static routes: failover over equal next hops"),
+        "latency": _obj({
+            "model": {"enum": LATENCY_MODELS,
+                      "description": "defaults from a measured table: sc98 (Salmon, Stein, "
+                                     "Sterling, SC98, Table 1): 9.5 us one way per switch, 30 us "
+                                     "per Linux router, 0 per cable"},
+            "switch_us": {**_delay, "description": "one-way delay of each crossing of a LAN "
+                                                   "segment, per switch on the way (a tree's "
+                                                   "path counts each of its switches). "
+                                                   "Default 0, or the model's"},
+            "wire_us": {**_delay, "description": "one-way delay of each crossing of a "
+                                                 "point-to-point link. Default 0, or the model's"},
+            "forward_us": {**_delay, "description": "one-way delay a forwarding node adds to "
+                                                    "each packet it forwards. Default 0, or "
+                                                    "the model's"},
+            "forwarders": {"type": "object", "propertyNames": _name, "additionalProperties": _delay,
+                           "description": "forward_us of single nodes, by name"},
+        }, description="per-hop delay: the latency model in the metrics (pairs by path class), "
+                        "and what the labs emulate where the kernel has netem"),
         "management": _obj({"interface": _ifname},
                            description="the interface Ansible connects through; "
                                        "never touched by a plan"),
@@ -201,6 +224,8 @@ SCHEMA = {
                 "mtu": _mtu,
                 "ports": _ports,
                 "medium": _medium,
+                "delay_us": {**_delay, "description": "one-way delay of a crossing of this "
+                                                      "segment (default: latency.switch_us)"},
                 **_bond,
             }, required=["name", "members"])},
             "links": {"type": "array", "items": _obj({
@@ -209,6 +234,8 @@ SCHEMA = {
                 "prefix": _cidr,
                 "rate_mbit": _rate,
                 "mtu": _mtu,
+                "delay_us": {**_delay, "description": "one-way delay of a crossing of this "
+                                                      "link (default: latency.wire_us)"},
             }, required=["ends"])},
         }, required=["nodes"], description="explicit nodes, segments and links"),
     }, required=["name", "family"]),

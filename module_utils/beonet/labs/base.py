@@ -238,3 +238,89 @@ def port_commands(dev: str, ifb: str) -> list[str]:
     return ["tc qdisc replace dev %s handle ffff: ingress" % dev,
             "tc filter replace dev %s parent ffff: protocol all prio 1 u32 match u32 0 0 "
             "action mirred egress redirect dev %s" % (dev, ifb)]
+
+
+# Per-hop delay (the topology's `latency`), emulated with netem on the node's
+# own NICs: each frame sent onto a segment waits the segment's one-way delay,
+# a forwarded one also the forwarding node's (marked in the forward hook, so
+# the node's own traffic does not pay it). Needs netem in the node's kernel.
+FORWARD_MARK = 0x6265
+NETEM_LIMIT = 10000     # packets netem holds while they wait (the default 1000 drops a fast stream)
+LAB_TABLE = "beonet_lab"
+
+
+def nic_delay(plan: Plan, node: str, logical: str) -> float:
+    """The one-way delay (us) of the segment a node's NIC sends onto, 0 when none."""
+    iface = _nic(plan, node, logical)
+    seg = plan["segments"].get(iface["segment"], {}) if iface else {}
+    return float(seg.get("delay_us", 0.0))
+
+
+def forward_delay(plan: Plan, node: str) -> float:
+    """The one-way delay (us) a node adds to what it forwards, 0 when none."""
+    return float(plan.get("latency", {}).get("forward_us", {}).get(node, 0.0))
+
+
+def _us(value: float) -> str:
+    return ("%.3f" % value).rstrip("0").rstrip(".") + "us"
+
+
+def delay_commands(dev: str, link_us: float, forward_us: float) -> list[str]:
+    """netem on dev's egress: link_us for every frame, link_us + forward_us for
+    the frames the node forwards (FORWARD_MARK)."""
+    if not forward_us:
+        return ["tc qdisc replace dev %s root netem delay %s limit %d"
+                % (dev, _us(link_us), NETEM_LIMIT)]
+    return ["tc qdisc replace dev %s root handle 1: prio bands 2 priomap %s"
+            % (dev, " ".join(["0"] * 16)),
+            "tc qdisc replace dev %s parent 1:1 handle 10: netem delay %s limit %d"
+            % (dev, _us(link_us), NETEM_LIMIT),
+            "tc qdisc replace dev %s parent 1:2 handle 20: netem delay %s limit %d"
+            % (dev, _us(link_us + forward_us), NETEM_LIMIT),
+            "tc filter replace dev %s parent 1: protocol all prio 1 handle %#x fw flowid 1:2"
+            % (dev, FORWARD_MARK)]
+
+
+def mark_commands() -> list[str]:
+    """An nftables table of the lab's own marking what the node forwards."""
+    return ["nft delete table inet %s 2>/dev/null || true" % LAB_TABLE,
+            "nft add table inet %s" % LAB_TABLE,
+            "nft 'add chain inet %s forward { type filter hook forward priority -200 ; }'"
+            % LAB_TABLE,
+            "nft add rule inet %s forward meta mark set %#x" % (LAB_TABLE, FORWARD_MARK)]
+
+
+def node_delay_commands(plan: Plan, node: str, nics: Mapping[str, str]) -> list[str]:
+    """What gives a node the plan's per-hop delays; nics: {logical: real NIC}
+    of its physical NICs (bond members, not bonds). [] when it has none."""
+    forward = forward_delay(plan, node)
+    out: list[str] = []
+    for logical, real in sorted(nics.items()):
+        link = nic_delay(plan, node, logical)
+        if link or forward:
+            out += delay_commands(real, link, forward)
+    return (mark_commands() + out) if (out and forward) else out
+
+
+def has_delay(plan: Plan) -> bool:
+    """Whether the plan asks for any per-hop delay."""
+    return bool(plan.get("latency", {}).get("forward_us")) or any(
+        s.get("delay_us") for s in plan["segments"].values())
+
+
+def netem_missing(release: str | None = None, root: str = "/") -> str | None:
+    """Why this kernel cannot run netem (None: it can): neither loaded, built in
+    nor a module of it."""
+    if os.path.isdir(os.path.join(root, "sys/module/sch_netem")):
+        return None
+    moddir = os.path.join(root, "lib/modules", release or os.uname().release)
+    try:
+        with open(os.path.join(moddir, "modules.builtin"), encoding="utf-8") as fh:
+            if "/sch_netem.ko" in fh.read():
+                return None
+    except OSError:
+        pass
+    sched = os.path.join(moddir, "kernel/net/sched")
+    if os.path.isdir(sched) and any(f.startswith("sch_netem.ko") for f in os.listdir(sched)):
+        return None
+    return "the kernel %s has no netem (sch_netem)" % (release or os.uname().release)

@@ -45,12 +45,15 @@ from .base import (
     Plan,
     Record,
     check_kind,
+    has_delay,
     lab_name,
     load_state,
     media,
     medium_commands,
     mtu,
+    netem_missing,
     networks,
+    node_delay_commands,
     node_networks,
     port_commands,
     rate,
@@ -129,6 +132,7 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         if wiring == "plan":
             hosts[name]["beonet_interfaces"] = mapping
     save_state(folder, STATE, record)
+    _set_delays(plan, lab, {n: _logical_map(w) for n, w in record["wired"].items()})
     inv = inventory(topology, lab, hosts)
     inv["all"] = {"vars": _discovery_vars(folder)}
     if wiring == "scrambled":
@@ -412,6 +416,27 @@ def _prepare_node(plan: Plan, name: str, lab: str, nets: Nets, host_links: dict[
               "mtu": n["mtu"], "ifb": n["ifb"]}
              for n in nics if n["segment"]]
     return mapping, wired
+
+
+def _logical_map(wired: list[Record]) -> dict[str, str]:
+    return {w["logical"]: w["name"] for w in wired if w["logical"]}
+
+
+def _set_delays(plan: Plan, lab: str, nics: dict[str, dict[str, str]]) -> None:
+    """netem in each container for the plan's per-hop delays, where the host's
+    kernel (the containers') has netem; a warning where it has not."""
+    if not has_delay(plan):
+        return
+    missing = netem_missing()
+    if missing:
+        _say("warning: %s: the topology's per-hop delays (latency) are not emulated in "
+             "this lab; the VM lab (--provider vm) emulates them in its VMs' kernels" % missing)
+        return
+    _say("per-hop delays: netem in each container")
+    for name, mapping in nics.items():
+        commands = node_delay_commands(plan, name, mapping)
+        if commands:
+            _run(["docker", "exec", "%s-%s" % (lab, name), "sh", "-ec", "\n".join(commands)])
 
 
 def _wire(cont: str, nics: list[Nic], host_links: dict[int, str]) -> None:

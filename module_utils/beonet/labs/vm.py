@@ -50,12 +50,14 @@ from .base import (
     Record,
     check_kind,
     clean,
+    has_delay,
     lab_name,
     load_state,
     media,
     medium_commands,
     mtu,
     networks,
+    node_delay_commands,
     node_networks,
     port_commands,
     rate,
@@ -359,6 +361,7 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
         _run(_ns(name, *argv[node]))
     _wait_ssh(name, state, lay, key, t0)
     mapping, mgmt_names = _match_nics(name, state, lay)
+    _set_delays(name, state, plan, lay, mapping)
     inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
     path = os.path.join(state, "inventory.yml")
     with open(path, "w", encoding="utf-8") as fh:
@@ -417,6 +420,29 @@ def _match_nics(name: str, state: str,
         mapping[node] = {n["logical"]: by_mac[n["mac"]] for n in vm["nics"]}
         mgmt_names[node] = by_mac[vm["mgmt_mac"]]
     return mapping, mgmt_names
+
+
+def _set_delays(name: str, state: str, plan: Plan, lay: dict[str, Any],
+                mapping: dict[str, dict[str, str]]) -> None:
+    """netem in each VM for the plan's per-hop delays; the commands are kept
+    in the lab's state for a VM started again (`beonet lab fault --start`)."""
+    if not has_delay(plan):
+        return
+    _say("per-hop delays: netem in each VM")
+    saved = load_state(state, STATE) or {}
+    for node, vm in lay["vms"].items():
+        commands = node_delay_commands(plan, node, mapping[node])
+        if commands:
+            _delay_node(name, state, node, vm["mgmt_address"], commands)
+        saved["nodes"][node]["delay"] = commands
+    save_state(state, STATE, saved)
+
+
+def _delay_node(netns: str, state: str, node: str, address: str, commands: list[str]) -> None:
+    try:
+        ssh(netns, state, address, "set -e\n" + "\n".join(commands))
+    except LabError as exc:
+        raise LabError("%s: the per-hop delays (netem) could not be set: %s" % (node, exc)) from exc
 
 
 def ssh(netns: str, state: str, address: str, command: str, timeout: int = 30) -> str:
@@ -559,6 +585,8 @@ def start_node(state: str, saved: Record, node: str, timeout: float = BOOT_TIMEO
             raise LabError("%s: no SSH after %d s; console tail:\n%s"
                            % (node, timeout, _tail(os.path.join(state, node + ".console"))))
         time.sleep(2)
+    if vm.get("delay"):
+        _delay_node(saved["netns"], state, node, vm["address"], vm["delay"])
     return time.time() - t0
 
 

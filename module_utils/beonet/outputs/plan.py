@@ -72,6 +72,7 @@ class _SegmentExtras(_Prefix, total=False):
     carries: str                        # channel: the IP segment its bonds carry
     groups: list[int]                   # meta-graph link: the two groups
     medium: str                         # "shared" (a hub or coax); absent: switched
+    delay_us: float                     # one-way delay per crossing (a tree's: per switch); absent: 0
 
 
 class SegmentPlan(_SegmentExtras):
@@ -109,8 +110,13 @@ class _Healed(TypedDict, total=False):
     components: list[list[str]]         # with a partition: the live nodes by component
 
 
+class LatencyPlan(TypedDict):
+    forward_us: dict[str, float]        # forwarding node -> one-way delay it adds (absent: 0)
+
+
 class _Switches(_Healed, total=False):
     switches: dict[str, SwitchPlan]     # tree
+    latency: LatencyPlan                # the topology has `latency`: what the labs emulate
 
 
 class Plan(_Switches):
@@ -229,6 +235,8 @@ def segment_plan(seg: Segment, everyone: Physical) -> SegmentPlan:
         out["groups"] = list(seg.groups)
     if seg.medium != "switched":
         out["medium"] = seg.medium
+    if seg.delay_us:
+        out["delay_us"] = seg.delay_us
     return out
 
 
@@ -254,6 +262,10 @@ def plan(compiled: Compiled, physical: Physical | None = None, routes: bool = Tr
     }
     if graph.switches:
         out["switches"] = {s.name: _switch_plan(s) for s in graph.switches}
+    lat = graph.latency
+    if lat is not None:
+        out["latency"] = {"forward_us": {n.name: lat.node_us(n.name) for n in graph.nodes
+                                         if n.forwarding and lat.node_us(n.name)}}
     if compiled.down:
         out["down"] = list(compiled.down)
     if len(compiled.components) > 1:
