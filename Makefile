@@ -142,6 +142,13 @@ vm-down: setup
 vm-benchmark: setup
 	bash scripts/vm-benchmark.sh
 
+# --- the papers' figures from the labs (results/figures/, see docs/figures.md) ---
+.PHONY: figure-latency
+# SC98's latency by path class (Table 1) on 6 VMs with SC98's per-hop delays
+# emulated (netem), measured with and without them; the lab is taken down after.
+figure-latency: setup
+	bash scripts/figure-latency.sh
+
 # --- Ansible collection beonet.cluster ---------------------------------------
 .PHONY: collection collection-test collection-sanity
 # The collection in build/collection/ansible_collections/beonet/cluster and its

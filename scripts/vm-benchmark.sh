@@ -32,21 +32,8 @@ if [ -n "$REORDER" ]; then
   ansible -i "$INV" beonet_nodes -m shell -a "sysctl -w net.ipv4.tcp_reordering=$REORDER" -o >/dev/null
 fi
 
-latest_result() {  # newest results folder of the topology, or nothing
-  find results/"$TOPONAME" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true
-}
-bench() {  # label -> prints the results folder
-  local before after
-  before=$(latest_result)
-  ansible-playbook -i "$INV" playbooks/benchmark.yml -e "{\"beonet_benchmark_params\": $PARAMS}" \
-    | tee ".lab/$NAME/bench-$1.log" | grep --line-buffered -E '^TASK \[beonet_benchmark : (Benchmark|Prepare)|^fatal|FAILED' >&2 || true
-  after=$(latest_result)
-  if [ -z "$after" ] || [ "$after" = "$before" ]; then
-    echo "beonet vm-benchmark: no results for $1" >&2
-    grep -A8 -E '^fatal|FAILED' ".lab/$NAME/bench-$1.log" >&2 || true; exit 1
-  fi
-  echo "${after%/}"
-}
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the bond + each live
   # member), tcp_reordering, the bond's TSO (site.yml turns it off on balance-rr bonds)
   ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering; ethtool -k bond0 | grep '^tcp-segmentation-offload'" \

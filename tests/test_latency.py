@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_labs import _copy, host  # noqa: F401  (the fake Docker host fixture)
 
+from beonet.benchmarks import figures
+from beonet.benchmarks import planner as bench
 from beonet.compiler import latency, pipeline
 from beonet.labs import base
 from beonet.labs import docker as dlab
@@ -35,14 +37,21 @@ def test_sc98_classes_of_a_small_meta_graph():
     assert sum(v["pairs"] for v in classes.values()) == c.metrics["pairs"]
 
 
-def test_the_sc98_model_gives_its_table_within_6_us():
-    """Round trip = the end points' 118 us (UDP) + twice the one-way delays:
-    Table 1's rows whose path a meta-graph has (B, a switch, is S here)."""
+def test_the_sc98_model_is_half_the_fit_of_its_table_and_gives_the_table():
+    """One way = half the UDP fit's round-trip costs; the table's e-e round trip
+    + twice the one-way delays gives Table 1's rows whose path a meta-graph
+    has (B, a switch, is S here) within 6 us."""
+    fit = bench.DEFAULT_MODEL["udp"]
+    sc98 = latency.MODELS["sc98"]
+    assert abs(2 * sc98["switch_us"] - fit["switch_us"]) <= 1
+    assert abs(2 * sc98["forward_us"] - fit["router_us"]) <= 2
+    table = {name: udp for name, _tcp, udp, _bw in bench.SC98_TABLE}
     classes = sc98_mini().metrics["latency"]["classes"]
     rows = {"e-e": "e-e", "e-S-e": "e-B-e", "e-L-S-e": "e-L-B-e", "e-S-L-L-S-e": "e-B-L-L-B-e"}
     for ours, theirs in rows.items():
-        model = latency.SC98_UDP_BASE_US + 2 * classes[ours]["one_way_us"]
-        assert abs(model - latency.SC98_TABLE[theirs][1]) <= 6, (ours, model)
+        model = table["e-e"] + 2 * classes[ours]["one_way_us"]
+        assert abs(model - table[theirs]) <= 6, (ours, model)
+        assert figures.sc98_name(classes[ours]["switches"], classes[ours]["routers"], ours) == theirs
 
 
 def _independent(c):
@@ -143,7 +152,7 @@ def test_delay_commands():
         "tc qdisc replace dev eth1 root netem delay 9.5us limit 10000"]
     cmds = base.delay_commands("eth2", 0, 30)
     assert cmds[0].startswith("tc qdisc replace dev eth2 root handle 1: prio bands 2 priomap 0 ")
-    assert "parent 1:1 handle 10: netem delay 0us" in cmds[1]
+    assert "parent 1:1 handle 10: pfifo limit 10000" in cmds[1]
     assert "parent 1:2 handle 20: netem delay 30us" in cmds[2]
     assert cmds[3].endswith("handle 0x6265 fw flowid 1:2")
 

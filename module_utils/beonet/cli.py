@@ -374,6 +374,21 @@ def cmd_benchmark_report(args: argparse.Namespace) -> None:
     print("beonet: wrote %s to %s/" % (", ".join(written), args.folder.rstrip("/")))
 
 
+def cmd_latency_figure(args: argparse.Namespace) -> None:
+    """SC98's latency by path class from two benchmark runs of one lab."""
+    from .benchmarks import figures
+    from .compiler import latency
+    for folder in (args.delays_on, args.delays_off):
+        if not os.path.isfile(os.path.join(folder, "results.json")):
+            raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
+                             "playbooks/benchmark.yml)" % folder)
+    compiled = _compiled(args)
+    fig = figures.latency(args.delays_on, args.delays_off,
+                          lambda a, b: latency.pair_path(compiled.graph, compiled.proof, a, b))
+    written = figures.write_latency(args.output, fig, compiled.graph.name)
+    print("beonet: wrote %s to %s/" % (", ".join(written), args.output.rstrip("/")))
+
+
 def cmd_schema(args: argparse.Namespace) -> None:
     _write(json.dumps(SCHEMA, indent=2) + "\n", args.output)
 
@@ -413,6 +428,10 @@ def _lab_fault(args):
             sys.exit(2)
         link, action = "%s:%s" % (args.node, args.nic), args.state
     try:
+        if args.delays:
+            print(faults.delays(args.topology, os.getcwd(), args.name, args.provider,
+                                args.delays == "on"))
+            return
         print(faults.fault(args.topology, os.getcwd(), args.name, args.provider,
                            node=None if link else args.node, link=link, action=action))
     except LabError as exc:
@@ -553,6 +572,8 @@ def parser() -> argparse.ArgumentParser:
                    "eth1, ...)")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")
+    s.add_argument("--delays", choices=["on", "off"], help="fault, vm: the topology's per-hop "
+                   "delays (latency) off in every VM, or on again")
     s.add_argument("--wiring", choices=["plan", "scrambled"], default="plan",
                    help="docker: plan (default): NICs named and mapped as planned; scrambled: "
                    "as on a new cluster (realistic names, random order, spare NICs, no "
@@ -573,6 +594,14 @@ def parser() -> argparse.ArgumentParser:
             "summary.md, CSV tables and plots again from its results.json (no node is "
             "touched)", topology=False, output=argparse.SUPPRESS)
     s.add_argument("folder", help="results/<topology>/<timestamp>/ of playbooks/benchmark.yml")
+    s = add("latency-figure", cmd_latency_figure, "SC98's latency by path class (Table 1) "
+            "beside two benchmark runs of one lab, with its per-hop delays on and off: "
+            "summary.md, figure.json, latency.svg", inv=False, down=False,
+            output="the folder to write to", need_output=True)
+    s.add_argument("--delays-on", required=True, metavar="FOLDER",
+                   help="results folder of the run with the delays on")
+    s.add_argument("--delays-off", required=True, metavar="FOLDER",
+                   help="results folder of the run with the delays off")
     s.add_argument("--topology", help="the topology YAML of the run: work out each set of "
                    "pairs' capacity again from its plan (the file's own are kept without it)")
     return p

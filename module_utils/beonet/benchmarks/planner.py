@@ -14,7 +14,7 @@ anything starts.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 Plan = Mapping[str, Any]                      # a plan (outputs.plan.Plan) as read here
@@ -64,7 +64,8 @@ def _solve3(a: list[list[float]], b: list[float]) -> list[float]:
     return [m[i][3] / m[i][i] for i in range(3)]
 
 
-def fit_model(rows: list[tuple[str, int, int, float]] | None = None) -> dict[str, dict[str, float]]:
+def fit_model(rows: Sequence[tuple[str, float, float, float]] | None = None
+              ) -> dict[str, dict[str, float]]:
     """Least-squares fit of round trip = base + switch x switches + router x routers
     to the table rows made of end points, Bay switches (B) and Linux routers (L),
     for TCP and UDP. Returns {"tcp": {...}, "udp": {...}} in microseconds."""

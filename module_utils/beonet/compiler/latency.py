@@ -13,26 +13,20 @@ over the end points' own latency that the SC98 rules predict (UDP round trip
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
 from .errors import Problems
 from .model import Graph, Latency, Node, Segment, Switch
 from .prove import Proof, Walker
 
-# SC98 Table 1 fit, one way (half the measured round trips): the end points'
-# own latency is not emulated, the labs' kernels bring theirs.
+# SC98 Table 1, one way: half the round trips of the per-hop model fitted to
+# the table (benchmarks.planner.fit_model: UDP 19.8 us per switch, 61.8 us per
+# router, rounded). The end points' own latency is not emulated: the labs'
+# kernels bring theirs.
 MODELS: dict[str, dict[str, float]] = {
     "sc98": {"switch_us": 9.5, "wire_us": 0.0, "forward_us": 30.0},
 }
-
-# SC98 Table 1 (lmbench, 200 MHz Pentium Pro, 100 Mbit/s): connection ->
-# (TCP, UDP) round-trip latency in us. B: a Bay Networks 350T switch.
-SC98_TABLE: dict[str, tuple[int, int]] = {
-    "e-e": (154, 118), "e-L-e": (214, 176), "e-L-L-e": (287, 240), "e-B-e": (173, 137),
-    "e-L-B-e": (232, 197), "e-B-L-L-B-e": (324, 281), "e-B-B-e": (192, 156),
-    "e-B-B-B-e": (210, 175),
-}
-SC98_UDP_BASE_US = 118
 
 LATENCY_UP_TO = 512         # path classes are walked pair by pair up to this many nodes
 
@@ -135,27 +129,39 @@ def _one_path(graph: Graph, lat: Latency, hops: list[Node],
     return "-".join(["e", *letters, "e"]), round(total, 3), switches
 
 
-def classes(graph: Graph, proof: Proof) -> dict[str, PathClass]:
-    """Every ordered pair's preferred path, by class."""
+def _pairs(graph: Graph, proof: Proof,
+           pairs: Iterable[tuple[Node, Node]]) -> Iterator[tuple[str, float, int, int]]:
+    """(class name, one-way us, switches, routers) of each pair's preferred path."""
     lat = graph.latency or Latency()
     walker = Walker(graph.nodes, proof.tables, Problems())
     leaves = _leaf_path(graph) if graph.switches else {}
+    for s, d in pairs:
+        mids = walker.path(s.index, d.address, d.index) or []
+        hops = [s, *(graph.nodes[m] for m in mids), d]
+        name, us, switches = _one_path(graph, lat, hops, leaves)
+        yield name, us, switches, len(mids)
+
+
+def pair_path(graph: Graph, proof: Proof, a: str, b: str) -> tuple[str, float]:
+    """(class name, one-way us) of the path from node a to node b."""
+    name, us, _switches, _routers = next(_pairs(graph, proof, [(graph.by_name[a],
+                                                                graph.by_name[b])]))
+    return name, us
+
+
+def classes(graph: Graph, proof: Proof) -> dict[str, PathClass]:
+    """Every ordered pair's preferred path, by class."""
     out: dict[str, PathClass] = {}
-    for s in graph.nodes:
-        for d in graph.nodes:
-            if s is d:
-                continue
-            mids = walker.path(s.index, d.address, d.index) or []
-            name, us, switches = _one_path(graph, lat, [s, *(graph.nodes[m] for m in mids), d],
-                                           leaves)
-            c = out.get(name)
-            if c is None:
-                out[name] = {"pairs": 1, "one_way_us": us, "one_way_max_us": us,
-                             "switches": switches, "routers": len(mids)}
-            else:
-                c["pairs"] += 1
-                c["one_way_us"] = min(c["one_way_us"], us)
-                c["one_way_max_us"] = max(c["one_way_max_us"], us)
+    every = ((s, d) for s in graph.nodes for d in graph.nodes if s is not d)
+    for name, us, switches, routers in _pairs(graph, proof, every):
+        c = out.get(name)
+        if c is None:
+            out[name] = {"pairs": 1, "one_way_us": us, "one_way_max_us": us,
+                         "switches": switches, "routers": routers}
+        else:
+            c["pairs"] += 1
+            c["one_way_us"] = min(c["one_way_us"], us)
+            c["one_way_max_us"] = max(c["one_way_max_us"], us)
     return dict(sorted(out.items(), key=lambda kv: (kv[1]["one_way_us"], kv[0])))
 
 
@@ -172,5 +178,5 @@ def metrics(graph: Graph, proof: Proof) -> LatencyMetrics:
     return out
 
 
-__all__ = ["MODELS", "SC98_TABLE", "SC98_UDP_BASE_US", "LATENCY_UP_TO", "LatencyMetrics",
-           "PathClass", "settings", "check_names", "check_forwarding", "classes", "metrics"]
+__all__ = ["MODELS", "LATENCY_UP_TO", "LatencyMetrics", "PathClass", "settings", "check_names",
+           "check_forwarding", "classes", "pair_path", "metrics"]

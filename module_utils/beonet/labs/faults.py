@@ -92,6 +92,21 @@ def fault(topology: str, root: str, label: str | None, provider: str,
     return describe(record)
 
 
+def delays(topology: str, root: str, label: str | None, provider: str, on: bool) -> str:
+    """The VM lab's per-hop delays off or on again in every VM."""
+    if provider != "vm":
+        raise LabError("--delays: the VM lab only (the Docker lab sets its delays when it "
+                       "comes up, where the host's kernel has netem)")
+    folder, record = _load(root, topology, label, provider)
+    if record["faults"]["nodes"]:
+        raise LabError("--delays: start the stopped nodes first (%s)"
+                       % ", ".join(record["faults"]["nodes"]))
+    changed = vm.set_delays(folder, record, on)
+    if not changed:
+        return "%s: the topology has no per-hop delays (latency)" % record["lab"]
+    return "%s: per-hop delays %s in %d VMs" % (record["lab"], "on" if on else "off", changed)
+
+
 def _mark(record: Record, kind: str, key: str, down: bool) -> bool:
     """Record key as down or not; False when it already was."""
     keys = set(record["faults"][kind])

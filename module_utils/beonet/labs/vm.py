@@ -44,6 +44,7 @@ from ..outputs import plan as render
 from . import VM_IMAGES
 from .base import (
     DEFAULT_MTU,
+    LAB_TABLE,
     VM_STATE,
     LabError,
     Plan,
@@ -443,6 +444,29 @@ def _delay_node(netns: str, state: str, node: str, address: str, commands: list[
         ssh(netns, state, address, "set -e\n" + "\n".join(commands))
     except LabError as exc:
         raise LabError("%s: the per-hop delays (netem) could not be set: %s" % (node, exc)) from exc
+
+
+def delay_devices(commands: list[str]) -> list[str]:
+    """The NICs a node's delay commands put a root qdisc on."""
+    return sorted({c.split()[4] for c in commands if c.startswith("tc qdisc replace dev")
+                   and c.split()[5] == "root"})
+
+
+def set_delays(state: str, saved: Record, on: bool) -> int:
+    """Turn the lab's per-hop delays off (netem and the marking table removed)
+    or on again (the saved commands); returns the VMs changed."""
+    changed = 0
+    for node, vm in saved["nodes"].items():
+        commands = vm.get("delay") or []
+        if not commands:
+            continue
+        if not on:
+            commands = (["nft delete table inet %s 2>/dev/null || true" % LAB_TABLE]
+                        + ["tc qdisc del dev %s root 2>/dev/null || true" % d
+                           for d in delay_devices(commands)])
+        _delay_node(saved["netns"], state, node, vm["address"], commands)
+        changed += 1
+    return changed
 
 
 def ssh(netns: str, state: str, address: str, command: str, timeout: int = 30) -> str:

@@ -1,0 +1,168 @@
+"""The papers' figures from lab runs of playbooks/benchmark.yml.
+
+Latency by path class (SC98, Table 1): the 4-byte token ping-pong of each
+path class, measured twice on the same lab, once with the topology's per-hop
+delays emulated and once without, set beside SC98's table and its per-hop
+model (round trip = base + switch x switches + router x routers, fitted to
+the table). Each run is fitted to the same model, so the lab's own per-hop
+costs and those of its emulated delays can be read beside the paper's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .planner import DEFAULT_MODEL, SC98_TABLE, fit_model, predict_rtt
+from .report import _table, environment_markdown
+
+Row = dict[str, Any]
+PROTOS = ("udp", "tcp")
+
+
+def _load(folder: str) -> dict[str, Any]:
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def sc98_name(switches: int, routers: int, order: str) -> str:
+    """SC98's name of a path (B a switch, L a Linux router) from beonet's
+    class name order (e-S-L-e): 'S' and 'H' become 'B'."""
+    letters = [("B" if x in "SH" else x) for x in order.split("-")[1:-1]]
+    if letters.count("B") != switches or letters.count("L") != routers:
+        raise ValueError("path %s has %d switches and %d routers" % (order, switches, routers))
+    return "-".join(["e", *letters, "e"])
+
+
+def _classes(res: dict[str, Any]) -> dict[str, dict[str, Row]]:
+    """{planner class: {proto: latency row}} of one run."""
+    out: dict[str, dict[str, Row]] = {}
+    for row in res.get("latency", []):
+        out.setdefault(row["class"], {})[row["proto"]] = row
+    return out
+
+
+def _fit(rows: list[tuple[str, float, float]]) -> dict[str, dict[str, float]] | None:
+    """The per-hop model fitted to (SC98 name, TCP RTT, UDP RTT) rows; None when
+    the rows cannot tell base, switch and router apart."""
+    shapes = {(n.count("B"), n.count("L")) for n, _t, _u in rows}
+    if len(shapes) < 3:
+        return None
+    try:
+        return fit_model([(n, t, u, 0.0) for n, t, u in rows])
+    except ZeroDivisionError:
+        return None
+
+
+def latency(with_dir: str, without_dir: str,
+            path_of: Callable[[str, str], tuple[str, float]]) -> dict[str, Any]:
+    """The figure's data. path_of(a, b): the plan's path name from node a to
+    node b (e-S-L-e) and its emulated one-way delay."""
+    on, off = _classes(_load(with_dir)), _classes(_load(without_dir))
+    table = {name: (tcp, udp) for name, tcp, udp, _bw in SC98_TABLE}
+    rows = []
+    for cls in sorted(on.keys() & off.keys(),
+                      key=lambda c: (on[c]["udp"]["routers"], on[c]["udp"]["switches"])):
+        first = on[cls]["udp"]
+        path, there = path_of(first["client"], first["server"])
+        _back, back = path_of(first["server"], first["client"])
+        name = sc98_name(first["switches"], first["routers"], path)
+        row: Row = {"class": cls, "path": path, "sc98_path": name, "pair": [first["client"],
+                    first["server"]], "switches": first["switches"], "routers": first["routers"],
+                    "emulated_rtt_us": round(there + back, 1)}
+        for proto in PROTOS:
+            row["sc98_table_%s_us" % proto] = table.get(name, (None, None))[0 if proto == "tcp" else 1]
+            row["sc98_model_%s_us" % proto] = round(predict_rtt(
+                DEFAULT_MODEL, proto, first["switches"], first["routers"]), 1)
+            for label, run in (("off", off), ("on", on)):
+                r = run[cls].get(proto)
+                row["lab_%s_%s_us" % (label, proto)] = round(2 * r["one_way_median_us"], 1) if r else None
+        row["added_udp_us"] = (None if row["lab_on_udp_us"] is None or row["lab_off_udp_us"] is None
+                               else round(row["lab_on_udp_us"] - row["lab_off_udp_us"], 1))
+        rows.append(row)
+    fits = {label: _fit([(r["sc98_path"], r["lab_%s_tcp_us" % label], r["lab_%s_udp_us" % label])
+                         for r in rows if r["lab_%s_tcp_us" % label] is not None
+                         and r["lab_%s_udp_us" % label] is not None])
+            for label in ("off", "on")}
+    return {"rows": rows, "fits": {"sc98": DEFAULT_MODEL, "lab_off": fits["off"], "lab_on": fits["on"]},
+            "environment": _load(with_dir).get("environment", {})}
+
+
+def _fit_line(name: str, fit: dict[str, dict[str, float]] | None) -> list[Any]:
+    if fit is None:
+        return [name, None, None, None]
+    u = fit["udp"]
+    return [name, u["base_us"], u["switch_us"], u["router_us"]]
+
+
+def latency_markdown(fig: dict[str, Any], title: str) -> str:
+    """The figure's tables: by path class, then the fitted per-hop costs."""
+    head = ["path", "SC98 path", "SC98 table UDP", "SC98 model UDP", "lab UDP, no delays",
+            "lab UDP, delays on", "added by the delays", "delays asked (2 x one way)",
+            "SC98 table TCP", "lab TCP, no delays", "lab TCP, delays on"]
+    rows = [[r["path"], r["sc98_path"], r["sc98_table_udp_us"], r["sc98_model_udp_us"],
+             r["lab_off_udp_us"], r["lab_on_udp_us"], r["added_udp_us"], r["emulated_rtt_us"],
+             r["sc98_table_tcp_us"], r["lab_off_tcp_us"], r["lab_on_tcp_us"]]
+            for r in fig["rows"]]
+    fits = fig["fits"]
+    out = ["# %s: latency by path class" % title, "",
+           "Round trips in microseconds (the median of the 4-byte token ping-pong; SC98: "
+           "lmbench). e: end point, S/B: switch, L: Linux node forwarding.", "",
+           _table(head, rows), "",
+           "Per-hop model fitted to each (UDP round trip = base + switch x switches + "
+           "router x routers):", "",
+           _table(["fit", "base", "per switch", "per router"],
+                  [_fit_line("SC98 table", fits["sc98"]), _fit_line("lab, no delays", fits["lab_off"]),
+                   _fit_line("lab, delays on", fits["lab_on"])]), "",
+           "## Environment", ""] + environment_markdown(fig["environment"])
+    return "\n".join(str(x) if not isinstance(x, str) else x for x in out) + "\n"
+
+
+def latency_plot(fig: dict[str, Any], path: str, title: str) -> None:
+    """Round trip by path class: SC98's table and model, the lab without and
+    with its emulated delays (UDP)."""
+    from .plots import _plt
+    plt = _plt()
+    rows = fig["rows"]
+    xs = list(range(len(rows)))
+    figure, ax = plt.subplots(figsize=(7, 4.2))
+    series = (("SC98 table 1", "sc98_table_udp_us", "o", "C0"),
+              ("SC98 per-hop model", "sc98_model_udp_us", "_", "C3"),
+              ("lab, no delays", "lab_off_udp_us", "s", "C2"),
+              ("lab, SC98 delays (netem)", "lab_on_udp_us", "^", "C1"))
+    for label, key, marker, color in series:
+        pts = [(x, r[key]) for x, r in zip(xs, rows) if r[key] is not None]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=160 if marker == "_"
+                       else 36, color=color, label=label)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(["%s\n(%s)" % (r["path"], r["class"]) for r in rows], fontsize=7)
+    ax.set_ylabel("UDP round trip, 4-byte token (us)")
+    ax.set_ylim(0, None)
+    ax.set_title("%s: latency by path class" % title)
+    ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def write_latency(out: str, fig: dict[str, Any], title: str) -> list[str]:
+    """figure.json, summary.md and latency.svg (the plot when matplotlib is there)."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "figure.json"), "w", encoding="utf-8") as fh:
+        json.dump(fig, fh, indent=1, sort_keys=True)
+    with open(os.path.join(out, "summary.md"), "w", encoding="utf-8") as fh:
+        fh.write(latency_markdown(fig, title))
+    written = ["figure.json", "summary.md"]
+    try:
+        latency_plot(fig, os.path.join(out, "latency.svg"), title)
+        written.append("latency.svg")
+    except ImportError:
+        pass
+    return written
+
+
+__all__ = ["latency", "latency_markdown", "latency_plot", "sc98_name", "write_latency"]
