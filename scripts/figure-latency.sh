@@ -15,7 +15,7 @@ TOPONAME=$(python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))[
 # Latency only, as far as benchmark.yml allows: 4-byte tokens, one pair per
 # class, no file copies; its iperf3 and ring steps are short.
 PARAMS=${FIGURE_PARAMS:-'{"count": 2000, "warmup": 50, "sizes": [4], "mss_points": false,
-  "pairs": [1], "remote_copies": [], "ring_rounds": 5, "iperf_seconds": 1}'}
+  "pairs": [1], "copies": 2, "remote_copies": [], "ring_rounds": 5, "iperf_seconds": 1}'}
 OUT=${FIGURE_OUT:-results/figures/latency-$(date -u +%Y%m%dT%H%M%SZ)}
 down() { beonet lab down --provider vm "$TOPO" --name "$NAME" >/dev/null 2>&1 || true; }
 trap down EXIT
