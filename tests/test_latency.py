@@ -3,16 +3,22 @@ metrics (checked against an independent count over traceroute's expected
 hops and against SC98's Table 1), the plan's delays and the labs' netem
 commands."""
 
+import json
+
+import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_labs import _copy, host  # noqa: F401  (the fake Docker host fixture)
 
+from beonet import cli
 from beonet.benchmarks import figures
 from beonet.benchmarks import planner as bench
 from beonet.compiler import latency, pipeline
-from beonet.labs import base
+from beonet.labs import base, faults
 from beonet.labs import docker as dlab
+from beonet.labs import vm as vmlab
 from beonet.outputs import plan as render
 
 
@@ -196,3 +202,106 @@ def test_docker_lab_sets_netem_in_each_container_when_the_host_has_it(host, tmp_
     dlab.up(str(path), str(tmp_path))
     execs = [c for c in host.log if c[:2] == ["docker", "exec"] and "netem" in c[-1]]
     assert len(execs) == 4 and all("meta mark set 0x6265" in c[-1] for c in execs)
+
+
+# ----------------------------------------------------------- the latency figure
+
+PAIRS = {"p2p": ("node01", "node03", 0, 0), "same-segment": ("node01", "node02", 1, 0),
+         "gateway-1": ("node01", "node04", 1, 1), "gateway-2": ("node01", "node06", 2, 2)}
+
+
+def _run(folder, base, switch, router):
+    """A results folder whose latency rows follow round trip = base + switch x
+    switches + router x routers (UDP; TCP 30 us more)."""
+    rows = []
+    for cls, (a, b, switches, routers) in PAIRS.items():
+        for proto, extra in (("udp", 0), ("tcp", 30)):
+            rtt = base + extra + switch * switches + router * routers
+            rows.append({"class": cls, "client": a, "server": b, "proto": proto,
+                         "switches": switches, "routers": routers, "one_way_median_us": rtt / 2})
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"latency": rows, "environment": {"kernel": "k"}}))
+    return str(folder)
+
+
+def test_latency_figure_sets_both_runs_beside_sc98(tmp_path):
+    c = sc98_mini()
+    on = _run(tmp_path / "on", 250, 100, 450)
+    off = _run(tmp_path / "off", 250, 20, 250)
+    fig = figures.latency(on, off, lambda a, b: latency.pair_path(c.graph, c.proof, a, b))
+    rows = {r["class"]: r for r in fig["rows"]}
+    assert [r["sc98_path"] for r in fig["rows"]] == ["e-e", "e-B-e", "e-L-B-e", "e-B-L-L-B-e"]
+    assert rows["gateway-1"]["path"] in ("e-S-L-e", "e-L-S-e")
+    assert rows["gateway-1"]["emulated_rtt_us"] == 79.0 and rows["gateway-2"]["emulated_rtt_us"] == 158.0
+    assert rows["gateway-2"]["sc98_table_udp_us"] == 281 and rows["gateway-2"]["sc98_table_tcp_us"] == 324
+    assert rows["same-segment"]["added_udp_us"] == 80.0
+    assert rows["same-segment"]["lab_faithful_udp_us"] == 270 + 19.0
+    assert fig["fits"]["lab_off"]["udp"] == {"base_us": 250.0, "switch_us": 20.0, "router_us": 250.0}
+    assert fig["fits"]["lab_on"]["tcp"]["base_us"] == 280.0
+    text = figures.latency_markdown(fig, "t")
+    assert "| e-S-L-L-S-e | e-B-L-L-B-e | 281 |" in text and "| lab, delays on | 250.00 |" in text
+
+
+def test_latency_figure_without_three_path_shapes_has_no_fit(tmp_path):
+    c = sc98_mini()
+    on = _run(tmp_path / "on", 250, 100, 450)
+    off = tmp_path / "off"
+    off.mkdir()
+    data = json.loads((tmp_path / "on" / "results.json").read_text())
+    data["latency"] = [r for r in data["latency"] if r["class"] in ("p2p", "same-segment")]
+    (off / "results.json").write_text(json.dumps(data))
+    fig = figures.latency(on, str(off), lambda a, b: latency.pair_path(c.graph, c.proof, a, b))
+    assert len(fig["rows"]) == 2 and fig["fits"]["lab_off"] is None
+    assert "| lab, no delays | — | — | — |" in figures.latency_markdown(fig, "t")
+
+
+def test_cli_latency_figure(tmp_path, capsys):
+    topo = str(ROOT / "topologies" / "benchmarks" / "sc98-latency.yml")
+    on = _run(tmp_path / "on", 250, 100, 450)
+    off = _run(tmp_path / "off", 250, 20, 250)
+    out = tmp_path / "fig"
+    assert cli.main(["latency-figure", topo, "--delays-on", on, "--delays-off", off,
+                     "-o", str(out)]) == 0
+    assert {"figure.json", "summary.md", "latency.svg"} <= {p.name for p in out.iterdir()}
+    assert cli.main(["latency-figure", topo, "--delays-on", str(tmp_path), "--delays-off", off,
+                     "-o", str(out)]) == 2
+    assert "no results.json" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------- delays on and off in the VM lab
+
+def _vm_record(tmp_path, commands):
+    folder = tmp_path / ".lab" / "beonet-sc98"
+    folder.mkdir(parents=True)
+    record = {"provider": "vm", "lab": "sc98", "netns": "sc98", "faults": {"nodes": [], "links": []},
+              "nodes": {"node01": {"address": "198.18.0.10", "delay": commands},
+                        "node02": {"address": "198.18.0.11", "delay": []}}}
+    (folder / base.VM_STATE).write_text(json.dumps(record))
+    return tmp_path / "sc98.yml"
+
+
+def test_lab_delays_off_removes_what_up_set_and_on_sets_it_again(tmp_path, monkeypatch):
+    plan = render.plan(sc98_mini())
+    commands = base.node_delay_commands(plan, "node01", {"eth1": "ens17", "eth2": "ens18"})
+    topo = _vm_record(tmp_path, commands)
+    sent = []
+    monkeypatch.setattr(vmlab, "_delay_node", lambda ns, st, node, addr, cmds: sent.append((node, cmds)))
+    assert vmlab.delay_devices(commands) == ["ens17", "ens18"]
+    assert faults.delays(str(topo), str(tmp_path), None, "vm", False) == "sc98: per-hop delays off in 1 VMs"
+    assert sent == [("node01", ["nft delete table inet beonet_lab 2>/dev/null || true",
+                                "tc qdisc del dev ens17 root 2>/dev/null || true",
+                                "tc qdisc del dev ens18 root 2>/dev/null || true"])]
+    faults.delays(str(topo), str(tmp_path), None, "vm", True)
+    assert sent[-1] == ("node01", commands)
+
+
+def test_lab_delays_errors(tmp_path):
+    topo = _vm_record(tmp_path, [])
+    assert "has no per-hop delays" in faults.delays(str(topo), str(tmp_path), None, "vm", False)
+    with pytest.raises(base.LabError, match="VM lab only"):
+        faults.delays(str(topo), str(tmp_path), None, "docker", False)
+    record = json.loads((tmp_path / ".lab" / "beonet-sc98" / base.VM_STATE).read_text())
+    record["faults"]["nodes"] = ["node02"]
+    (tmp_path / ".lab" / "beonet-sc98" / base.VM_STATE).write_text(json.dumps(record))
+    with pytest.raises(base.LabError, match="start the stopped nodes first"):
+        faults.delays(str(topo), str(tmp_path), None, "vm", True)
