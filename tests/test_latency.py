@@ -305,3 +305,23 @@ def test_lab_delays_errors(tmp_path):
     (tmp_path / ".lab" / "beonet-sc98" / base.VM_STATE).write_text(json.dumps(record))
     with pytest.raises(base.LabError, match="start the stopped nodes first"):
         faults.delays(str(topo), str(tmp_path), None, "vm", True)
+
+
+def test_nodes_down_classes_count_only_pairs_that_reach_each_other():
+    text = """
+name: chain
+family: custom
+custom:
+  nodes: [a, b, c, d]
+  links: [{ends: [a, b]}, {ends: [b, c]}, {ends: [c, d]}]
+latency: {forward_us: 5, forwarders: {b: 7}}
+"""
+    c = pipeline.compile_text(text, "chain.yml", down="b")
+    assert c.metrics["latency"]["classes"] == {"e-e": {"pairs": 2, "one_way_us": 0.0,
+                                                       "one_way_max_us": 0.0, "switches": 0,
+                                                       "routers": 0}}
+    assert render.plan(c)["latency"] == {"forward_us": {}}
+    with pytest.raises(ValueError, match="no path from a to c"):
+        latency.pair_path(c.graph, c.proof, "a", "c")
+    full = pipeline.compile_text(text, "chain.yml")
+    assert full.metrics["latency"]["classes"]["e-L-L-e"]["one_way_us"] == 12.0

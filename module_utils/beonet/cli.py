@@ -594,6 +594,8 @@ def parser() -> argparse.ArgumentParser:
             "summary.md, CSV tables and plots again from its results.json (no node is "
             "touched)", topology=False, output=argparse.SUPPRESS)
     s.add_argument("folder", help="results/<topology>/<timestamp>/ of playbooks/benchmark.yml")
+    s.add_argument("--topology", help="the topology YAML of the run: work out each set of "
+                   "pairs' capacity again from its plan (the file's own are kept without it)")
     s = add("latency-figure", cmd_latency_figure, "SC98's latency by path class (Table 1) "
             "beside two benchmark runs of one lab, with its per-hop delays on and off: "
             "summary.md, figure.json, latency.svg", inv=False, down=False,
@@ -602,8 +604,6 @@ def parser() -> argparse.ArgumentParser:
                    help="results folder of the run with the delays on")
     s.add_argument("--delays-off", required=True, metavar="FOLDER",
                    help="results folder of the run with the delays off")
-    s.add_argument("--topology", help="the topology YAML of the run: work out each set of "
-                   "pairs' capacity again from its plan (the file's own are kept without it)")
     return p
 
 

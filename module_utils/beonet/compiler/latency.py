@@ -131,12 +131,15 @@ def _one_path(graph: Graph, lat: Latency, hops: list[Node],
 
 def _pairs(graph: Graph, proof: Proof,
            pairs: Iterable[tuple[Node, Node]]) -> Iterator[tuple[str, float, int, int]]:
-    """(class name, one-way us, switches, routers) of each pair's preferred path."""
+    """(class name, one-way us, switches, routers) of each pair's preferred
+    path; a pair without one (nodes down: another component) is left out."""
     lat = graph.latency or Latency()
     walker = Walker(graph.nodes, proof.tables, Problems())
     leaves = _leaf_path(graph) if graph.switches else {}
     for s, d in pairs:
-        mids = walker.path(s.index, d.address, d.index) or []
+        mids = walker.path(s.index, d.address, d.index)
+        if mids is None:
+            continue
         hops = [s, *(graph.nodes[m] for m in mids), d]
         name, us, switches = _one_path(graph, lat, hops, leaves)
         yield name, us, switches, len(mids)
@@ -144,9 +147,10 @@ def _pairs(graph: Graph, proof: Proof,
 
 def pair_path(graph: Graph, proof: Proof, a: str, b: str) -> tuple[str, float]:
     """(class name, one-way us) of the path from node a to node b."""
-    name, us, _switches, _routers = next(_pairs(graph, proof, [(graph.by_name[a],
-                                                                graph.by_name[b])]))
-    return name, us
+    for name, us, _switches, _routers in _pairs(graph, proof, [(graph.by_name[a],
+                                                                 graph.by_name[b])]):
+        return name, us
+    raise ValueError("no path from %s to %s" % (a, b))
 
 
 def classes(graph: Graph, proof: Proof) -> dict[str, PathClass]:
