@@ -378,15 +378,28 @@ def cmd_latency_figure(args: argparse.Namespace) -> None:
     """SC98's latency by path class from two benchmark runs of one lab."""
     from .benchmarks import figures
     from .compiler import latency
-    for folder in (args.delays_on, args.delays_off):
-        if not os.path.isfile(os.path.join(folder, "results.json")):
-            raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
-                             "playbooks/benchmark.yml)" % folder)
+    _results_folders(args.delays_on, args.delays_off)
     compiled = _compiled(args)
     fig = figures.latency(args.delays_on, args.delays_off,
                           lambda a, b: latency.pair_path(compiled.graph, compiled.proof, a, b))
     written = figures.write_latency(args.output, fig, compiled.graph.name)
     print("beonet: wrote %s to %s/" % (", ".join(written), args.output.rstrip("/")))
+
+
+def cmd_mesh_figure(args: argparse.Namespace) -> None:
+    """The 1996 paper's token exchange on a single net and a routed mesh."""
+    from .benchmarks import figures
+    _results_folders(args.single, args.mesh)
+    fig = figures.mesh(args.single, args.mesh, args.proto)
+    written = figures.write_mesh(args.output, fig, "10 Mbit/s nets")
+    print("beonet: wrote %s to %s/" % (", ".join(written), args.output.rstrip("/")))
+
+
+def _results_folders(*folders: str) -> None:
+    for folder in folders:
+        if not os.path.isfile(os.path.join(folder, "results.json")):
+            raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
+                             "playbooks/benchmark.yml)" % folder)
 
 
 def cmd_schema(args: argparse.Namespace) -> None:
@@ -604,6 +617,16 @@ def parser() -> argparse.ArgumentParser:
                    help="results folder of the run with the delays on")
     s.add_argument("--delays-off", required=True, metavar="FOLDER",
                    help="results folder of the run with the delays off")
+    s = add("mesh-figure", cmd_mesh_figure, "the 1996 paper's token exchange on 10 Mbit/s "
+            "nets (its Figure 7): a single shared net beside a routed mesh's local and remote "
+            "pairs, from two benchmark runs: summary.md, figure.json, token-exchange.svg",
+            topology=False, inv=False, output="the folder to write to", need_output=True)
+    s.add_argument("--single", required=True, metavar="FOLDER",
+                   help="results folder of the single net's run")
+    s.add_argument("--mesh", required=True, metavar="FOLDER",
+                   help="results folder of the routed mesh's run")
+    s.add_argument("--proto", choices=["udp", "tcp"], default="udp",
+                   help="the token exchange's protocol (default udp, as in the paper)")
     return p
 
 

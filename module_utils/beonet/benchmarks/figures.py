@@ -154,18 +154,112 @@ def latency_plot(fig: dict[str, Any], path: str, title: str) -> None:
 
 def write_latency(out: str, fig: dict[str, Any], title: str) -> list[str]:
     """figure.json, summary.md and latency.svg (the plot when matplotlib is there)."""
+    return _write(out, fig, latency_markdown(fig, title),
+                  lambda path: latency_plot(fig, path, title), "latency.svg")
+
+
+# ------------------------------------------------ token exchange on 10 Mbit/s nets (1996, Figure 7)
+
+# The 1996 paper's figures for 7 pairs exchanging 8192-byte tokens on 10 Mbit/s
+# nets (MB/s), and its ratio of local to remote throughput in the switch-routed
+# mesh (the software-routed one is "somewhat greater").
+PAPER_1996 = {"single net": 1.0, "routed mesh, local": 6.3}
+PAPER_1996_LOCAL_OVER_REMOTE = 2.3
+
+# (label, run, planner class) of each line of the figure
+LINES = (("single net", "single", "same-segment"), ("routed mesh, local", "mesh", "same-segment"),
+         ("routed mesh, remote", "mesh", "gateway-1"))
+
+
+def mesh(single_dir: str, mesh_dir: str, proto: str = "udp") -> dict[str, Any]:
+    """The figure's data: per line, pairs and token size, the pairs' total
+    exchange throughput and the capacity of the links they share."""
+    runs = {"single": _load(single_dir), "mesh": _load(mesh_dir)}
+    rows = []
+    for label, run, cls in LINES:
+        for a in runs[run].get("aggregate", []):
+            if a["class"] == cls and a["proto"] == proto:
+                rows.append({"line": label, "pairs": a["pairs"], "size": a["size"],
+                             "exchange_MBps": round(a["exchange_MBps"], 3),
+                             "capacity_MBps": a.get("capacity_MBps")})
+    rows.sort(key=lambda r: ([x[0] for x in LINES].index(r["line"]), r["pairs"], r["size"]))
+    return {"proto": proto, "rows": rows, "environment": runs["mesh"].get("environment", {})}
+
+
+def _at(fig: dict[str, Any], line: str, pairs: int, size: int) -> float | None:
+    return next((r["exchange_MBps"] for r in fig["rows"]
+                 if (r["line"], r["pairs"], r["size"]) == (line, pairs, size)), None)
+
+
+def mesh_markdown(fig: dict[str, Any], title: str) -> str:
+    """8 KB tokens beside the paper, then every measured point."""
+    most = max((r["pairs"] for r in fig["rows"]), default=0)
+    local, remote = _at(fig, "routed mesh, local", most, 8192), _at(fig, "routed mesh, remote", most, 8192)
+    ratio = round(local / remote, 2) if local and remote else None
+    head = [["line", "lab, %d pairs, 8 KB (MB/s)" % most, "capacity (MB/s)", "1996 paper, 7 pairs"]]
+    cap = {(r["line"], r["pairs"], r["size"]): r["capacity_MBps"] for r in fig["rows"]}
+    rows = [[label, _at(fig, label, most, 8192), cap.get((label, most, 8192)), PAPER_1996.get(label)]
+            for label, _run, _cls in LINES]
+    rows.append(["local / remote", ratio, None, "%s (switch-routed; software-routed more)"
+                 % PAPER_1996_LOCAL_OVER_REMOTE])
+    out = ["# %s: token exchange (%s), single net and routed mesh" % (title, fig["proto"].upper()), "",
+           "Total exchange throughput of the pairs together (both directions, MB/s).", "",
+           _table(head[0], rows), "", "Every point:", "",
+           _table(["line", "pairs", "token bytes", "MB/s", "capacity MB/s"],
+                  [[r["line"], r["pairs"], r["size"], r["exchange_MBps"], r["capacity_MBps"]]
+                   for r in fig["rows"]]), "", "## Environment", ""]
+    return "\n".join(out + environment_markdown(fig["environment"])) + "\n"
+
+
+def mesh_plot(fig: dict[str, Any], path: str, title: str) -> None:
+    """Throughput against token size, a line per net and number of pairs."""
+    from .plots import _plt, _size_axis, series
+    plt = _plt()
+    figure, ax = plt.subplots(figsize=(7, 4.2))
+    sizes = []
+    for k, (label, _run, _cls) in enumerate(LINES):
+        for pairs in sorted({r["pairs"] for r in fig["rows"] if r["line"] == label}):
+            pts = series([r for r in fig["rows"] if (r["line"], r["pairs"]) == (label, pairs)],
+                         "size", "exchange_MBps")
+            sizes += [p[0] for p in pts]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
+                    color="C%d" % k, linestyle="-" if pairs > 1 else ":",
+                    label="%s, %d pair%s" % (label, pairs, "s" if pairs > 1 else ""))
+    for k, (label, _run, _cls) in enumerate(LINES):
+        if label in PAPER_1996:
+            ax.scatter([8192], [PAPER_1996[label]], marker="*", s=120, color="C%d" % k,
+                       edgecolors="black", label="1996 paper, %s, 7 pairs" % label)
+    if sizes:
+        _size_axis(ax, sizes, "token size (bytes)")
+    ax.set_ylabel("exchange throughput, pairs together (MB/s)")
+    ax.set_title("%s: token exchange (%s)" % (title, fig["proto"].upper()))
+    ax.legend(fontsize=6)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def write_mesh(out: str, fig: dict[str, Any], title: str) -> list[str]:
+    """figure.json, summary.md and token-exchange.svg (with matplotlib)."""
+    return _write(out, fig, mesh_markdown(fig, title), lambda path: mesh_plot(fig, path, title),
+                  "token-exchange.svg")
+
+
+def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], None],
+           plot_name: str) -> list[str]:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figure.json"), "w", encoding="utf-8") as fh:
         json.dump(fig, fh, indent=1, sort_keys=True)
     with open(os.path.join(out, "summary.md"), "w", encoding="utf-8") as fh:
-        fh.write(latency_markdown(fig, title))
+        fh.write(markdown)
     written = ["figure.json", "summary.md"]
     try:
-        latency_plot(fig, os.path.join(out, "latency.svg"), title)
-        written.append("latency.svg")
+        plot(os.path.join(out, plot_name))
+        written.append(plot_name)
     except ImportError:
         pass
     return written
 
 
-__all__ = ["latency", "latency_markdown", "latency_plot", "sc98_name", "write_latency"]
+__all__ = ["latency", "latency_markdown", "latency_plot", "mesh", "mesh_markdown", "mesh_plot",
+           "sc98_name", "write_latency", "write_mesh"]
