@@ -143,11 +143,16 @@ vm-benchmark: setup
 	bash scripts/vm-benchmark.sh
 
 # --- the papers' figures from the labs (results/figures/, see docs/figures.md) ---
-.PHONY: figure-latency
+.PHONY: figure-latency figure-mesh
 # SC98's latency by path class (Table 1) on 6 VMs with SC98's per-hop delays
 # emulated (netem), measured with and without them; the lab is taken down after.
 figure-latency: setup
 	bash scripts/figure-latency.sh
+
+# The 1996 paper's token exchange (its Figure 7) on the Docker lab: a single
+# shared 10 Mbit/s net and the 4x4 software-routed mesh, 1 and 7 pairs.
+figure-mesh: setup
+	bash scripts/figure-mesh.sh
 
 # --- Ansible collection beonet.cluster ---------------------------------------
 .PHONY: collection collection-test collection-sanity
