@@ -249,3 +249,50 @@ def test_the_mpi_fit_is_drawn_as_a_curve_along_the_size_axis():
     assert all(y == pytest.approx(100 + x / 10, rel=1e-3) for x, y in zip(xs, ys))
     assert "64 K" in [t.get_text() for t in ax.get_xticklabels()]
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ shared segments
+
+@pytest.fixture(scope="module")
+def hub_mesh():
+    return compiled(str(ROOT / "topologies/benchmarks/mesh-1996.yml"))
+
+
+def test_a_shared_segment_is_one_medium_for_both_ways(hub_mesh):
+    """A pair exchanging tokens on a hub puts each byte on it once each way:
+    one way it gets half the rate; pairs on one hub share it, on two add up."""
+    plan, _path_of = hub_mesh
+    one = cap.capacity(plan, [pair("node-0-0", "node-0-1")])
+    assert one["MBps"] == 0.625 and one["bottleneck"] == "one path, 5 Mbit/s"
+    two = cap.capacity(plan, [pair("node-0-0", "node-0-1"), pair("node-0-2", "node-0-3")])
+    assert two["MBps"] == 0.625
+    assert two["bottleneck"] == "shared segment d1-0 (10 Mbit/s, both ways) shared by 2 pairs"
+    apart = cap.capacity(plan, [pair("node-0-0", "node-0-1"), pair("node-1-0", "node-1-1")])
+    assert apart["MBps"] == 1.25
+    # through a gateway: both of its segments
+    assert cap.pair_resources(plan, "node-0-0", "node-1-1", ["node-0-1"]).keys() == {
+        ("medium", "d1-0"), ("medium", "d0-1")}
+
+
+def test_a_bonded_shared_lan_counts_each_channel_as_a_medium():
+    plan, _path_of = compiled("bonded-dual-net.yml")
+    shared = json.loads(json.dumps(plan))
+    shared["segments"]["net0"]["medium"] = "shared"
+    rate = shared["segments"]["net0"]["rate_mbit"]
+    c = cap.capacity(shared, [pair("node01", "node02"), pair("node03", "node04")])
+    assert c["MBps"] == 2 * rate / 16.0
+
+
+def test_pairs_spread_over_the_links(hub_mesh):
+    """7 local pairs of the 4x4 hub mesh: each on a segment of its own (the
+    greedy in list order puts two on the first row's hub)."""
+    plan, path_of = hub_mesh
+    local = bench.classify(plan, path_of, list(plan["nodes"]))["same-segment"]
+    links = lambda p: cap.pair_resources(plan, p[0], p[1], p[2]["via"])  # noqa: E731
+    spread = bench.disjoint_pairs(local, 7, links)
+    assert cap.capacity(plan, [pair(a, b) for a, b, _i in spread])["MBps"] == 7 * 0.625
+    in_order = bench.disjoint_pairs(local, 7)
+    assert cap.capacity(plan, [pair(a, b) for a, b, _i in in_order])["MBps"] < 7 * 0.625
+    nodes = [n for a, b, _i in spread for n in (a, b)]
+    assert len(nodes) == len(set(nodes)) == 14
+    assert bench.disjoint_pairs(local, 7, links) == spread          # deterministic

@@ -4,7 +4,8 @@ capacity an aggregate is compared with. Pure logic (stdlib).
 Every pair sends its token both ways, so each hop of its path uses, in each
 direction, the sender's NIC out, the receiver's NIC in and, on a LAN of a
 switch tree, each switch uplink between the two (up on the sender's side,
-down on the receiver's). Pairs on disjoint links add up; pairs that cross
+down on the receiver's); on a shared segment (a hub), the segment's one
+medium, both ways. Pairs on disjoint links add up; pairs that cross
 one resource share it. The capacity is the max-min fair fill: every pair's
 rate grows together until a resource it uses is full (then that pair
 stops), so n pairs over separate links give n x link, pairs crossing one
@@ -18,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 Plan = Mapping[str, Any]
-Key = tuple[str, ...]       # ("out", node, nic), ("in", ...), ("up", switch), ("down", switch)
+Key = tuple[str, ...]       # ("out", node, nic), ("in", ...), ("up", switch), ("down", switch),
+#                             ("medium", segment)
 Resources = dict[Key, float]                # resource -> capacity MB/s
 
 
@@ -54,12 +56,23 @@ def _uplinks(plan: Plan, a: str, b: str) -> list[tuple[str, str]]:
             + [("down", s) for s in up_b[:up_b.index(common)]])
 
 
+def _medium(plan: Plan, seg: str) -> Resources:
+    """A shared segment (hub, coax) as one resource for both directions: a pair
+    exchanging tokens puts each byte on it once each way, so one way it
+    carries half its rate (each channel of a bonded one its own medium)."""
+    s = plan["segments"][seg]
+    media = sum(1 for c in plan["segments"].values() if c.get("carries") == seg) or 1
+    return {("medium", seg): media * s["rate_mbit"] / 16.0} if s.get("rate_mbit") else {}
+
+
 def hop_resources(plan: Plan, a: str, b: str) -> Resources:
     """What a frame from neighbour a to neighbour b uses, with each capacity
     (MB/s); a resource of unknown rate is left out."""
     seg = _shared_segment(plan, a, b)
     if seg is None:
         return {}
+    if plan["segments"].get(seg, {}).get("medium") == "shared":
+        return _medium(plan, seg)
     out: Resources = {}
     for key, nic in ((("out", a), _nic_on(plan, a, seg)), (("in", b), _nic_on(plan, b, seg))):
         if nic and nic.get("rate_mbit"):
@@ -117,6 +130,8 @@ def fill(uses: list[Resources]) -> tuple[list[float], list[Key | None]]:
 
 
 def _name(key: Key, mbit: float) -> str:
+    if key[0] == "medium":
+        return "shared segment %s (%g Mbit/s, both ways)" % (key[1], mbit * 2)
     if key[0] in ("up", "down"):
         return "uplink of switch %s (%g Mbit/s each way)" % (key[1], mbit)
     return "NIC %s %s (%g Mbit/s %s)" % (key[1], key[2], mbit, key[0])

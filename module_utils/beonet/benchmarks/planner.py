@@ -14,8 +14,10 @@ anything starts.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from .capacity import pair_resources
 
 Plan = Mapping[str, Any]                      # a plan (outputs.plan.Plan) as read here
 PathOf = Callable[[str, str], list[str]]      # (a, b) -> hop node names from a to b
@@ -209,21 +211,58 @@ def classify(plan: Plan, path_of: PathOf, nodes: list[str]) -> dict[str, list[Pa
     return out
 
 
-def disjoint_pairs(candidates: list[Pair], k: int) -> list[Pair]:
-    """Up to k pairs with no node in two pairs, spread over the candidate list
-    (deterministic): a greedy pass that skips pairs touching a used node."""
-    used: set[str] = set()
-    out: list[Pair] = []
-    if k <= 0:
+def disjoint_pairs(candidates: list[Pair], k: int,
+                   uses: Callable[[Pair], Iterable[object]] | None = None) -> list[Pair]:
+    """Up to k pairs with no node in two pairs (deterministic). Without uses: a
+    greedy pass in candidate order that skips pairs touching a used node. With
+    uses(pair) (the links a pair's path takes): greedy spreads, each next pair
+    the first free one sharing the fewest links with those chosen, started
+    from up to SPREAD_STARTS first pairs; the most pairs, then the fewest
+    links shared, win. The pairs spread over the network as the papers'
+    independent pairs did."""
+    if uses is None:
+        used: set[str] = set()
+        out: list[Pair] = []
+        for a, b, info in candidates:
+            if len(out) == k:
+                break
+            if a not in used and b not in used:
+                out.append((a, b, info))
+                used.update((a, b))
         return out
-    for a, b, info in candidates:
-        if a in used or b in used:
-            continue
-        out.append((a, b, info))
-        used.update((a, b))
-        if len(out) == k:
+    links = [set(uses(p)) for p in candidates]
+    best: tuple[int, list[int]] | None = None
+    starts = max(1, min(SPREAD_STARTS, SPREAD_BUDGET // (len(candidates) * max(k, 1) + 1)))
+    for start in sorted({len(candidates) * j // starts for j in range(starts)}):
+        shared, chosen = _spread(candidates, links, k, start)
+        if best is None or (-len(chosen), shared) < (-len(best[1]), best[0]):
+            best = (shared, chosen)
+    return [candidates[i] for i in (best[1] if best else [])]
+
+
+SPREAD_STARTS = 32      # greedy spreads tried, each from another first pair ...
+SPREAD_BUDGET = 2_000_000   # ... fewer where candidates x pairs is large (one at least)
+
+
+def _spread(candidates: list[Pair], links: list[set[object]], k: int,
+            start: int) -> tuple[int, list[int]]:
+    """Greedy from candidate `start`: each next pair the first free one sharing
+    the fewest links with those chosen. (links shared in all, chosen indexes)"""
+    used: set[str] = set()
+    taken: set[object] = set()
+    chosen: list[int] = []
+    shared = 0
+    order = list(range(start, len(candidates))) + list(range(start))
+    while len(chosen) < k:
+        free = [i for i in order if candidates[i][0] not in used and candidates[i][1] not in used]
+        if not free:
             break
-    return out
+        pick = min(free, key=lambda i: len(links[i] & taken))     # the first of the least shared
+        shared += len(links[pick] & taken)
+        chosen.append(pick)
+        used.update(candidates[pick][:2])
+        taken |= links[pick]
+    return shared, chosen
 
 
 def pair_counts(available: int, requested: list[int] | None = None) -> list[int]:
@@ -384,6 +423,7 @@ class _Ctx(NamedTuple):
     out: str
     piddir: str
     deadline: int
+    links: Callable[[Pair], Iterable[object]]   # what a pair's path takes (capacity.pair_resources)
 
 
 def _pair(a: str, b: str, info: dict[str, Any]) -> dict[str, Any]:
@@ -423,9 +463,9 @@ def _tokex_steps(c: _Ctx, classes: dict[str, list[Pair]],
         cands = classes.get(cls, [])
         if not cands:
             continue
-        most = len(disjoint_pairs(cands, len(c.p["nodes"])))
+        most = len(disjoint_pairs(cands, len(c.p["nodes"]), c.links))
         for k in pair_counts(most, c.p.get("pairs")):
-            chosen = disjoint_pairs(cands, k)
+            chosen = disjoint_pairs(cands, k, c.links)
             steps.append(_tokex_step(c, cls, chosen))
             pairs_of.setdefault(cls, chosen)
     return steps, pairs_of
@@ -514,7 +554,8 @@ def schedule(plan: Plan, path_of: PathOf, params: dict[str, Any],
     a common start time (epoch seconds) just before the step runs."""
     p = validate(plan, params)
     c = _Ctx(p, {n: plan["nodes"][n]["address"] for n in p["nodes"]}, workdir, workdir + "/tokex",
-             workdir + "/out", workdir + "/run", int(p.get("deadline", 180)))
+             workdir + "/out", workdir + "/run", int(p.get("deadline", 180)),
+             lambda pair: pair_resources(plan, pair[0], pair[1], pair[2]["via"]))
     classes = classify(plan, path_of, p["nodes"])
     wanted = p.get("classes") or [cls for cls in CLASS_ORDER if cls in classes]
     steps, pairs_of = _tokex_steps(c, classes, wanted)
