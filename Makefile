@@ -150,7 +150,7 @@ figure-latency: setup
 	bash scripts/figure-latency.sh
 
 # The 1996 paper's token exchange (its Figure 7) on the Docker lab: a single
-# shared 10 Mbit/s net and the 4x4 software-routed mesh, 1 and 7 pairs.
+# shared 10 Mbit/s net and the 4x4 software-routed mesh, 1 to 7 pairs, 8 KB tokens.
 figure-mesh: setup
 	bash scripts/figure-mesh.sh
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The 1996 paper's token exchange on 10 Mbit/s nets (its Figure 7) from the
 # Docker lab (make figure-mesh): the single net (14 nodes on one shared
-# segment) and the 4x4 software-routed mesh of shared 4-node segments, 1 and 7
-# pairs exchanging UDP tokens of 4 bytes to 8 KB. `beonet mesh-figure` sets
-# them beside the paper. Each lab is taken down at the end, also on failure or
+# segment) and the 4x4 software-routed mesh of shared 4-node segments, 1, 2, 4
+# and 7 pairs exchanging 8 KB tokens (one size: the pairs of a step start
+# together, so their common window is the whole step). `beonet mesh-figure`
+# sets them beside the paper. Each lab is taken down at the end, also on failure or
 # interrupt. The bonded dual net needs the kernel's bonding: not in this lab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,8 @@ export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 SINGLE=topologies/benchmarks/single-net-1995.yml
 MESH=topologies/benchmarks/mesh-1996.yml
 OUT=${FIGURE_OUT:-results/figures/mesh-$(date -u +%Y%m%dT%H%M%SZ)}
-COMMON='"count": 200, "warmup": 10, "sizes": [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
-  "mss_points": false, "pairs": [1, 7], "copies": 2, "remote_copies": [], "ring_rounds": 5,
+COMMON='"count": 300, "warmup": 10, "sizes": [8192],
+  "mss_points": false, "pairs": [1, 2, 4, 7], "copies": 2, "remote_copies": [], "ring_rounds": 5,
   "iperf_seconds": 1'
 down() {
   beonet lab down "$SINGLE" --name figure-single >/dev/null 2>&1 || true

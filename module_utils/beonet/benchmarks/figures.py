@@ -171,12 +171,41 @@ LINES = (("single net", "single", "same-segment"), ("routed mesh, local", "mesh"
          ("routed mesh, remote", "mesh", "gateway-1"))
 
 
+def concurrent(res: dict[str, Any], cls: str, pairs: int, size: int,
+               proto: str) -> float | None:
+    """Exchange throughput (MB/s, both ways) of a step's pairs over the window
+    in which all of them ran: from the last start to the first end, each
+    exchange placed at its start plus the round trips before it (its
+    samples). None without samples or a common window."""
+    runs = [t for t in res.get("tokex", []) if (t["class"], t["pairs"], t["size"], t["proto"])
+            == (cls, pairs, size, proto)]
+    rtts: dict[str, list[float]] = {}
+    for x in res.get("samples", []):
+        if (x["class"], x["pairs"], x["size"], x["proto"]) == (cls, pairs, size, proto):
+            rtts.setdefault(x["client"], []).append(x["rtt_us"] / 1e6)
+    if not runs or any(t["client"] not in rtts for t in runs):
+        return None
+    ends: dict[str, list[float]] = {}
+    for t in runs:
+        clock, out = t["start"], []
+        for rtt in rtts[t["client"]]:
+            clock += rtt
+            out.append(clock)
+        ends[t["client"]] = out
+    lo = max(t["start"] for t in runs)
+    hi = min(e[-1] for e in ends.values())
+    if hi <= lo:
+        return None
+    done = sum(1 for e in ends.values() for x in e if lo < x <= hi)
+    return round(2 * size * done / (hi - lo) / 1e6, 3)
+
+
 def mesh(single_dir: str, mesh_dir: str, proto: str = "udp") -> dict[str, Any]:
-    """The figure's data: per line, pairs and token size, the pairs' exchange
-    throughput together, as the paper counts it (the sum of each pair's own
-    rate) and over the union of their windows (less where the pairs did not
-    run each size at the same time), and the capacity of the links they
-    share (both ways)."""
+    """The figure's data: per line and number of pairs, the pairs' exchange
+    throughput together over the window all of them ran in (concurrent),
+    the sum of each pair's own rate (how the paper counts it: more where
+    pairs did not overlap) and the capacity of the links they share (both
+    ways), for each token size measured."""
     runs = {"single": _load(single_dir), "mesh": _load(mesh_dir)}
     rows = []
     for label, run, cls in LINES:
@@ -184,10 +213,10 @@ def mesh(single_dir: str, mesh_dir: str, proto: str = "udp") -> dict[str, Any]:
             if a["class"] == cls and a["proto"] == proto:
                 cap = a.get("capacity_MBps")
                 rows.append({"line": label, "pairs": a["pairs"], "size": a["size"],
-                             "exchange_MBps": round(a.get("sum_exchange_MBps", a["exchange_MBps"]), 3),
-                             "union_MBps": round(a["exchange_MBps"], 3),
+                             "exchange_MBps": concurrent(runs[run], cls, a["pairs"], a["size"], proto),
+                             "sum_MBps": round(a.get("sum_exchange_MBps", a["exchange_MBps"]), 3),
                              "capacity_MBps": round(2 * cap, 3) if cap else None})
-    rows.sort(key=lambda r: ([x[0] for x in LINES].index(r["line"]), r["pairs"], r["size"]))
+    rows.sort(key=lambda r: ([x[0] for x in LINES].index(r["line"]), r["size"], r["pairs"]))
     return {"proto": proto, "rows": rows, "environment": runs["mesh"].get("environment", {})}
 
 
@@ -197,52 +226,50 @@ def _at(fig: dict[str, Any], line: str, pairs: int, size: int) -> float | None:
 
 
 def mesh_markdown(fig: dict[str, Any], title: str) -> str:
-    """8 KB tokens beside the paper, then every measured point."""
+    """The most pairs at 8 KB beside the paper, then every measured point."""
     most = max((r["pairs"] for r in fig["rows"]), default=0)
     local, remote = _at(fig, "routed mesh, local", most, 8192), _at(fig, "routed mesh, remote", most, 8192)
     ratio = round(local / remote, 2) if local and remote else None
-    head = ["line", "lab, %d pairs, 8 KB (MB/s)" % most, "union of windows", "capacity",
-            "1996 paper, 7 pairs"]
     by = {(r["line"], r["pairs"], r["size"]): r for r in fig["rows"]}
-    rows = [[label, _at(fig, label, most, 8192), by.get((label, most, 8192), {}).get("union_MBps"),
+    rows = [[label, _at(fig, label, most, 8192), by.get((label, most, 8192), {}).get("sum_MBps"),
              by.get((label, most, 8192), {}).get("capacity_MBps"), PAPER_1996.get(label)]
             for label, _run, _cls in LINES]
     rows.append(["local / remote", ratio, None, None, "%s (switch-routed; software-routed more)"
                  % PAPER_1996_LOCAL_OVER_REMOTE])
     out = ["# %s: token exchange (%s), single net and routed mesh" % (title, fig["proto"].upper()), "",
-           "Exchange throughput of the pairs together, both directions, MB/s: the sum of "
-           "each pair's own rate (as the paper counts it); the bytes over the union of the "
-           "pairs' windows (lower where they did not run a size at the same time); the "
-           "capacity of the links they share, both ways.", "",
-           _table(head, rows), "", "Every point:", "",
-           _table(["line", "pairs", "token bytes", "MB/s", "union of windows", "capacity"],
-                  [[r["line"], r["pairs"], r["size"], r["exchange_MBps"], r["union_MBps"],
+           "Exchange throughput of the pairs together, both ways, MB/s: over the window in "
+           "which all of them ran; the sum of each pair's own rate (the paper's count, more "
+           "where pairs did not overlap); the capacity of the links they share, both ways.", "",
+           _table(["line", "lab, %d pairs, 8 KB" % most, "sum of the pairs' rates", "capacity",
+                   "1996 paper, 7 pairs"], rows), "", "Every point:", "",
+           _table(["line", "pairs", "token bytes", "MB/s together", "sum of rates", "capacity"],
+                  [[r["line"], r["pairs"], r["size"], r["exchange_MBps"], r["sum_MBps"],
                     r["capacity_MBps"]] for r in fig["rows"]]), "", "## Environment", ""]
     return "\n".join(out + environment_markdown(fig["environment"])) + "\n"
 
 
 def mesh_plot(fig: dict[str, Any], path: str, title: str) -> None:
-    """Throughput against token size, a line per net and number of pairs."""
-    from .plots import _plt, _size_axis, series
+    """Throughput against the number of pairs at the largest token, a line
+    per net, with its capacity dashed and the paper's 7-pair figure."""
+    from .plots import _plt
     plt = _plt()
+    size = max((r["size"] for r in fig["rows"]), default=0)
     figure, ax = plt.subplots(figsize=(7, 4.2))
-    sizes = []
     for k, (label, _run, _cls) in enumerate(LINES):
-        for pairs in sorted({r["pairs"] for r in fig["rows"] if r["line"] == label}):
-            pts = series([r for r in fig["rows"] if (r["line"], r["pairs"]) == (label, pairs)],
-                         "size", "exchange_MBps")
-            sizes += [p[0] for p in pts]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
-                    color="C%d" % k, linestyle="-" if pairs > 1 else ":",
-                    label="%s, %d pair%s" % (label, pairs, "s" if pairs > 1 else ""))
-    for k, (label, _run, _cls) in enumerate(LINES):
+        rows = sorted((r for r in fig["rows"] if r["line"] == label and r["size"] == size),
+                      key=lambda r: r["pairs"])
+        got = [(r["pairs"], r["exchange_MBps"]) for r in rows if r["exchange_MBps"] is not None]
+        ax.plot([p[0] for p in got], [p[1] for p in got], marker="o", color="C%d" % k, label=label)
+        caps = [(r["pairs"], r["capacity_MBps"]) for r in rows if r["capacity_MBps"]]
+        ax.plot([p[0] for p in caps], [p[1] for p in caps], linestyle="--", color="C%d" % k,
+                alpha=0.5, label="%s: capacity" % label)
         if label in PAPER_1996:
-            ax.scatter([8192], [PAPER_1996[label]], marker="*", s=120, color="C%d" % k,
-                       edgecolors="black", label="1996 paper, %s, 7 pairs" % label)
-    if sizes:
-        _size_axis(ax, sizes, "token size (bytes)")
+            ax.scatter([7], [PAPER_1996[label]], marker="*", s=140, color="C%d" % k,
+                       edgecolors="black", zorder=3, label="%s: 1996 paper" % label)
+    ax.set_xlabel("pairs exchanging tokens at once")
     ax.set_ylabel("exchange throughput, pairs together (MB/s)")
-    ax.set_title("%s: token exchange (%s)" % (title, fig["proto"].upper()))
+    ax.set_ylim(0, None)
+    ax.set_title("%s: %d-byte tokens (%s)" % (title, size, fig["proto"].upper()))
     ax.legend(fontsize=6)
     figure.tight_layout()
     figure.savefig(path)
@@ -271,5 +298,6 @@ def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], N
     return written
 
 
-__all__ = ["latency", "latency_markdown", "latency_plot", "mesh", "mesh_markdown", "mesh_plot",
+__all__ = ["concurrent", "latency", "latency_markdown", "latency_plot", "mesh", "mesh_markdown",
+           "mesh_plot",
            "sc98_name", "write_latency", "write_mesh"]
