@@ -147,8 +147,8 @@ def _pairs(graph: Graph, proof: Proof,
 
 def pair_path(graph: Graph, proof: Proof, a: str, b: str) -> tuple[str, float]:
     """(class name, one-way us) of the path from node a to node b."""
-    for name, us, _switches, _routers in _pairs(graph, proof, [(graph.by_name[a],
-                                                                 graph.by_name[b])]):
+    ends = [(graph.by_name[a], graph.by_name[b])]
+    for name, us, _switches, _routers in _pairs(graph, proof, ends):
         return name, us
     raise ValueError("no path from %s to %s" % (a, b))
 

@@ -26,6 +26,8 @@ BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
 FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
 MEDIA = ["switched", "shared"]
 LATENCY_MODELS = ["sc98"]
+LATENCY_HELP = ("per-hop delay: the latency model in the metrics (pairs by path class), and "
+                "what the labs emulate where the kernel has netem")
 MAX_DELAY_US = 1_000_000
 
 _rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
@@ -169,8 +171,7 @@ SCHEMA = {
                                                     "the model's"},
             "forwarders": {"type": "object", "propertyNames": _name, "additionalProperties": _delay,
                            "description": "forward_us of single nodes, by name"},
-        }, description="per-hop delay: the latency model in the metrics (pairs by path class), "
-                        "and what the labs emulate where the kernel has netem"),
+        }, description=LATENCY_HELP),
         "management": _obj({"interface": _ifname},
                            description="the interface Ansible connects through; "
                                        "never touched by a plan"),
