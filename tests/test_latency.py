@@ -286,7 +286,7 @@ def test_lab_delays_off_removes_what_up_set_and_on_sets_it_again(tmp_path, monke
     topo = _vm_record(tmp_path, commands)
     sent = []
     monkeypatch.setattr(vmlab, "_delay_node", lambda ns, st, node, addr, cmds: sent.append((node, cmds)))
-    assert vmlab.delay_devices(commands) == ["ens17", "ens18"]
+    assert base.delay_devices(commands) == ["ens17", "ens18"]
     assert faults.delays(str(topo), str(tmp_path), None, "vm", False) == "sc98: per-hop delays off in 1 VMs"
     assert sent == [("node01", ["nft delete table inet beonet_lab 2>/dev/null || true",
                                 "tc qdisc del dev ens17 root 2>/dev/null || true",

@@ -371,7 +371,7 @@ def cmd_benchmark_report(args: argparse.Namespace) -> None:
         written += plots.plot_all(args.folder, res, title)
     except ImportError as exc:
         print("beonet: no plots: %s (pip install -r requirements.txt)" % exc, file=sys.stderr)
-    print("beonet: wrote %s to %s/" % (", ".join(written), args.folder.rstrip("/")))
+    _wrote(written, args.folder)
 
 
 def cmd_latency_figure(args: argparse.Namespace) -> None:
@@ -383,7 +383,7 @@ def cmd_latency_figure(args: argparse.Namespace) -> None:
     fig = figures.latency(args.delays_on, args.delays_off,
                           lambda a, b: latency.pair_path(compiled.graph, compiled.proof, a, b))
     written = figures.write_latency(args.output, fig, compiled.graph.name)
-    print("beonet: wrote %s to %s/" % (", ".join(written), args.output.rstrip("/")))
+    _wrote(written, args.output)
 
 
 def cmd_mesh_figure(args: argparse.Namespace) -> None:
@@ -392,7 +392,11 @@ def cmd_mesh_figure(args: argparse.Namespace) -> None:
     _results_folders(args.single, args.mesh)
     fig = figures.mesh(args.single, args.mesh, args.proto)
     written = figures.write_mesh(args.output, fig, "10 Mbit/s nets")
-    print("beonet: wrote %s to %s/" % (", ".join(written), args.output.rstrip("/")))
+    _wrote(written, args.output)
+
+
+def _wrote(files: list[str], folder: str) -> None:
+    print("beonet: wrote %s to %s/" % (", ".join(files), folder.rstrip("/")))
 
 
 def _results_folders(*folders: str) -> None:

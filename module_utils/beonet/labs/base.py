@@ -284,9 +284,12 @@ def delay_commands(dev: str, link_us: float, forward_us: float) -> list[str]:
             % (dev, FORWARD_MARK)]
 
 
+UNMARK = "nft delete table inet %s 2>/dev/null || true" % LAB_TABLE
+
+
 def mark_commands() -> list[str]:
     """An nftables table of the lab's own marking what the node forwards."""
-    return ["nft delete table inet %s 2>/dev/null || true" % LAB_TABLE,
+    return [UNMARK,
             "nft add table inet %s" % LAB_TABLE,
             "nft 'add chain inet %s forward { type filter hook forward priority -200 ; }'"
             % LAB_TABLE,
@@ -303,6 +306,19 @@ def node_delay_commands(plan: Plan, node: str, nics: Mapping[str, str]) -> list[
         if link or forward:
             out += delay_commands(real, link, forward)
     return (mark_commands() + out) if (out and forward) else out
+
+
+def delay_devices(commands: list[str]) -> list[str]:
+    """The NICs a node's delay commands (node_delay_commands) put a root qdisc on."""
+    return sorted({c.split()[4] for c in commands if c.startswith("tc qdisc replace dev")
+                   and c.split()[5] == "root"})
+
+
+def clear_delay_commands(commands: list[str]) -> list[str]:
+    """What undoes a node's delay commands: the marking table and the root
+    qdiscs they made removed."""
+    return [UNMARK] + ["tc qdisc del dev %s root 2>/dev/null || true" % d
+                       for d in delay_devices(commands)]
 
 
 def has_delay(plan: Plan) -> bool:

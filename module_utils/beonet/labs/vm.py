@@ -44,13 +44,13 @@ from ..outputs import plan as render
 from . import VM_IMAGES
 from .base import (
     DEFAULT_MTU,
-    LAB_TABLE,
     VM_STATE,
     LabError,
     Plan,
     Record,
     check_kind,
     clean,
+    clear_delay_commands,
     has_delay,
     lab_name,
     load_state,
@@ -446,12 +446,6 @@ def _delay_node(netns: str, state: str, node: str, address: str, commands: list[
         raise LabError("%s: the per-hop delays (netem) could not be set: %s" % (node, exc)) from exc
 
 
-def delay_devices(commands: list[str]) -> list[str]:
-    """The NICs a node's delay commands put a root qdisc on."""
-    return sorted({c.split()[4] for c in commands if c.startswith("tc qdisc replace dev")
-                   and c.split()[5] == "root"})
-
-
 def set_delays(state: str, saved: Record, on: bool) -> int:
     """Turn the lab's per-hop delays off (netem and the marking table removed)
     or on again (the saved commands); returns the VMs changed."""
@@ -461,9 +455,7 @@ def set_delays(state: str, saved: Record, on: bool) -> int:
         if not commands:
             continue
         if not on:
-            commands = (["nft delete table inet %s 2>/dev/null || true" % LAB_TABLE]
-                        + ["tc qdisc del dev %s root 2>/dev/null || true" % d
-                           for d in delay_devices(commands)])
+            commands = clear_delay_commands(commands)
         _delay_node(saved["netns"], state, node, vm["address"], commands)
         changed += 1
     return changed
