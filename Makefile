@@ -143,7 +143,7 @@ vm-benchmark: setup
 	bash scripts/vm-benchmark.sh
 
 # --- the papers' figures from the labs (results/figures/, see docs/figures.md) ---
-.PHONY: figure-latency figure-mesh
+.PHONY: figure-latency figure-mesh figure-bonded
 # SC98's latency by path class (Table 1) on 6 VMs with SC98's per-hop delays
 # emulated (netem), measured with and without them; the lab is taken down after.
 figure-latency: setup
@@ -153,6 +153,11 @@ figure-latency: setup
 # shared 10 Mbit/s net and the 4x4 software-routed mesh, 1 to 7 pairs, 8 KB tokens.
 figure-mesh: setup
 	bash scripts/figure-mesh.sh
+
+# The 1995/1996 papers' token exchange on the channel-bonded dual net: 14 VMs,
+# two shared 10 Mbit/s channels bonded round robin against one, 1 to 7 pairs.
+figure-bonded: setup
+	bash scripts/figure-bonded.sh
 
 # --- Ansible collection beonet.cluster ---------------------------------------
 .PHONY: collection collection-test collection-sanity

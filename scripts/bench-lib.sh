@@ -19,3 +19,15 @@ bench() {  # label -> runs benchmark.yml, prints its results folder
   fi
   echo "${after%/}"
 }
+
+bonded_nodes() {  # topology of the bonded family -> its node names (node01 ...)
+  python3 -c 'import sys,yaml; print(" ".join("node%02d" % (i + 1) for i in range(yaml.safe_load(open(sys.argv[1]))["bonded"]["nodes"])))' "$1"
+}
+
+set_member() {  # plan NIC, up|down -> that bond member on every VM of NODES (QEMU
+  # monitor), then the bond's miimon (100 ms) time to see it; needs TOPO, NAME
+  for n in $NODES; do
+    beonet lab link --provider vm "$TOPO" --name "$NAME" --node "$n" --nic "$1" --state "$2"
+  done
+  sleep 2
+}

@@ -13,7 +13,6 @@ TOPO=${VM_BENCH_TOPOLOGY:-topologies/benchmarks/vm-bonded-10.yml}
 NAME=${VM_BENCH_NAME:-vm-bench}
 INV=.lab/$NAME/inventory.yml
 TOPONAME=$(python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["name"])' "$TOPO")
-NODES=$(python3 -c 'import sys,yaml; print(" ".join("node%02d" % (i + 1) for i in range(yaml.safe_load(open(sys.argv[1]))["bonded"]["nodes"])))' "$TOPO")
 # Large tokens only: 8 KB exchanges with 16 tokens in flight (line rate), 8 KB
 # ping-pong is latency-bound under TCG; iperf3 + tokex stream/window on one pair.
 PARAMS=${VM_BENCH_PARAMS:-'{"count": 800, "sizes": [8192], "mss_points": false, "exchange_window": 16,
@@ -34,6 +33,7 @@ fi
 
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
+NODES=$(bonded_nodes "$TOPO")
 members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the bond + each live
   # member), tcp_reordering, the bond's TSO (site.yml turns it off on balance-rr bonds)
   ansible -i "$INV" beonet_nodes -m shell -a "grep -c 'MII Status: up' /proc/net/bonding/bond0; sysctl -n net.ipv4.tcp_reordering; ethtool -k bond0 | grep '^tcp-segmentation-offload'" \
@@ -42,12 +42,11 @@ members() {  # per node: 'MII Status: up' lines in /proc/net/bonding/bond0 (the 
 echo "== bonded: 2 channels" >&2
 members
 BONDED=$(bench bonded)
-for n in $NODES; do beonet lab link --provider vm "$TOPO" --name "$NAME" --node "$n" --nic eth2 --state down; done
-sleep 2   # miimon 100 ms
+set_member eth2 down
 echo "== single channel: eth2 down on every node" >&2
 members
 SINGLE=$(bench single)
-for n in $NODES; do beonet lab link --provider vm "$TOPO" --name "$NAME" --node "$n" --nic eth2 --state up; done
+set_member eth2 up
 
 python3 - "$SINGLE" "$BONDED" <<'PY'
 import json, sys
