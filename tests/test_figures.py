@@ -1,4 +1,5 @@
-"""The 1996 token-exchange figure (make figure-mesh) from results folders."""
+"""The papers' token-exchange figures (make figure-mesh, make figure-bonded) from
+results folders."""
 
 import json
 
@@ -57,14 +58,14 @@ def test_mesh_figure_sets_the_lab_beside_the_paper(tmp_path, capsys):
         _step("same-segment", 7, [[13100] * 100] * 7, [0.0] * 7, cap=4.375),
         _step("gateway-1", 7, [[13100 * 3] * 100] * 7, [0.0] * 7, cap=1.5),
         _step("p2p", 7, [[1000] * 10] * 7, [0.0] * 7, cap=9.0)])
-    fig = figures.mesh(single, mesh)
+    fig = figures.exchange("mesh", {"single": single, "mesh": mesh})
     assert [(r["line"], r["pairs"]) for r in fig["rows"]] == [
         ("single net", 1), ("single net", 7), ("routed mesh, local", 7), ("routed mesh, remote", 7)]
     local = fig["rows"][2]
     assert local["exchange_MBps"] == pytest.approx(7 * 2 * 8192 / 0.0131 / 1e6, abs=2e-3)
     assert local["capacity_MBps"] == 8.75
     assert fig["rows"][0]["exchange_MBps"] == fig["rows"][1]["exchange_MBps"]   # one medium
-    text = figures.mesh_markdown(fig, "t")
+    text = figures.exchange_markdown(fig, "t")
     assert "| routed mesh, local | 8.76 |" in text and "| 8.75 | 6.30 |" in text
     assert "| local / remote | 3.00 | — | — | 2.3" in text
     out = tmp_path / "fig"
@@ -72,3 +73,28 @@ def test_mesh_figure_sets_the_lab_beside_the_paper(tmp_path, capsys):
     assert {"figure.json", "summary.md", "token-exchange.svg"} <= {p.name for p in out.iterdir()}
     assert cli.main(["mesh-figure", "--single", str(tmp_path), "--mesh", mesh, "-o", str(out)]) == 2
     assert "no results.json" in capsys.readouterr().err
+
+
+def test_bonded_figure_sets_one_channel_beside_two(tmp_path, capsys):
+    """The same planner class in both runs; the ratio row is bonded over single."""
+    single = _folder(tmp_path / "single", [
+        _step("bonded", 1, [[13100] * 100], [0.0], cap=0.625),
+        _step("bonded", 7, [[13100 * 7] * 100] * 7, [0.0] * 7, cap=0.625)])
+    bonded = _folder(tmp_path / "bonded", [
+        _step("bonded", 1, [[7000] * 100], [0.0], cap=1.25),
+        _step("bonded", 7, [[7000 * 7] * 100] * 7, [0.0] * 7, cap=1.25)])
+    fig = figures.exchange("bonded", {"single": single, "bonded": bonded})
+    assert [(r["line"], r["pairs"], r["capacity_MBps"]) for r in fig["rows"]] == [
+        ("single net", 1, 1.25), ("single net", 7, 1.25),
+        ("bonded dual net", 1, 2.5), ("bonded dual net", 7, 2.5)]
+    text = figures.exchange_markdown(fig, "t")
+    assert "single net and bonded dual net" in text
+    assert "| bonded / single | 1.87 | — | — | 1.7 (70 % more) |" in text
+    assert "| bonded dual net | 2.34 |" in text and "| 2.50 | 1.70 |" in text
+    out = tmp_path / "fig"
+    assert cli.main(["bonded-figure", "--single", single, "--bonded", bonded, "-o", str(out)]) == 0
+    assert json.loads((out / "figure.json").read_text())["figure"] == "bonded"
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bonded-figure", "--single", single, "-o", str(out)])
+    assert exc.value.code == 2
+    assert "--bonded" in capsys.readouterr().err

@@ -386,12 +386,15 @@ def cmd_latency_figure(args: argparse.Namespace) -> None:
     _wrote(written, args.output)
 
 
-def cmd_mesh_figure(args: argparse.Namespace) -> None:
-    """The 1996 paper's token exchange on a single net and a routed mesh."""
+def cmd_exchange_figure(args: argparse.Namespace) -> None:
+    """The papers' token exchange on 10 Mbit/s nets: a single net beside a
+    routed mesh (mesh-figure) or a bonded dual net (bonded-figure)."""
     from .benchmarks import figures
-    _results_folders(args.single, args.mesh)
-    fig = figures.mesh(args.single, args.mesh, args.proto)
-    written = figures.write_mesh(args.output, fig, "10 Mbit/s nets")
+    folders = {run: getattr(args, run) for run in ("single", "mesh", "bonded")
+               if getattr(args, run, None) is not None}
+    _results_folders(*folders.values())
+    fig = figures.exchange(args.figure, folders, args.proto)
+    written = figures.write_exchange(args.output, fig, "10 Mbit/s nets")
     _wrote(written, args.output)
 
 
@@ -621,16 +624,21 @@ def parser() -> argparse.ArgumentParser:
                    help="results folder of the run with the delays on")
     s.add_argument("--delays-off", required=True, metavar="FOLDER",
                    help="results folder of the run with the delays off")
-    s = add("mesh-figure", cmd_mesh_figure, "the 1996 paper's token exchange on 10 Mbit/s "
-            "nets (its Figure 7): a single shared net beside a routed mesh's local and remote "
-            "pairs, from two benchmark runs: summary.md, figure.json, token-exchange.svg",
-            topology=False, inv=False, output="the folder to write to", need_output=True)
-    s.add_argument("--single", required=True, metavar="FOLDER",
-                   help="results folder of the single net's run")
-    s.add_argument("--mesh", required=True, metavar="FOLDER",
-                   help="results folder of the routed mesh's run")
-    s.add_argument("--proto", choices=["udp", "tcp"], default="udp",
-                   help="the token exchange's protocol (default udp, as in the paper)")
+    for name, other, words in (
+            ("mesh", "routed mesh", "the 1996 paper's token exchange on 10 Mbit/s nets (its "
+             "Figure 7): a single shared net beside a routed mesh's local and remote pairs"),
+            ("bonded", "bonded dual net", "the 1995/1996 papers' token exchange on the "
+             "channel-bonded dual net of 10 Mbit/s (1995 Figure 1): one channel beside two")):
+        s = add(name + "-figure", cmd_exchange_figure, words + ", from two benchmark runs: "
+                "summary.md, figure.json, token-exchange.svg", topology=False, inv=False,
+                output="the folder to write to", need_output=True)
+        s.set_defaults(figure=name)
+        s.add_argument("--single", required=True, metavar="FOLDER",
+                       help="results folder of the single net's run")
+        s.add_argument("--" + name, required=True, metavar="FOLDER",
+                       help="results folder of the %s's run" % other)
+        s.add_argument("--proto", choices=["udp", "tcp"], default="udp",
+                       help="the token exchange's protocol (default udp, as in the papers)")
     return p
 
 

@@ -6,6 +6,12 @@ delays emulated and once without, set beside SC98's table and its per-hop
 model (round trip = base + switch x switches + router x routers, fitted to
 the table). Each run is fitted to the same model, so the lab's own per-hop
 costs and those of its emulated delays can be read beside the paper's.
+
+Token exchange on 10 Mbit/s nets (1995, Figure 1; 1996, Figures 3 and 7):
+8 KB tokens, 1 to 7 pairs at once, on a single shared net beside a routed
+mesh's local and remote pairs, or beside the channel-bonded dual net; the
+pairs' throughput together over the window all of them ran in, beside the
+capacity of what they share and the papers' figure.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .planner import DEFAULT_MODEL, SC98_TABLE, fit_model, predict_rtt
@@ -158,17 +165,39 @@ def write_latency(out: str, fig: dict[str, Any], title: str) -> list[str]:
                   lambda path: latency_plot(fig, path, title), "latency.svg")
 
 
-# ------------------------------------------------ token exchange on 10 Mbit/s nets (1996, Figure 7)
+# ------------------------------------------------ token exchange on 10 Mbit/s nets (1995, 1996)
 
-# The 1996 paper's figures for 7 pairs exchanging 8192-byte tokens on 10 Mbit/s
-# nets (MB/s), and its ratio of local to remote throughput in the switch-routed
-# mesh (the software-routed one is "somewhat greater").
-PAPER_1996 = {"single net": 1.0, "routed mesh, local": 6.3}
-PAPER_1996_LOCAL_OVER_REMOTE = 2.3
+@dataclass(frozen=True)
+class Exchange:
+    """One of the papers' token-exchange figures on 10 Mbit/s nets: its lines
+    (label, run, planner class), the papers' throughput of each line at 8 KB
+    and 7 pairs (MB/s, both ways), and one ratio of two lines beside the
+    papers' (row label, numerator line, denominator line, the papers' words)."""
+    heading: str
+    lines: tuple[tuple[str, str, str], ...]
+    paper: dict[str, float]
+    ratio: tuple[str, str, str, str]
 
-# (label, run, planner class) of each line of the figure
-LINES = (("single net", "single", "same-segment"), ("routed mesh, local", "mesh", "same-segment"),
-         ("routed mesh, remote", "mesh", "gateway-1"))
+
+EXCHANGES = {
+    # 1996, Figure 7: the single net and the 4x4 software-routed mesh; its ratio
+    # of local to remote throughput is the switch-routed mesh's (software-routed:
+    # "somewhat greater").
+    "mesh": Exchange("single net and routed mesh",
+                     (("single net", "single", "same-segment"),
+                      ("routed mesh, local", "mesh", "same-segment"),
+                      ("routed mesh, remote", "mesh", "gateway-1")),
+                     {"single net": 1.0, "routed mesh, local": 6.3},
+                     ("local / remote", "routed mesh, local", "routed mesh, remote",
+                      "2.3 (switch-routed; software-routed more)")),
+    # 1995, Figure 1 and 1996, Figure 3: one 10 Mbit/s channel at 80 % of its
+    # 1.25 MB/s, two bonded at 68 % of 2.5 MB/s (70 % more), whatever the
+    # number of pairs from 2 on.
+    "bonded": Exchange("single net and bonded dual net",
+                       (("single net", "single", "bonded"), ("bonded dual net", "bonded", "bonded")),
+                       {"single net": 1.0, "bonded dual net": 1.7},
+                       ("bonded / single", "bonded dual net", "single net", "1.7 (70 % more)")),
+}
 
 
 def concurrent(res: dict[str, Any], cls: str, pairs: int, size: int,
@@ -200,15 +229,16 @@ def concurrent(res: dict[str, Any], cls: str, pairs: int, size: int,
     return round(2 * size * done / (hi - lo) / 1e6, 3)
 
 
-def mesh(single_dir: str, mesh_dir: str, proto: str = "udp") -> dict[str, Any]:
-    """The figure's data: per line and number of pairs, the pairs' exchange
-    throughput together over the window all of them ran in (concurrent),
-    the sum of each pair's own rate (how the paper counts it: more where
-    pairs did not overlap) and the capacity of the links they share (both
-    ways), for each token size measured."""
-    runs = {"single": _load(single_dir), "mesh": _load(mesh_dir)}
+def exchange(name: str, folders: dict[str, str], proto: str = "udp") -> dict[str, Any]:
+    """Figure `name` of EXCHANGES from its runs' results folders ({run: folder}):
+    per line and number of pairs, the pairs' exchange throughput together over
+    the window all of them ran in (concurrent), the sum of each pair's own
+    rate (how the papers count it: more where pairs did not overlap) and the
+    capacity of the links they share (both ways), for each token size."""
+    spec = EXCHANGES[name]
+    runs = {run: _load(folder) for run, folder in folders.items()}
     rows = []
-    for label, run, cls in LINES:
+    for label, run, cls in spec.lines:
         for a in runs[run].get("aggregate", []):
             if a["class"] == cls and a["proto"] == proto:
                 cap = a.get("capacity_MBps")
@@ -216,8 +246,10 @@ def mesh(single_dir: str, mesh_dir: str, proto: str = "udp") -> dict[str, Any]:
                              "exchange_MBps": concurrent(runs[run], cls, a["pairs"], a["size"], proto),
                              "sum_MBps": round(a.get("sum_exchange_MBps", a["exchange_MBps"]), 3),
                              "capacity_MBps": round(2 * cap, 3) if cap else None})
-    rows.sort(key=lambda r: ([x[0] for x in LINES].index(r["line"]), r["size"], r["pairs"]))
-    return {"proto": proto, "rows": rows, "environment": runs["mesh"].get("environment", {})}
+    labels = [x[0] for x in spec.lines]
+    rows.sort(key=lambda r: (labels.index(r["line"]), r["size"], r["pairs"]))
+    return {"figure": name, "proto": proto, "rows": rows,
+            "environment": runs[spec.lines[-1][1]].get("environment", {})}
 
 
 def _at(fig: dict[str, Any], line: str, pairs: int, size: int) -> float | None:
@@ -225,37 +257,38 @@ def _at(fig: dict[str, Any], line: str, pairs: int, size: int) -> float | None:
                  if (r["line"], r["pairs"], r["size"]) == (line, pairs, size)), None)
 
 
-def mesh_markdown(fig: dict[str, Any], title: str) -> str:
-    """The most pairs at 8 KB beside the paper, then every measured point."""
+def exchange_markdown(fig: dict[str, Any], title: str) -> str:
+    """The most pairs at 8 KB beside the papers, then every measured point."""
+    spec = EXCHANGES[fig["figure"]]
     most = max((r["pairs"] for r in fig["rows"]), default=0)
-    local, remote = _at(fig, "routed mesh, local", most, 8192), _at(fig, "routed mesh, remote", most, 8192)
-    ratio = round(local / remote, 2) if local and remote else None
     by = {(r["line"], r["pairs"], r["size"]): r for r in fig["rows"]}
     rows = [[label, _at(fig, label, most, 8192), by.get((label, most, 8192), {}).get("sum_MBps"),
-             by.get((label, most, 8192), {}).get("capacity_MBps"), PAPER_1996.get(label)]
-            for label, _run, _cls in LINES]
-    rows.append(["local / remote", ratio, None, None, "%s (switch-routed; software-routed more)"
-                 % PAPER_1996_LOCAL_OVER_REMOTE])
-    out = ["# %s: token exchange (%s), single net and routed mesh" % (title, fig["proto"].upper()), "",
+             by.get((label, most, 8192), {}).get("capacity_MBps"), spec.paper.get(label)]
+            for label, _run, _cls in spec.lines]
+    head, top, bottom, words = spec.ratio
+    num, den = _at(fig, top, most, 8192), _at(fig, bottom, most, 8192)
+    rows.append([head, round(num / den, 2) if num and den else None, None, None, words])
+    out = ["# %s: token exchange (%s), %s" % (title, fig["proto"].upper(), spec.heading), "",
            "Exchange throughput of the pairs together, both ways, MB/s: over the window in "
-           "which all of them ran; the sum of each pair's own rate (the paper's count, more "
+           "which all of them ran; the sum of each pair's own rate (the papers' count, more "
            "where pairs did not overlap); the capacity of the links they share, both ways.", "",
            _table(["line", "lab, %d pairs, 8 KB" % most, "sum of the pairs' rates", "capacity",
-                   "1996 paper, 7 pairs"], rows), "", "Every point:", "",
+                   "papers, 7 pairs, 8 KB"], rows), "", "Every point:", "",
            _table(["line", "pairs", "token bytes", "MB/s together", "sum of rates", "capacity"],
                   [[r["line"], r["pairs"], r["size"], r["exchange_MBps"], r["sum_MBps"],
                     r["capacity_MBps"]] for r in fig["rows"]]), "", "## Environment", ""]
     return "\n".join(out + environment_markdown(fig["environment"])) + "\n"
 
 
-def mesh_plot(fig: dict[str, Any], path: str, title: str) -> None:
+def exchange_plot(fig: dict[str, Any], path: str, title: str) -> None:
     """Throughput against the number of pairs at the largest token, a line
-    per net, with its capacity dashed and the paper's 7-pair figure."""
+    per net, with its capacity dashed and the papers' 7-pair figure."""
     from .plots import _plt
     plt = _plt()
+    spec = EXCHANGES[fig["figure"]]
     size = max((r["size"] for r in fig["rows"]), default=0)
     figure, ax = plt.subplots(figsize=(7, 4.2))
-    for k, (label, _run, _cls) in enumerate(LINES):
+    for k, (label, _run, _cls) in enumerate(spec.lines):
         rows = sorted((r for r in fig["rows"] if r["line"] == label and r["size"] == size),
                       key=lambda r: r["pairs"])
         got = [(r["pairs"], r["exchange_MBps"]) for r in rows if r["exchange_MBps"] is not None]
@@ -263,9 +296,9 @@ def mesh_plot(fig: dict[str, Any], path: str, title: str) -> None:
         caps = [(r["pairs"], r["capacity_MBps"]) for r in rows if r["capacity_MBps"]]
         ax.plot([p[0] for p in caps], [p[1] for p in caps], linestyle="--", color="C%d" % k,
                 alpha=0.5, label="%s: capacity" % label)
-        if label in PAPER_1996:
-            ax.scatter([7], [PAPER_1996[label]], marker="*", s=140, color="C%d" % k,
-                       edgecolors="black", zorder=3, label="%s: 1996 paper" % label)
+        if label in spec.paper:
+            ax.scatter([7], [spec.paper[label]], marker="*", s=140, color="C%d" % k,
+                       edgecolors="black", zorder=3, label="%s: the papers" % label)
     ax.set_xlabel("pairs exchanging tokens at once")
     ax.set_ylabel("exchange throughput, pairs together (MB/s)")
     ax.set_ylim(0, None)
@@ -276,10 +309,10 @@ def mesh_plot(fig: dict[str, Any], path: str, title: str) -> None:
     plt.close(figure)
 
 
-def write_mesh(out: str, fig: dict[str, Any], title: str) -> list[str]:
+def write_exchange(out: str, fig: dict[str, Any], title: str) -> list[str]:
     """figure.json, summary.md and token-exchange.svg (with matplotlib)."""
-    return _write(out, fig, mesh_markdown(fig, title), lambda path: mesh_plot(fig, path, title),
-                  "token-exchange.svg")
+    return _write(out, fig, exchange_markdown(fig, title),
+                  lambda path: exchange_plot(fig, path, title), "token-exchange.svg")
 
 
 def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], None],
@@ -298,6 +331,6 @@ def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], N
     return written
 
 
-__all__ = ["concurrent", "latency", "latency_markdown", "latency_plot", "mesh", "mesh_markdown",
-           "mesh_plot",
-           "sc98_name", "write_latency", "write_mesh"]
+__all__ = ["EXCHANGES", "Exchange", "concurrent", "exchange", "exchange_markdown", "exchange_plot",
+           "latency", "latency_markdown", "latency_plot", "sc98_name", "write_exchange",
+           "write_latency"]
