@@ -27,7 +27,8 @@ bonded_nodes() {  # topology of the bonded family -> its node names (node01 ...)
 set_member() {  # plan NIC, up|down -> that bond member on every VM of NODES (QEMU
   # monitor), then the bond's miimon (100 ms) time to see it; needs TOPO, NAME
   for n in $NODES; do
-    beonet lab link --provider vm "$TOPO" --name "$NAME" --node "$n" --nic "$1" --state "$2"
+    beonet lab link --provider vm "$TOPO" --name "$NAME" --node "$n" --nic "$1" --state "$2" >/dev/null
   done
+  echo "beonet: $1 $2 on $(echo "$NODES" | wc -w) nodes" >&2
   sleep 2
 }

@@ -22,12 +22,16 @@ trap down EXIT
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
 NODES=$(bonded_nodes "$TOPO")
+qemu_memory() {  # what the lab's QEMU processes hold, for the environment of the run
+  echo "beonet: QEMU resident memory $1: $(ps -C qemu-system-x86_64 -o rss= | awk '{s += $1} END {printf "%.1f GB", s / 1048576}')" >&2
+}
 bash scripts/build-vm-image.sh networkd
 start=$(date +%s)
 beonet lab up --provider vm "$TOPO" --name "$NAME"
 ansible-playbook -i "$INV" playbooks/site.yml >/dev/null
 echo "== bonded dual net: 2 channels" >&2
 BONDED=$(bench bonded)
+qemu_memory "after the bonded run"
 set_member eth2 down
 echo "== single net: eth2 down on every node" >&2
 SINGLE=$(bench single)

@@ -76,10 +76,11 @@ def test_mesh_figure_sets_the_lab_beside_the_paper(tmp_path, capsys):
 
 
 def test_bonded_figure_sets_one_channel_beside_two(tmp_path, capsys):
-    """The same planner class in both runs; the ratio row is bonded over single."""
+    """The same planner class in both runs; the single run's capacity is half
+    the plan's (one of two channels up); the ratio row is bonded over single."""
     single = _folder(tmp_path / "single", [
-        _step("bonded", 1, [[13100] * 100], [0.0], cap=0.625),
-        _step("bonded", 7, [[13100 * 7] * 100] * 7, [0.0] * 7, cap=0.625)])
+        _step("bonded", 1, [[13100] * 100], [0.0], cap=1.25),
+        _step("bonded", 7, [[13100 * 7] * 100] * 7, [0.0] * 7, cap=1.25)])
     bonded = _folder(tmp_path / "bonded", [
         _step("bonded", 1, [[7000] * 100], [0.0], cap=1.25),
         _step("bonded", 7, [[7000 * 7] * 100] * 7, [0.0] * 7, cap=1.25)])

@@ -103,9 +103,9 @@ def test_kernel_cmdline_and_qemu_argv(bonded):
     assert "systemd.machine_id=%s" % vmlab.machine_id("b", "node02") in line.split()
     assert "beonet.key=AAAAKEY" in line.split()
     assert "beonet.mgmt=%s,198.18.0.11/16" % vm["mgmt_mac"] in line.split()
-    argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, "b", memory_mb=512)
+    argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, "b", memory_mb=512, tb_cache_mb=64)
     assert argv[0] == "qemu-system-x86_64"
-    assert argv[argv.index("-accel") + 1] == "tcg"
+    assert argv[argv.index("-accel") + 1] == "tcg,tb-size=64"     # not QEMU's 1 GiB per VM
     assert argv[argv.index("-m") + 1] == "512" and argv[argv.index("-smp") + 1] == "1"
     assert argv[argv.index("-kernel") + 1] == "/img/vmlinuz"
     assert argv[argv.index("-append") + 1] == line

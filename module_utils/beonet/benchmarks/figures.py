@@ -170,11 +170,13 @@ def write_latency(out: str, fig: dict[str, Any], title: str) -> list[str]:
 @dataclass(frozen=True)
 class Exchange:
     """One of the papers' token-exchange figures on 10 Mbit/s nets: its lines
-    (label, run, planner class), the papers' throughput of each line at 8 KB
-    and 7 pairs (MB/s, both ways), and one ratio of two lines beside the
-    papers' (row label, numerator line, denominator line, the papers' words)."""
+    (label, run, planner class, the share of the plan's capacity the run had:
+    1/2 where one channel of a 2-channel bond was left up), the papers'
+    throughput of each line at 8 KB and 7 pairs (MB/s, both ways), and one
+    ratio of two lines beside the papers' (row label, numerator line,
+    denominator line, the papers' words)."""
     heading: str
-    lines: tuple[tuple[str, str, str], ...]
+    lines: tuple[tuple[str, str, str, float], ...]
     paper: dict[str, float]
     ratio: tuple[str, str, str, str]
 
@@ -184,17 +186,19 @@ EXCHANGES = {
     # of local to remote throughput is the switch-routed mesh's (software-routed:
     # "somewhat greater").
     "mesh": Exchange("single net and routed mesh",
-                     (("single net", "single", "same-segment"),
-                      ("routed mesh, local", "mesh", "same-segment"),
-                      ("routed mesh, remote", "mesh", "gateway-1")),
+                     (("single net", "single", "same-segment", 1.0),
+                      ("routed mesh, local", "mesh", "same-segment", 1.0),
+                      ("routed mesh, remote", "mesh", "gateway-1", 1.0)),
                      {"single net": 1.0, "routed mesh, local": 6.3},
                      ("local / remote", "routed mesh, local", "routed mesh, remote",
                       "2.3 (switch-routed; software-routed more)")),
     # 1995, Figure 1 and 1996, Figure 3: one 10 Mbit/s channel at 80 % of its
     # 1.25 MB/s, two bonded at 68 % of 2.5 MB/s (70 % more), whatever the
-    # number of pairs from 2 on.
+    # number of pairs from 2 on. The single net is the bonded lab with the
+    # second channel's NIC down on every node.
     "bonded": Exchange("single net and bonded dual net",
-                       (("single net", "single", "bonded"), ("bonded dual net", "bonded", "bonded")),
+                       (("single net", "single", "bonded", 0.5),
+                        ("bonded dual net", "bonded", "bonded", 1.0)),
                        {"single net": 1.0, "bonded dual net": 1.7},
                        ("bonded / single", "bonded dual net", "single net", "1.7 (70 % more)")),
 }
@@ -238,10 +242,10 @@ def exchange(name: str, folders: dict[str, str], proto: str = "udp") -> dict[str
     spec = EXCHANGES[name]
     runs = {run: _load(folder) for run, folder in folders.items()}
     rows = []
-    for label, run, cls in spec.lines:
+    for label, run, cls, share in spec.lines:
         for a in runs[run].get("aggregate", []):
             if a["class"] == cls and a["proto"] == proto:
-                cap = a.get("capacity_MBps")
+                cap = (a.get("capacity_MBps") or 0) * share
                 rows.append({"line": label, "pairs": a["pairs"], "size": a["size"],
                              "exchange_MBps": concurrent(runs[run], cls, a["pairs"], a["size"], proto),
                              "sum_MBps": round(a.get("sum_exchange_MBps", a["exchange_MBps"]), 3),
@@ -264,7 +268,7 @@ def exchange_markdown(fig: dict[str, Any], title: str) -> str:
     by = {(r["line"], r["pairs"], r["size"]): r for r in fig["rows"]}
     rows = [[label, _at(fig, label, most, 8192), by.get((label, most, 8192), {}).get("sum_MBps"),
              by.get((label, most, 8192), {}).get("capacity_MBps"), spec.paper.get(label)]
-            for label, _run, _cls in spec.lines]
+            for label, *_ in spec.lines]
     head, top, bottom, words = spec.ratio
     num, den = _at(fig, top, most, 8192), _at(fig, bottom, most, 8192)
     rows.append([head, round(num / den, 2) if num and den else None, None, None, words])
@@ -288,7 +292,7 @@ def exchange_plot(fig: dict[str, Any], path: str, title: str) -> None:
     spec = EXCHANGES[fig["figure"]]
     size = max((r["size"] for r in fig["rows"]), default=0)
     figure, ax = plt.subplots(figsize=(7, 4.2))
-    for k, (label, _run, _cls) in enumerate(spec.lines):
+    for k, (label, *_) in enumerate(spec.lines):
         rows = sorted((r for r in fig["rows"] if r["line"] == label and r["size"] == size),
                       key=lambda r: r["pairs"])
         got = [(r["pairs"], r["exchange_MBps"]) for r in rows if r["exchange_MBps"] is not None]

@@ -72,6 +72,10 @@ from .base import run as _host_run
 
 CACHE = os.environ.get("BEONET_VM_CACHE", "/var/cache/beonet/vm")
 MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
+# TCG's translated-code cache per VM: QEMU's default on an x86-64 host is
+# 1 GiB, which a Debian guest fills, so each VM would hold about 1.5 GB and
+# 14 of them most of a 24 GB machine.
+TB_CACHE_MB = int(os.environ.get("BEONET_VM_TB_CACHE", "128"))
 BOOT_TIMEOUT = int(os.environ.get("BEONET_VM_BOOT_TIMEOUT", "600"))
 MGMT_NET = (198 << 24) | (18 << 16)        # 198.18.0.0/16 inside the lab's namespace only
 MGMT_PREFIX = 16
@@ -201,9 +205,10 @@ def kernel_cmdline(node: str, vm: dict[str, Any], pubkey: str, lab_name: str) ->
 
 
 def qemu_argv(node: str, vm: dict[str, Any], image_dir: str, state: str, pubkey: str, lab_name: str,
-              memory_mb: int = MEMORY_MB) -> list[str]:
+              memory_mb: int = MEMORY_MB, tb_cache_mb: int = TB_CACHE_MB) -> list[str]:
     """The QEMU command that boots one VM (daemonized, inside the lab namespace)."""
-    argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc", "-accel", "tcg",
+    argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc",
+            "-accel", "tcg,tb-size=%d" % tb_cache_mb,
             "-cpu", "max", "-smp", "1", "-m", str(memory_mb),
             "-nodefaults", "-no-user-config", "-display", "none",
             "-kernel", os.path.join(image_dir, "vmlinuz"),
@@ -355,7 +360,8 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
             for node, vm in lay["vms"].items()}
     save_state(state, STATE, record(name, topology, lay, images, argv))
     _build_namespace(name, lay)
-    _say("starting %d VMs (TCG, 1 vCPU, %d MB each)" % (len(lay["vms"]), MEMORY_MB))
+    _say("starting %d VMs (TCG, 1 vCPU, %d MB + %d MB of translated code each)"
+         % (len(lay["vms"]), MEMORY_MB, TB_CACHE_MB))
     for node in lay["vms"]:
         _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
               os.path.join(CACHE, images[node], "disk.img"), os.path.join(state, node + ".qcow2")])
