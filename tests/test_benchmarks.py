@@ -537,3 +537,56 @@ def test_module_without_a_compiled_plan_says_what_to_run():
                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert res.returncode != 0
     assert "no compiled plan; run the beonet_plan role first" in res.stdout
+
+
+def test_aggregate_counts_the_window_all_pairs_ran_in():
+    """Pair a: 10 exchanges of 0.1 s from t=0; pair b: the same from t=0.5. Together
+    they moved 10 exchanges in 0.5..1.0; the union of their windows (0..1.5) counts
+    less, and is all that is left when several tokens were in flight."""
+    res: dict = {"tokex": [], "samples": []}
+    for client, start in (("a", 0.0), ("b", 0.5)):
+        res["tokex"].append({"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "client": client,
+                             "start": start, "seconds": 1.0, "count": 10})
+        res["samples"] += [{"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "client": client,
+                            "rtt_us": 100000.0}] * 10
+
+    def agg(in_flight):
+        return {"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "exchange_MBps": 0.04,
+                "one_way_MBps": 0.02, "reported": 2, "first_start": 0.0, "last_end": 1.5,
+                "in_flight": in_flight}
+    a = report._finish_aggregate(agg(1), res)
+    assert a["counted_over"] == "common window"
+    assert a["exchange_MBps"] == pytest.approx(2 * 1000 * 10 / 0.5 / 1e6)
+    assert a["sum_exchange_MBps"] == 0.04
+    w = report._finish_aggregate(agg(16), res)
+    assert w["counted_over"] == "union of windows"
+    assert w["one_way_MBps"] == pytest.approx(20 * 1000 / 1.5 / 1e6)
+    res["tokex"][1]["start"] = 5.0                      # never ran together
+    assert report._finish_aggregate(agg(1), res)["counted_over"] == "union of windows"
+    one = dict(agg(1), reported=1)
+    assert report._finish_aggregate(one, res)["counted_over"] == "pair"
+
+
+def test_report_counts_stored_aggregates_again(mesh, tmp_path):
+    """benchmark-report on results written with the union-of-windows count gives
+    the common-window count, and its percentage of the capacity."""
+    tokex, samples = [], []
+    for client, start in (("a", 0.0), ("b", 0.5)):
+        tokex.append({"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "client": client,
+                      "start": start, "seconds": 1.0, "count": 10})
+        samples += [{"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "client": client,
+                     "rtt_us": 100000.0}] * 10
+    union = 20 * 1000 / 1.5 / 1e6
+    agg = {"class": "c", "pairs": 2, "size": 1000, "proto": "udp", "exchange_MBps": 2 * union,
+           "one_way_MBps": union, "sum_exchange_MBps": 0.04, "sum_one_way_MBps": 0.02, "reported": 2,
+           "first_start": 0.0, "last_end": 1.5, "capacity_MBps": 0.025}
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"tokex": tokex, "samples": samples, "aggregate": [agg],
+         "params": bench.schedule(*mesh, {"count": 10, "sizes": [1000], "mss_points": False,
+                                          "pairs": [2]})["params"]}))
+    _sched, res, _title = report.render(str(tmp_path))
+    a = res["aggregate"][0]
+    assert a["counted_over"] == "common window" and a["one_way_MBps"] == pytest.approx(0.02)
+    assert a["one_way_pct_of_capacity"] == 80.0
+    assert "| c | udp | 2 | 1000 | 0.04 | 0.02 | 0.03 | 80.0 % | common window |" in (
+        tmp_path / "summary.md").read_text()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .planner import DEFAULT_MODEL, SC98_TABLE, fit_model, predict_rtt
-from .report import _table, environment_markdown
+from .report import _table, concurrent, environment_markdown
 
 Row = dict[str, Any]
 PROTOS = ("udp", "tcp")
@@ -204,33 +204,8 @@ EXCHANGES = {
 }
 
 
-def concurrent(res: dict[str, Any], cls: str, pairs: int, size: int,
-               proto: str) -> float | None:
-    """Exchange throughput (MB/s, both ways) of a step's pairs over the window
-    in which all of them ran: from the last start to the first end, each
-    exchange placed at its start plus the round trips before it (its
-    samples). None without samples or a common window."""
-    runs = [t for t in res.get("tokex", []) if (t["class"], t["pairs"], t["size"], t["proto"])
-            == (cls, pairs, size, proto)]
-    rtts: dict[str, list[float]] = {}
-    for x in res.get("samples", []):
-        if (x["class"], x["pairs"], x["size"], x["proto"]) == (cls, pairs, size, proto):
-            rtts.setdefault(x["client"], []).append(x["rtt_us"] / 1e6)
-    if not runs or any(t["client"] not in rtts for t in runs):
-        return None
-    ends: dict[str, list[float]] = {}
-    for t in runs:
-        clock, out = t["start"], []
-        for rtt in rtts[t["client"]]:
-            clock += rtt
-            out.append(clock)
-        ends[t["client"]] = out
-    lo = max(t["start"] for t in runs)
-    hi = min(e[-1] for e in ends.values())
-    if hi <= lo:
-        return None
-    done = sum(1 for e in ends.values() for x in e if lo < x <= hi)
-    return round(2 * size * done / (hi - lo) / 1e6, 3)
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 def exchange(name: str, folders: dict[str, str], proto: str = "udp") -> dict[str, Any]:
@@ -247,7 +222,8 @@ def exchange(name: str, folders: dict[str, str], proto: str = "udp") -> dict[str
             if a["class"] == cls and a["proto"] == proto:
                 cap = (a.get("capacity_MBps") or 0) * share
                 rows.append({"line": label, "pairs": a["pairs"], "size": a["size"],
-                             "exchange_MBps": concurrent(runs[run], cls, a["pairs"], a["size"], proto),
+                             "exchange_MBps": _round(concurrent(runs[run], cls, a["pairs"], a["size"],
+                                                                proto)),
                              "sum_MBps": round(a.get("sum_exchange_MBps", a["exchange_MBps"]), 3),
                              "capacity_MBps": round(2 * cap, 3) if cap else None})
     labels = [x[0] for x in spec.lines]
@@ -335,6 +311,6 @@ def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], N
     return written
 
 
-__all__ = ["EXCHANGES", "Exchange", "concurrent", "exchange", "exchange_markdown", "exchange_plot",
+__all__ = ["EXCHANGES", "Exchange", "exchange", "exchange_markdown", "exchange_plot",
            "latency", "latency_markdown", "latency_plot", "sc98_name", "write_exchange",
            "write_latency"]
