@@ -34,7 +34,7 @@ run "$TREE" bench-demo-tree '{"count": 3000, "sizes": [8192], "mss_points": fals
 python3 - <<'PY'
 import glob, json, os
 def latest(topo):
-    runs = sorted(glob.glob("results/%s/*/results.json" % topo))
+    runs = sorted(glob.glob("results/%s/[0-9]*/results.json" % topo))   # not mpi-*
     if not runs:
         raise SystemExit("beonet benchmark-demo: no results for %s" % topo)
     with open(runs[-1]) as fh:
@@ -42,11 +42,14 @@ def latest(topo):
 for topo in ("routed-mesh", "demo-tree"):
     folder, r = latest(topo)
     print("\n== %s: %s" % (topo, folder))
-    print("%-14s %-4s %5s %6s %12s %12s" % ("class", "prot", "pairs", "size", "one-way MB/s", "% of link"))
+    print("%-14s %-4s %5s %6s %12s %14s  %s" % ("class", "prot", "pairs", "size", "one-way MB/s",
+                                                "% of capacity", "counted over"))
     for a in sorted(r["aggregate"], key=lambda a: (a["class"], a["proto"], a["size"], a["pairs"])):
         if a["size"] in (1024, 8192) and a["proto"] == "tcp":
-            print("%-14s %-4s %5d %6d %12.2f %12.1f" % (a["class"], a["proto"], a["pairs"], a["size"],
-                                                       a["one_way_MBps"], a["one_way_pct_of_link"]))
+            pct = a.get("one_way_pct_of_capacity")
+            print("%-14s %-4s %5d %6d %12.2f %14s  %s" % (a["class"], a["proto"], a["pairs"], a["size"],
+                                                         a["one_way_MBps"], "-" if pct is None else pct,
+                                                         a.get("counted_over", "-")))
     for l in r["latency"]:
         print("latency %-14s %s: one-way median %.1f us (model %.1f us), %d router(s)"
               % (l["class"], l["proto"], l["one_way_median_us"], l["model_one_way_us"], l["routers"]))
