@@ -390,8 +390,7 @@ def cmd_exchange_figure(args: argparse.Namespace) -> None:
     """The papers' token exchange on 10 Mbit/s nets: a single net beside a
     routed mesh (mesh-figure) or a bonded dual net (bonded-figure)."""
     from .benchmarks import figures
-    folders = {run: getattr(args, run) for run in ("single", "mesh", "bonded")
-               if getattr(args, run, None) is not None}
+    folders = {run: getattr(args, run) for _label, run, *_ in figures.EXCHANGES[args.figure].lines}
     _results_folders(*folders.values())
     fig = figures.exchange(args.figure, folders, args.proto)
     written = figures.write_exchange(args.output, fig, "10 Mbit/s nets")
