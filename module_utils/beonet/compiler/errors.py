@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-
-def printable(text: str) -> str:
-    """Control characters from the topology (in keys, names) escaped: one problem, one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+from ..agent.names import escaped as printable
 
 
 class Problem:

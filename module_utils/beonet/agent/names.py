@@ -1,0 +1,141 @@
+"""Names that end up in files, paths and commands: one check for every entry.
+
+Interface names (NICs, bonds) come from topologies, inventories
+(``beonet_interfaces``), discovery reports, host_vars and the node module's
+parameters; node, segment and switch names from topologies, inventories and
+discovery reports. Every entry checks them here, before any file or command
+is built from them, and refuses with the value escaped.
+
+An interface name follows the kernel and systemd: 1 to 15 bytes (IFNAMSIZ is
+16 with the terminating NUL), not ``.`` or ``..``, not only digits, no ``/``,
+``:``, ``%`` or whitespace. beonet also refuses the characters that the files
+and commands it writes would read as syntax (quotes, ``*?[]`` globs of
+systemd's ``Name=``, ``#``, ``=``, ``;``, ``$``, ...) and a leading ``-``:
+what is left is letters, digits and ``_ . - + @``, which covers every name
+udev, systemd and the drivers give (``enp1s0f0np0``, ``eth0.100``, ``ib0``).
+
+A node name is a letter, then letters, digits, ``_``, ``.`` or ``-``, at most
+63 characters (the topology's rule, and a DNS label's length).
+
+Standard library only (the node agent uses it on the nodes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from collections.abc import Iterator
+from typing import Any
+
+IFNAMSIZ = 16
+IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
+NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
+IFNAME_RULE = "1-15 bytes of letters, digits and _ . - + @, not only digits"
+NODE_NAME_RULE = "a letter, then letters, digits, '_', '.' or '-' (at most 63)"
+
+
+def escaped(text: str) -> str:
+    """text with control and other unprintable characters escaped: one value, one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
+                   .decode("ascii") for c in text)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A value as a message quotes it: escaped, quoted, long ones cut."""
+    if isinstance(value, str):
+        text = escaped(value)
+        cut = text[:limit] + "..." if len(text) > limit else text
+        return "'%s'" % cut
+    return "%s %s" % (type_word(value), escaped(repr(value))[:limit])
+
+
+def type_word(value: Any) -> str:
+    """What a YAML/JSON value is, in the words a user knows."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__
+
+
+def ifname_problem(value: Any) -> str | None:
+    """Why value is not an interface name beonet writes, or None when it is one."""
+    if not isinstance(value, str):
+        return "must be an interface name, not %s" % type_word(value)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size == 0:
+        return "must be an interface name, not empty text"
+    why = None
+    if size >= IFNAMSIZ:
+        why = "is %d bytes long; the kernel allows 15" % size
+    elif value in (".", ".."):
+        why = "is a folder's name, not an interface name"
+    elif set(value) - IFNAME_CHARS:
+        bad = sorted(set(value) - IFNAME_CHARS)
+        why = "holds %s" % ", ".join(_char_name(c) for c in bad[:3])
+    elif value.isdigit():
+        why = "is only digits (the kernel reads those as an interface index)"
+    elif value.startswith("-"):
+        why = "starts with '-' (commands would read it as an option)"
+    if why is None:
+        return None
+    return "%s %s: an interface name is %s" % (shown(value), why, IFNAME_RULE)
+
+
+def node_name_problem(value: Any) -> str | None:
+    """Why value is not a node (host, segment, switch) name, or None when it is one."""
+    if not isinstance(value, str):
+        return "must be a name, not %s" % type_word(value)
+    if NODE_NAME.fullmatch(value):
+        return None
+    return "%s is not a name: %s" % (shown(value), NODE_NAME_RULE)
+
+
+def _char_name(c: str) -> str:
+    if c == " ":
+        return "a space"
+    if c in "\n\r\v\f\x85\u2028\u2029":
+        return "a line break"
+    if c == "\t":
+        return "a tab"
+    if not c.isprintable():
+        return "the control character %s" % escaped(c)
+    return "'%s'" % c
+
+
+def control_characters(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(key path, text) of every string in value (keys too) holding a control
+    character or line break: nothing beonet renders into a file may carry one."""
+    if isinstance(value, str):
+        if not value.isprintable():
+            yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            here = "%s.%s" % (path, k) if path else str(k)
+            if isinstance(k, str) and not k.isprintable():
+                yield here, k
+            yield from control_characters(v, here)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from control_characters(v, "%s[%d]" % (path, i))
+
+
+def inside(root: str, path: str) -> str:
+    """path (absolute, or relative to root) made absolute, if it stays inside root
+    once '..' and symbolic links are resolved; ValueError naming it otherwise."""
+    base = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(base, path))
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+        raise ValueError("%s lies outside %s" % (escaped(path), escaped(root)))
+    return full
