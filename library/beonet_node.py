@@ -151,12 +151,13 @@ in_sync:
   type: bool
 """
 
+import ipaddress
 import os
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
-from ansible.module_utils.beonet.agent import backends, discover, netmanager, nodeplan, preflight
+from ansible.module_utils.beonet.agent import backends, discover, names, netmanager, nodeplan, preflight
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
@@ -244,6 +245,23 @@ def _node_problems(module: AnsibleModule, n: nodeplan.NodePlan) -> list[str]:
     return [problem] if problem else []
 
 
+def _param_problems(p: dict[str, Any]) -> list[str]:
+    """The parameters checked before anything is read or built from them."""
+    name = p["node"]
+    problems = nodeplan.plan_problems(name, p["plan"])
+    if p["management_interface"] not in ("none", "auto", ""):
+        why = names.ifname_problem(p["management_interface"])
+        problems += ["%s: management_interface: %s" % (name, why)] if why else []
+    for k, prefix in enumerate(p["prefixes"]):
+        try:
+            ipaddress.IPv4Network(prefix)
+        except ValueError:
+            problems.append("%s: prefixes[%d]: %s is not an IPv4 network" % (name, k, names.shown(prefix)))
+    problems += ["%s: down[%d]: %s" % (name, k, why) for k, why in
+                 enumerate(names.node_name_problem(d) for d in p["down"]) if why]
+    return problems
+
+
 def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.LiveState,
                                                      netmanager.Decision]:
     """The plan checked against the node (refused before any change), what to run, and
@@ -251,8 +269,9 @@ def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.Liv
     p = module.params
     n, name = p["plan"], p["node"]
     problem = nodeplan.plan_format_problem(name, p["plan_format"])
-    if problem:
-        module.fail_json(msg=problem, problems=[problem], changed=False)
+    refused = [problem] if problem else _param_problems(p)
+    if refused:
+        module.fail_json(msg="; ".join(refused), problems=refused, changed=False)
     bonding = not beonet.has_bonds(n) or _bonding_driver(module)
     problems = beonet.refusals(n, name, p["management_interface"], p["management_address"], bonding)
     if p["preflight"]:

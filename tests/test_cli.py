@@ -183,7 +183,7 @@ def test_build_into_a_file_is_an_error(capsys, tmp_path):
 def test_output_onto_a_folder_is_an_error(capsys, tmp_path):
     code, out, err = run(capsys, "graph", MESH, "-o", str(tmp_path))
     assert code == 2 and out == ""
-    assert err == "beonet graph: cannot write %s: Is a directory\n" % tmp_path
+    assert err == "beonet graph: cannot write '%s': Is a directory\n" % tmp_path
     assert os.listdir(tmp_path) == []
 
 

@@ -71,8 +71,10 @@ def test_hostfiles_give_each_node_its_slots(capsys):
 
 @pytest.mark.parametrize("args,message", [
     (["hosts", "--slots", "2"], "--slots goes with hostfile and mpich-hosts only"),
-    (["hostfile", "--slots", "0"], "a whole number of 1 or more, not '0'"),
-    (["hostfile", "--slots", "x"], "a whole number of 1 or more, not 'x'")])
+    (["hostfile", "--slots", "0"], "a whole number from 1 to 65536, not '0'"),
+    (["hostfile", "--slots", "x"], "a whole number from 1 to 65536, not 'x'"),
+    (["hostfile", "--slots", "1" + "0" * 26], "a whole number from 1 to 65536, not '1000000"),
+    (["mpich-hosts", "--slots", "65537"], "a whole number from 1 to 65536, not '65537'")])
 def test_bad_slots_are_refused(args, message, capsys):
     try:
         code = cli.main(["export", "topologies/routed-mesh.yml", *args])

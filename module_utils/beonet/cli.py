@@ -10,6 +10,7 @@ from typing import Any
 
 from . import __version__
 from .agent.files import atomic_write
+from .agent.names import quoted, shown
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
@@ -515,14 +516,21 @@ def _inspect_commands(add: Any) -> None:
                    "and a walk of every pair: about a minute for 4,000 nodes)" % RESILIENCE_UP_TO)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError("a whole number of 1 or more, not %r" % text)
-    return value
+MAX_SLOTS = 65536        # processes per node in a hostfile: far beyond any node's cores
+
+
+def _count(lo: int, hi: int) -> Any:
+    """An argparse type: a whole number from lo to hi."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = lo - 1
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError("a whole number from %d to %d, not %s"
+                                             % (lo, hi, shown(text)))
+        return value
+    return parse
 
 
 def _output_commands(add: Any) -> None:
@@ -539,8 +547,9 @@ def _output_commands(add: Any) -> None:
                    "hostfile (cluster addresses, slots); mpich-hosts: MPICH machine file; "
                    "openmpi-mca: openmpi-mca-params.conf lines keeping MPI on the networks "
                    "every node routes to; cabling: every cable with both ends, switch by switch")
-    s.add_argument("--slots", type=_positive_int, default=1,
-                   help="hostfile, mpich-hosts: processes (slots) per node (default 1)")
+    s.add_argument("--slots", type=_count(1, MAX_SLOTS), default=1,
+                   help="hostfile, mpich-hosts: processes (slots) per node (default 1, "
+                   "at most %d)" % MAX_SLOTS)
     s.add_argument("--format", choices=cabling.FORMATS,
                    help="cabling: md (Markdown tables, default), csv (one row per cable) "
                    "or json")
@@ -597,7 +606,7 @@ def parser() -> argparse.ArgumentParser:
                    help="docker: plan (default): NICs named and mapped as planned; scrambled: "
                    "as on a new cluster (realistic names, random order, spare NICs, no "
                    "mapping in the inventory; the truth in .lab/NAME/wiring.json)")
-    s.add_argument("--miswire", type=int, default=0, metavar="N",
+    s.add_argument("--miswire", type=_count(0, 10_000), default=0, metavar="N",
                    help="docker, scrambled: move N cables (point-to-point to a wrong node, "
                    "switch to another segment's switch)")
     s.add_argument("--seed", type=int, default=0, help="docker, scrambled: seed of the "
@@ -648,6 +657,10 @@ def main(argv: list[str] | None = None) -> int:
     # third of the time of a large build) for nothing a short-lived command needs.
     gc.disable()
     args = parser().parse_args(argv)
+    if getattr(args, "output", None) == "":
+        print("beonet %s: -o: an empty name (give a file or folder, or '-' for stdout)"
+              % args.command, file=sys.stderr)
+        return EXIT_INPUT
     try:
         with pipeline.progress(sys.stderr):
             args.func(args)
@@ -666,8 +679,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:               # the output could not be written
-        print("beonet %s: cannot write %s: %s" % (args.command, args.output,
-                                                 exc.strerror or exc), file=sys.stderr)
+        print("beonet %s: cannot write %s: %s" % (
+            args.command, quoted(str(exc.filename or getattr(args, "output", None) or "the output")),
+            exc.strerror or exc), file=sys.stderr)
         return EXIT_INPUT
     return 0
 

@@ -31,8 +31,8 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files
-from .nodeplan import NodePlan
+from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files, config_path_problem
+from .nodeplan import NodePlan, unsafe_text
 from .routes import (
     delete_command,
     distinct_destinations,
@@ -95,11 +95,18 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
 
     backend: networkd, networkmanager, netplan or ifupdown (backends.py);
     renderer: netplan's (networkd or networkmanager)."""
+    unsafe = unsafe_text(n)
+    if unsafe is not None:
+        raise ValueError("the plan holds a control character at %s" % unsafe)
     files = backend_files(n, backend, renderer)
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
         "%s = %s\n" % kv for kv in failover_sysctls(n))
     if n["forwarding"]:
         files[NFT_PATH] = forward_ruleset(prefixes)[1]
+    for path in files:
+        why = config_path_problem(path)
+        if why is not None:
+            raise ValueError(why)
     return files
 
 

@@ -43,6 +43,19 @@ RECORD_PATH = "/var/lib/beonet/files"          # the persistent files beonet wro
 NM_PRIORITY = 50                               # above a DHCP profile's 0 and the auto default's -999
 NM_DISPATCHER = "/etc/NetworkManager/dispatcher.d/60-beonet-multipath"
 NETPLAN_DROPIN = NETWORKD + "/10-netplan-%s.network.d/60-beonet-multipath.conf"
+# The only folders beonet writes or removes files in (the persistent files' second wall).
+CONFIG_DIRS = (NETWORKD, "/etc/NetworkManager", "/etc/netplan", "/etc/network/interfaces.d",
+               "/etc/sysctl.d", "/etc/nftables.d", "/var/lib/beonet")
+
+
+def config_path_problem(path: str) -> str | None:
+    """Why beonet must not write (or remove) path on a node, or None: it must be a
+    plain absolute path, inside one of CONFIG_DIRS, with nothing unprintable."""
+    if not path.isprintable() or os.path.normpath(path) != path or not path.startswith("/"):
+        return "%r is not a plain absolute path" % path
+    if not any(path.startswith(d + "/") for d in CONFIG_DIRS):
+        return "%s lies outside the network configuration folders" % path
+    return None
 
 
 def _is_bond_member(iface: Interface) -> bool:
@@ -318,7 +331,7 @@ def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
     Only beonet's own files (a name holding 'beonet') are ever named."""
     keep = set(current)
     return sorted({p.strip() for p in (recorded or "").splitlines()
-                   if p.strip().startswith("/") and "beonet" in os.path.basename(p.strip())
+                   if config_path_problem(p.strip()) is None and "beonet" in os.path.basename(p.strip())
                    and p.strip() not in keep})
 
 

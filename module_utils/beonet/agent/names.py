@@ -31,7 +31,10 @@ from typing import Any
 IFNAMSIZ = 16
 IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
-IFNAME_RULE = "1-15 bytes of letters, digits and _ . - + @, not only digits"
+# The same rules as a JSON Schema pattern (for the topology schema and editors).
+IFNAME_PATTERN = r"^(?!-)(?![0-9]+$)(?!\.{1,2}$)[A-Za-z0-9_.+@-]{1,15}$"
+NODE_NAME_PATTERN = "^%s$" % NODE_NAME.pattern
+IFNAME_RULE = "1-15 bytes of letters, digits and _ . - + @, not only digits, no leading -"
 NODE_NAME_RULE = "a letter, then letters, digits, '_', '.' or '-' (at most 63)"
 
 
@@ -43,12 +46,16 @@ def escaped(text: str) -> str:
                    .decode("ascii") for c in text)
 
 
+def quoted(text: str) -> str:
+    """text in quotes, escaped: a file name or value in a message, whole."""
+    return "'%s'" % escaped(text)
+
+
 def shown(value: Any, limit: int = 40) -> str:
     """A value as a message quotes it: escaped, quoted, long ones cut."""
     if isinstance(value, str):
         text = escaped(value)
-        cut = text[:limit] + "..." if len(text) > limit else text
-        return "'%s'" % cut
+        return "'%s'" % (text[:limit] + "..." if len(text) > limit else text)
     return "%s %s" % (type_word(value), escaped(repr(value))[:limit])
 
 
@@ -77,13 +84,13 @@ def ifname_problem(value: Any) -> str | None:
     if size == 0:
         return "must be an interface name, not empty text"
     why = None
-    if size >= IFNAMSIZ:
+    if set(value) - IFNAME_CHARS:
+        bad = sorted(set(value) - IFNAME_CHARS)
+        why = "holds %s" % ", ".join(_char_name(c) for c in bad[:3])
+    elif size >= IFNAMSIZ:
         why = "is %d bytes long; the kernel allows 15" % size
     elif value in (".", ".."):
         why = "is a folder's name, not an interface name"
-    elif set(value) - IFNAME_CHARS:
-        bad = sorted(set(value) - IFNAME_CHARS)
-        why = "holds %s" % ", ".join(_char_name(c) for c in bad[:3])
     elif value.isdigit():
         why = "is only digits (the kernel reads those as an interface index)"
     elif value.startswith("-"):

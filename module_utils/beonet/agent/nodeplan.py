@@ -7,7 +7,12 @@ names (docs/plan.md). Standard library only.
 
 from __future__ import annotations
 
-from typing import TypedDict
+import ipaddress
+import json
+import re
+from typing import Any, TypedDict
+
+from .names import control_characters, ifname_problem, node_name_problem, shown, type_word
 
 PLAN_FORMAT = 2          # the plan's beonet.plan_format this agent understands
 
@@ -91,3 +96,99 @@ def plan_format_problem(node: str, plan_format: int) -> str | None:
                 "update the collection" % (node, plan_format, PLAN_FORMAT))
     return ("%s: plan_format %d is older than this beonet_node understands (%d); "
             "compile the plan again with this collection" % (node, plan_format, PLAN_FORMAT))
+
+
+# --- the node module's first wall: a plan is checked before anything is built from it
+
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad",
+              "balance-tlb", "balance-alb")
+_MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
+
+
+def _is_int(value: Any, lo: int, hi: int) -> bool:
+    return type(value) is int and lo <= value <= hi
+
+
+def _address_problem(value: Any, kind: str) -> str | None:
+    """Why value is not an IPv4 'address', 'interface' (ADDR/LEN) or 'network', or None."""
+    parse = {"address": ipaddress.IPv4Address, "interface": ipaddress.IPv4Interface,
+             "network": ipaddress.IPv4Network}[kind]
+    if not isinstance(value, str):
+        return "must be an IPv4 %s, not %s" % (kind, type_word(value))
+    try:
+        parse(value)
+    except ValueError:
+        return "%s is not an IPv4 %s" % (shown(value), kind)
+    return None
+
+
+def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
+    if not isinstance(i, dict):
+        return [(where, "must be a mapping, not %s" % type_word(i))]
+    out = [(where + ".name", ifname_problem(i.get("name"))),
+           (where + ".kind", None if i.get("kind") in ("ethernet", "bond") else
+            "must be ethernet or bond, not %s" % shown(i.get("kind")))]
+    out += [("%s.addresses[%d]" % (where, k), _address_problem(a, "interface"))
+            for k, a in enumerate(_listed(i.get("addresses", [])))]
+    out += [("%s.members[%d]" % (where, k), ifname_problem(m))
+            for k, m in enumerate(_listed(i.get("members", [])))]
+    if "bond" in i:
+        out.append((where + ".bond", ifname_problem(i["bond"])))
+    if "mtu" in i and not _is_int(i["mtu"], 68, 65535):
+        out.append((where + ".mtu", "must be a whole number from 68 to 65535"))
+    if "miimon" in i and not _is_int(i["miimon"], 0, 60000):
+        out.append((where + ".miimon", "must be a whole number from 0 to 60000"))
+    if "mode" in i and i["mode"] not in BOND_MODES:
+        out.append((where + ".mode", "%s is not a bonding mode" % shown(i["mode"])))
+    if "mac" in i and not (isinstance(i["mac"], str) and _MAC.fullmatch(i["mac"])):
+        out.append((where + ".mac", "%s is not a MAC address" % shown(i["mac"])))
+    return out
+
+
+def _route_problems(r: Any, where: str) -> list[tuple[str, str | None]]:
+    if not isinstance(r, dict):
+        return [(where, "must be a mapping, not %s" % type_word(r))]
+    out = [(where + ".to", _address_problem(r.get("to"), "network")),
+           (where + ".via", _address_problem(r.get("via"), "address")),
+           (where + ".src", _address_problem(r.get("src"), "address")),
+           (where + ".dev", ifname_problem(r.get("dev")))]
+    for k, hop in enumerate(_listed(r.get("nexthops", []))):
+        here = "%s.nexthops[%d]" % (where, k)
+        hop = hop if isinstance(hop, dict) else {}
+        out += [(here + ".via", _address_problem(hop.get("via"), "address")),
+                (here + ".dev", ifname_problem(hop.get("dev")))]
+    return out
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def plan_problems(node: Any, n: Any) -> list[str]:
+    """Every reason this node plan must not be applied (the node module's parameters):
+    names that are not interface names, addresses that are not addresses, numbers out
+    of range, control characters anywhere. Empty: every value is safe to write."""
+    why = node_name_problem(node)
+    if why is not None:
+        return ["node: %s" % why]
+    if not isinstance(n, dict):
+        return ["%s: the plan must be a mapping, not %s" % (node, type_word(n))]
+    found = [("address", _address_problem(n.get("address"), "address"))]
+    if not isinstance(n.get("forwarding"), bool):
+        found.append(("forwarding", "must be true or false"))
+    for k, i in enumerate(_listed(n.get("interfaces"))):
+        found += _interface_problems(i, "interfaces[%d]" % k)
+    for k, r in enumerate(_listed(n.get("routes"))):
+        found += _route_problems(r, "routes[%d]" % k)
+    found += [(path, "holds a control character: %s" % shown(text))
+              for path, text in control_characters(n)]
+    return ["%s: plan.%s: %s" % (node, path, msg) for path, msg in found if msg is not None]
+
+
+def unsafe_text(value: Any) -> str | None:
+    """The key path of a string in value holding a control character or line break
+    (None: none does). Fast where nothing does: one JSON encoding, scanned in C."""
+    text = json.dumps(value, ensure_ascii=False)
+    if "\\" not in text and text.isprintable():
+        return None
+    return next((path or "(the value)" for path, _text in control_characters(value)), None)

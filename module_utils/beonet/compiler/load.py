@@ -196,7 +196,12 @@ class _Builder:
 
     def scalar(self, node: yaml.Node, path: str) -> Any:
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, float) and not math.isfinite(value):
+                self.problems.add(path, "must be a finite number, not %s" % node.value,
+                                  line=_line(node))
+                return None
+            return value
         except yaml.YAMLError:
             raise
         except Exception as exc:  # a tagged scalar PyYAML cannot convert (!!int x, !!bool y, ...)
@@ -204,10 +209,10 @@ class _Builder:
                 node.value, node.tag.rsplit(":", 1)[-1], exc), _line(node), path) from exc
 
 
-def _too_big(size: int) -> str | None:
-    if size <= MAX_BYTES:
+def _too_big(size: int, limit: int = MAX_BYTES, what: str = "a topology") -> str | None:
+    if size <= limit:
         return None
-    return "over %d MiB, the limit for a topology" % (MAX_BYTES // (1024 * 1024))
+    return "over %d MiB, the limit for %s" % (limit // (1024 * 1024), what)
 
 
 def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
@@ -255,7 +260,8 @@ def _compose(text: str, problems: Problems, loader_class: type) -> tuple[Any, Li
     return data, (builder.lines if builder is not None else {})
 
 
-def parse_yaml(text: str, file: str | None) -> tuple[Any, Lines, Problems]:
+def parse_yaml(text: str, file: str | None, limit: int = MAX_BYTES,
+               what: str = "a topology") -> tuple[Any, Lines, Problems]:
     """Parse YAML text; return (data, lines, problems).
 
     LibYAML's loader (when PyYAML has it) composes about ten times faster; the
@@ -264,9 +270,9 @@ def parse_yaml(text: str, file: str | None) -> tuple[Any, Lines, Problems]:
     with, so that every message comes from one parser."""
     problems = Problems(file)
     problems.stage = "load"
-    big = _too_big(len(text))
+    big = _too_big(len(text), limit, what)
     if big:
-        problems.add("", "the topology is " + big)
+        problems.add("", "the file is " + big)
         return None, {}, problems
     if _FAST is not None and _flow_depth(text) <= MAX_DEPTH:
         data, lines = _compose(text, problems, _FAST)
@@ -471,6 +477,68 @@ def validate(data: Any, file: str | None, lines: Lines) -> Problems:
     return problems
 
 
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _expansion(root: yaml.Node) -> int | None:
+    """How many nodes aliases add when the document is built (None: an alias
+    inside the collection it names). Iterative, each node sized once."""
+    size: dict[int, int] = {}
+    gray: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            gray.discard(key)
+            continue
+        if key in size:
+            continue
+        if key in gray:
+            return None
+        gray.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+    return size[id(root)] - len(size)
+
+
+def bounds_problems(text: str, file: str, limit: int, what: str) -> Problems:
+    """What keeps YAML that another program will read (an inventory) from being
+    read within beonet's bounds: size, nesting, aliases, syntax. Nothing is built,
+    so tags and keys other tools accept pass."""
+    problems = Problems(file)
+    problems.stage = "load"
+    big = _too_big(len(text), limit, what)
+    if big:
+        problems.add("", "the file is " + big)
+        return problems
+    _require_libraries()
+    loader = _Loader(text) if _FAST is None or _flow_depth(text) > MAX_DEPTH else _FAST(text)
+    try:
+        root = loader.get_single_node()
+        grown = 0 if root is None else _expansion(root)
+        if grown is None:
+            problems.add("", "a YAML alias refers to a collection that contains it")
+        elif grown > MAX_ALIAS_NODES:
+            problems.add("", "YAML aliases expand to more than %d nodes" % MAX_ALIAS_NODES)
+    except _Refused as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problems.add("", _syntax_message(exc), line=(mark.line + 1) if mark else None)
+    except (yaml.YAMLError, RecursionError) as exc:
+        problems.add("", "YAML error: %s" % (exc if isinstance(exc, yaml.YAMLError) else _TOO_DEEP))
+    finally:
+        loader.dispose()
+    return problems
+
+
 def load_text(text: str, file: str) -> tuple[Source | None, Problems]:
     """Parse and validate; return (Source or None, Problems)."""
     data, lines, problems = parse_yaml(text, file)
@@ -482,17 +550,18 @@ def load_text(text: str, file: str) -> tuple[Source | None, Problems]:
     return Source(data, file, lines), problems
 
 
-def read_text(path: str) -> tuple[str | None, Problems]:
-    """The file as text: at most MAX_BYTES, UTF-8 (the problems say why not)."""
+def read_text(path: str, limit: int = MAX_BYTES,
+              what: str = "a topology") -> tuple[str | None, Problems]:
+    """The file as text: at most limit bytes, UTF-8 (the problems say why not)."""
     problems = Problems(path)
     problems.stage = "load"
     try:
         with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = fh.read(limit + 1)
     except OSError as exc:
         problems.add("", "cannot read file: %s" % (exc.strerror or exc))
         return None, problems
-    big = _too_big(len(raw))
+    big = _too_big(len(raw), limit, what)
     if big:
         problems.add("", "the file is " + big)
         return None, problems

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..agent import nodeplan
+from ..agent.names import IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
+
 MAX_NODES = 10_000
 MAX_LAN = 1024
 MAX_RATE_MBIT = 10_000_000  # 10 Tbit/s
@@ -21,8 +24,7 @@ MAX_NICS = 16
 MAX_HOST_NUMBER = 2 ** 24 - 2  # the last host of a /8
 MAX_TREE_LEVELS = 6
 
-BOND_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast",
-              "802.3ad", "balance-tlb", "balance-alb"]
+BOND_MODES = list(nodeplan.BOND_MODES)
 FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
 MEDIA = ["switched", "shared"]
 LATENCY_MODELS = ["sc98"]
@@ -43,10 +45,10 @@ _medium = {"enum": MEDIA,
 _delay = {"type": "number", "minimum": 0, "maximum": MAX_DELAY_US,
           "description": "one-way delay in microseconds a frame gets there (a fraction is "
                          "allowed: 9.5)"}
-_name = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
+_name = {"type": "string", "pattern": NODE_NAME_PATTERN,
          "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
-_ifname = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,15}$",
-           "description": "a Linux interface name (at most 15 characters)"}
+_ifname = {"type": "string", "pattern": IFNAME_PATTERN,
+           "description": "a Linux interface name: %s" % IFNAME_RULE}
 _FIELD = r"\{(?:index|group|member|coords)(?::(?:0[0-9]{1,2})?[bdoxX]?)?\}"
 _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$" % _FIELD,
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "

@@ -49,7 +49,7 @@ def short(lab: str, name: str, prefix: str) -> str:
 
 def clean(text: str) -> str:
     """text with every character but letters, digits, - and _ replaced by -."""
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in text)
 
 
 def lab_name(plan: Plan, name: str | None = None) -> str:
@@ -62,7 +62,7 @@ def state_dir(root: str, topology: str, name: str | None = None) -> str:
     """A lab's state folder: .lab/<name>/ or .lab/beonet-<topology file stem>/
     (from the file's name only: the file need not exist)."""
     stem = os.path.splitext(os.path.basename(topology))[0]
-    return os.path.join(root, ".lab", clean(name) if name else "beonet-" + stem)
+    return os.path.join(root, ".lab", clean(name) if name else "beonet-" + clean(stem))
 
 
 def save_state(folder: str, filename: str, record: Record) -> None:

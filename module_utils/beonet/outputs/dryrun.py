@@ -7,12 +7,16 @@ what it runs on a live node. On a node already configured it runs fewer.
 """
 
 from ..agent import apply as agent
-from ..agent.nodeplan import NodePlan
+from ..agent.nodeplan import NodePlan, unsafe_text
 
 
 def ip_route_text(node_plan_: NodePlan, name: str) -> str:
     """One node's dry run: a header, then links, bonds, MTUs, addresses,
-    forwarding, ruleset, routes and offloads, one command a line."""
+    forwarding, ruleset, routes and offloads, one command a line. A plan holding
+    a control character (never one checked where it entered) is refused."""
+    unsafe = unsafe_text([name, node_plan_])
+    if unsafe is not None:
+        raise ValueError("the plan of %r holds a control character at %s" % (name, unsafe))
     lines = ["# %s  address %s  forwarding %s" % (
         name, node_plan_["address"], "on" if node_plan_["forwarding"] else "off")]
     lines += [" ".join(cmd) for cmd in agent.actions_on_blank_node(node_plan_, name)]

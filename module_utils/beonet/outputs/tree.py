@@ -41,12 +41,21 @@ def fill(folder: str, files: Iterable[tuple[str, str]]) -> None:
     """Write files ((path relative to folder, UTF-8 text), ...) into folder."""
     made: set[str] = set()
     for rel, text in files:
+        if not _confined(rel):
+            raise ValueError("%r would lie outside %s" % (rel, folder))
         full = os.path.join(folder, rel.lstrip("/"))
         parent = os.path.dirname(full)
         if parent not in made:
             os.makedirs(parent, 0o755, exist_ok=True)
             made.add(parent)
         _write(full, text.encode("utf-8"))
+
+
+def _confined(rel: str) -> bool:
+    """Whether rel, taken relative to a folder, names a file inside it (by its text:
+    the staged folder is new and holds no links)."""
+    parts = rel.lstrip("/").split("/")
+    return all(part not in ("", ".", "..") for part in parts) and rel.isprintable()
 
 
 def _write(path: str, data: bytes) -> None:
