@@ -482,7 +482,7 @@ def _commands(p: argparse.ArgumentParser) -> Any:
             s.add_argument("-i", "--inventory", help="Ansible inventory mapping NIC names "
                            "(host variable beonet_interfaces)")
         s.add_argument("-o", "--output", required=need_output, help=output)
-        s.set_defaults(func=func)
+        s.set_defaults(func=func, output_folder=need_output)
         return s
     return add
 
@@ -650,6 +650,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _refused_arguments(args: argparse.Namespace) -> str | None:
+    """What no command takes: an empty -o, a NUL byte in any argument (no file
+    name or node name can hold one)."""
+    if getattr(args, "output", None) == "":
+        return "-o: an empty name (give a file or folder, or '-' for stdout)"
+    if getattr(args, "output_folder", False) and args.output == "-":
+        return "-o: this command writes a folder, not to stdout ('-')"
+    for key, value in sorted(vars(args).items()):
+        if isinstance(value, str) and "\x00" in value:
+            return "%s: %s holds a NUL byte" % (key, quoted(value))
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 on success, 2 on input or usage errors (argparse's too)."""
     # A compile holds millions of small objects and makes no reference cycles worth
@@ -657,9 +670,9 @@ def main(argv: list[str] | None = None) -> int:
     # third of the time of a large build) for nothing a short-lived command needs.
     gc.disable()
     args = parser().parse_args(argv)
-    if getattr(args, "output", None) == "":
-        print("beonet %s: -o: an empty name (give a file or folder, or '-' for stdout)"
-              % args.command, file=sys.stderr)
+    refused = _refused_arguments(args)
+    if refused:
+        print("beonet %s: %s" % (args.command, refused), file=sys.stderr)
         return EXIT_INPUT
     try:
         with pipeline.progress(sys.stderr):

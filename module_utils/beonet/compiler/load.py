@@ -558,8 +558,8 @@ def read_text(path: str, limit: int = MAX_BYTES,
     try:
         with open(path, "rb") as fh:
             raw = fh.read(limit + 1)
-    except OSError as exc:
-        problems.add("", "cannot read file: %s" % (exc.strerror or exc))
+    except (OSError, ValueError) as exc:         # ValueError: a NUL byte in the name
+        problems.add("", "cannot read file: %s" % (getattr(exc, "strerror", None) or exc))
         return None, problems
     big = _too_big(len(raw), limit, what)
     if big:
