@@ -224,12 +224,13 @@ def _read(folder: str, problems: Problems) -> str | None:
     except OSError as exc:
         problems.add("", "cannot read: %s" % (exc.strerror or exc))
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        problems.add("", "is %s, not a file" % ("a folder" if stat.S_ISDIR(st.st_mode)
+                                                else "a pipe, socket or device"))
+        return None
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            problems.add("", "is %s, not a file" % ("a folder" if stat.S_ISDIR(st.st_mode)
-                                                    else "a pipe, socket or device"))
-            return None
         data = fh.read(MAX_BYTES + 1) if st.st_size <= MAX_BYTES else b""
     if st.st_size > MAX_BYTES or len(data) > MAX_BYTES:
         problems.add("", "is over %d MiB, the limit of a results.json" % (MAX_BYTES >> 20))
@@ -326,6 +327,9 @@ def _other_names(doc: Doc) -> Iterator[tuple[str, Any, bool]]:
 
 def _semantic(doc: Doc, nodes: Collection[str] | None, topology: str | None) -> Iterator[tuple[str, str]]:
     """Names that are no names, nodes outside the request, the schedule or the plan given."""
+    if topology is not None and doc.get("topology", topology) != topology:
+        yield "topology", "the results of %s, not of %s (the topology given)" % (
+            shown(doc["topology"]), shown(topology))
     request = doc.get("params", {}).get("nodes")
     scheduled = {v for _p, v, node in _scheduled(doc) if node}
     for where, value, node in itertools.chain(_scheduled(doc), _rows(doc), _other_names(doc)):
@@ -338,9 +342,6 @@ def _semantic(doc: Doc, nodes: Collection[str] | None, topology: str | None) -> 
             yield where, "node %s is not one of the run's nodes (params.nodes)" % shown(value)
         elif node and scheduled and not where.startswith("schedule") and value not in scheduled:
             yield where, "node %s is in none of the steps (schedule)" % shown(value)
-    if topology is not None and doc.get("topology", topology) != topology:
-        yield "topology", "the results of %s, not of %s (the topology given)" % (
-            shown(doc["topology"]), shown(topology))
     for where, text in control_characters(doc):
         yield where, "%s holds a control character or line break" % shown(text)
 
