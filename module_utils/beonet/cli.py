@@ -359,19 +359,20 @@ def cmd_cabling(args: argparse.Namespace) -> None:
 
 def cmd_benchmark_report(args: argparse.Namespace) -> None:
     """A benchmark results folder's summary.md, CSV tables and plots, again
-    from its results.json (capacities worked out again with --topology)."""
+    from its results.json (capacities worked out again with --topology). The
+    file is checked first: nothing is written when it is bad."""
     from .benchmarks import report
-    if not os.path.isfile(os.path.join(args.folder, "results.json")):
-        raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
-                         "playbooks/benchmark.yml)" % args.folder)
     plan = _compile(args)[1] if args.topology else None
-    _sched, res, title = report.render(args.folder, plan)
-    written = ["results.json", "summary.md"] + ["%s.csv" % t for t in report.TABLES]
     try:
-        from .benchmarks import plots
-        written += plots.plot_all(args.folder, res, title)
-    except ImportError as exc:
-        print("beonet: no plots: %s (pip install -r requirements.txt)" % exc, file=sys.stderr)
+        _sched, res, title = report.render(args.folder, plan)
+        written = ["results.json", "summary.md"] + ["%s.csv" % t for t in report.TABLES]
+        try:
+            from .benchmarks import plots
+            written += plots.plot_all(args.folder, res, title)
+        except ImportError as exc:
+            print("beonet: no plots: %s (pip install -r requirements.txt)" % exc, file=sys.stderr)
+    except OSError as exc:
+        raise UsageError("cannot write into %s: %s" % (args.folder, exc.strerror or exc)) from None
     _wrote(written, args.folder)
 
 
@@ -379,7 +380,7 @@ def cmd_latency_figure(args: argparse.Namespace) -> None:
     """SC98's latency by path class from two benchmark runs of one lab."""
     from .benchmarks import figures
     from .compiler import latency
-    _results_folders(args.delays_on, args.delays_off)
+    _results_folders(args.output, args.delays_on, args.delays_off)
     compiled = _compiled(args)
     fig = figures.latency(args.delays_on, args.delays_off,
                           lambda a, b: latency.pair_path(compiled.graph, compiled.proof, a, b))
@@ -392,21 +393,30 @@ def cmd_exchange_figure(args: argparse.Namespace) -> None:
     routed mesh (mesh-figure) or a bonded dual net (bonded-figure)."""
     from .benchmarks import figures
     folders = {run: getattr(args, run) for _label, run, *_ in figures.EXCHANGES[args.figure].lines}
-    _results_folders(*folders.values())
+    _results_folders(args.output, *folders.values())
     fig = figures.exchange(args.figure, folders, args.proto)
     written = figures.write_exchange(args.output, fig, "10 Mbit/s nets")
     _wrote(written, args.output)
 
 
 def _wrote(files: list[str], folder: str) -> None:
-    print("beonet: wrote %s to %s/" % (", ".join(files), folder.rstrip("/")))
+    from .agent.names import escaped
+    print("beonet: wrote %s to %s/" % (", ".join(files), escaped(folder.rstrip("/"))))
 
 
-def _results_folders(*folders: str) -> None:
+def _results_folders(output: str, *folders: str) -> None:
+    """-o of a figure: a folder of its own (not empty, not a file, not a results
+    folder it reads, whose summary.md it would replace). The results folders
+    themselves are checked where they are read (benchmarks.results_schema)."""
+    from .agent.names import shown
+    if not output:
+        raise UsageError("-o: give the folder to write the figure to, not empty text")
+    if os.path.lexists(output) and not os.path.isdir(output):
+        raise UsageError("-o %s is a file, not a folder" % shown(output))
     for folder in folders:
-        if not os.path.isfile(os.path.join(folder, "results.json")):
-            raise UsageError("%s: no results.json (a results/<topology>/<timestamp>/ folder of "
-                             "playbooks/benchmark.yml)" % folder)
+        if os.path.realpath(folder) == os.path.realpath(output):
+            raise UsageError("-o %s is a results folder the figure reads; give a folder of its own"
+                             % shown(output))
 
 
 def cmd_schema(args: argparse.Namespace) -> None:

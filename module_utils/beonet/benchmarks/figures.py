@@ -16,23 +16,44 @@ capacity of what they share and the papers' figure.
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
+from . import results_schema
 from .planner import DEFAULT_MODEL, SC98_TABLE, fit_model, predict_rtt
-from .report import _table, concurrent, environment_markdown
+from .report import _table, concurrent, environment_markdown, write_file
 
 Row = dict[str, Any]
 PROTOS = ("udp", "tcp")
 
 
-def _load(folder: str) -> dict[str, Any]:
-    with open(os.path.join(folder, "results.json"), encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+def _paths(path_of: Callable[[str, str], tuple[str, float]]) -> results_schema.More:
+    """The latency figure's own checks of a run: every row's pair has the path of
+    its switches and routers in the plan, every class a UDP row."""
+    def problems(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        protos: dict[str, set[str]] = {}
+        for i, row in enumerate(doc.get("latency", [])):
+            protos.setdefault(row["class"], set()).add(row["proto"])
+            try:
+                path = path_of(row["client"], row["server"])[0]
+            except (KeyError, ValueError):
+                yield "latency[%d]" % i, ("the plan has no path from %s to %s (the results of another "
+                                          "topology?)" % (row["client"], row["server"]))
+                continue
+            try:
+                sc98_name(row["switches"], row["routers"], path)
+            except ValueError:
+                yield "latency[%d]" % i, ("%d switches and %d routers, but the plan's path from %s to %s "
+                                          "is %s (the results of another topology?)" % (
+                                              row["switches"], row["routers"], row["client"],
+                                              row["server"], path))
+        yield from (("latency", "class %s has no UDP row (the figure is of UDP round trips)" % cls)
+                    for cls, seen in protos.items() if "udp" not in seen)
+    return problems
 
 
 def sc98_name(switches: int, routers: int, order: str) -> str:
@@ -68,7 +89,8 @@ def latency(with_dir: str, without_dir: str,
             path_of: Callable[[str, str], tuple[str, float]]) -> dict[str, Any]:
     """The figure's data. path_of(a, b): the plan's path name from node a to
     node b (e-S-L-e) and its emulated one-way delay."""
-    on, off = _classes(_load(with_dir)), _classes(_load(without_dir))
+    docs = results_schema.read([with_dir, without_dir], "latency", more=_paths(path_of))
+    on, off = _classes(docs[0]), _classes(docs[1])
     table = {name: (tcp, udp) for name, tcp, udp, _bw in SC98_TABLE}
     rows = []
     for cls in sorted(on.keys() & off.keys(),
@@ -97,7 +119,7 @@ def latency(with_dir: str, without_dir: str,
                          and r["lab_%s_udp_us" % label] is not None])
             for label in ("off", "on")}
     return {"rows": rows, "fits": {"sc98": DEFAULT_MODEL, "lab_off": fits["off"], "lab_on": fits["on"]},
-            "environment": _load(with_dir).get("environment", {})}
+            "environment": docs[0].get("environment", {})}
 
 
 def _fit_line(name: str, fit: dict[str, dict[str, float]] | None) -> list[Any]:
@@ -130,7 +152,7 @@ def latency_markdown(fig: dict[str, Any], title: str) -> str:
     return "\n".join(str(x) if not isinstance(x, str) else x for x in out) + "\n"
 
 
-def latency_plot(fig: dict[str, Any], path: str, title: str) -> None:
+def latency_plot(fig: dict[str, Any], path: str | IO[bytes], title: str) -> None:
     """Round trip by path class: SC98's table and model, the lab without and
     with its emulated delays (UDP)."""
     from .plots import _plt
@@ -155,7 +177,7 @@ def latency_plot(fig: dict[str, Any], path: str, title: str) -> None:
     ax.set_title("%s: latency by path class" % title)
     ax.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path)
+    figure.savefig(path, format="svg")
     plt.close(figure)
 
 
@@ -215,7 +237,7 @@ def exchange(name: str, folders: dict[str, str], proto: str = "udp") -> dict[str
     rate (how the papers count it: more where pairs did not overlap) and the
     capacity of the links they share (both ways), for each token size."""
     spec = EXCHANGES[name]
-    runs = {run: _load(folder) for run, folder in folders.items()}
+    runs = dict(zip(folders, results_schema.read(folders.values(), "exchange")))
     rows = []
     for label, run, cls, share in spec.lines:
         for a in runs[run].get("aggregate", []):
@@ -260,7 +282,7 @@ def exchange_markdown(fig: dict[str, Any], title: str) -> str:
     return "\n".join(out + environment_markdown(fig["environment"])) + "\n"
 
 
-def exchange_plot(fig: dict[str, Any], path: str, title: str) -> None:
+def exchange_plot(fig: dict[str, Any], path: str | IO[bytes], title: str) -> None:
     """Throughput against the number of pairs at the largest token, a line
     per net, with its capacity dashed and the papers' 7-pair figure."""
     from .plots import _plt
@@ -285,7 +307,7 @@ def exchange_plot(fig: dict[str, Any], path: str, title: str) -> None:
     ax.set_title("%s: %d-byte tokens (%s)" % (title, size, fig["proto"].upper()))
     ax.legend(fontsize=6)
     figure.tight_layout()
-    figure.savefig(path)
+    figure.savefig(path, format="svg")
     plt.close(figure)
 
 
@@ -295,20 +317,20 @@ def write_exchange(out: str, fig: dict[str, Any], title: str) -> list[str]:
                   lambda path: exchange_plot(fig, path, title), "token-exchange.svg")
 
 
-def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[str], None],
+def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[IO[bytes]], None],
            plot_name: str) -> list[str]:
+    """figure.json, summary.md and the plot into out (write_file: a link there is replaced)."""
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "figure.json"), "w", encoding="utf-8") as fh:
-        json.dump(fig, fh, indent=1, sort_keys=True)
-    with open(os.path.join(out, "summary.md"), "w", encoding="utf-8") as fh:
-        fh.write(markdown)
+    write_file(os.path.join(out, "figure.json"), json.dumps(fig, indent=1, sort_keys=True))
+    write_file(os.path.join(out, "summary.md"), markdown)
     written = ["figure.json", "summary.md"]
+    image = io.BytesIO()
     try:
-        plot(os.path.join(out, plot_name))
-        written.append(plot_name)
+        plot(image)
     except ImportError:
-        pass
-    return written
+        return written
+    write_file(os.path.join(out, plot_name), image.getvalue())
+    return written + [plot_name]
 
 
 __all__ = ["EXCHANGES", "Exchange", "exchange", "exchange_markdown", "exchange_plot",

@@ -8,10 +8,13 @@ the data span many)."""
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Callable
 from typing import Any
+
+from .report import write_file
 
 Results = dict[str, Any]
 Row = dict[str, Any]
@@ -213,7 +216,9 @@ def plot_all(folder: str, res: Results, title: str) -> list[str]:
         if fig is None:
             continue
         fig.tight_layout()
-        fig.savefig(os.path.join(folder, name), dpi=110)
+        image = io.BytesIO()
+        fig.savefig(image, format="png", dpi=110)
         plt.close(fig)
+        write_file(os.path.join(folder, name), image.getvalue())
         written.append(name)
     return written

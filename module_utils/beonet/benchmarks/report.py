@@ -7,15 +7,21 @@ Markdown files of `results/<topology>/<timestamp>/`. Pure logic (stdlib).
 from __future__ import annotations
 
 import csv
+import errno
+import io
 import json
 import os
+import stat
 from collections.abc import Callable
 from typing import Any
 
+from ..agent.files import atomic_write
+from ..agent.names import escaped
+from . import results_schema
 from .capacity import capacity
 from .planner import DEFAULT_MODEL, Plan, predict_rtt
+from .results_schema import FORMAT, TABLES
 
-TABLES = ("tokex", "aggregate", "samples", "iperf3", "ring", "copy", "copy_aggregate", "latency")
 Outputs = dict[str, dict[str, Any]]       # host -> {file name: parsed JSON}
 Results = dict[str, Any]
 Step = dict[str, Any]
@@ -257,23 +263,37 @@ def _recount(res: Results, params: dict[str, Any]) -> None:
         _percent(a)
 
 
+def write_file(path: str, data: str | bytes) -> None:
+    """Write a file of a results or figure folder atomically. A symbolic link
+    planted in its place is replaced, never followed; a pipe, socket or device
+    there is refused (OSError), never written into."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFREG
+    if stat.S_ISLNK(mode):
+        os.unlink(path)
+    elif not stat.S_ISREG(mode):
+        raise OSError(errno.EEXIST, "%s is not a regular file" % escaped(path))
+    atomic_write(path, data, durable=False)
+
+
 def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
     keys = []
     for r in rows:
         for k in r:
             if k not in keys and not isinstance(r[k], (list, dict)):
                 keys.append(k)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
+    out = io.StringIO(newline="")
+    w = csv.DictWriter(out, fieldnames=keys, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    write_file(path, out.getvalue())
 
 
 def write_json(path: str, data: Any) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
+    write_file(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _fmt(v: Any, nd: int = 2) -> str:
@@ -438,7 +458,7 @@ def write_results(folder: str, sched: dict[str, Any], res: Results, env: dict[st
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "raw.json"), raw)
     write_json(os.path.join(folder, "results.json"), dict(
-        res, environment=env, params=sched["params"], topology=plan["topology"]["name"],
+        res, format=FORMAT, environment=env, params=sched["params"], topology=plan["topology"]["name"],
         schedule=[{k: v for k, v in s.items() if k != "hosts"} for s in sched["steps"]]))
     write_tables(folder, sched, res, env, plan["topology"]["name"])
 
@@ -447,8 +467,7 @@ def write_tables(folder: str, sched: dict[str, Any], res: Results, env: dict[str
     """The CSV tables and summary.md."""
     for name in TABLES:
         write_csv(os.path.join(folder, name + ".csv"), res[name])
-    with open(os.path.join(folder, "summary.md"), "w", encoding="utf-8") as fh:
-        fh.write(summary_markdown(sched, res, env, title))
+    write_file(os.path.join(folder, "summary.md"), summary_markdown(sched, res, env, title))
 
 
 def _stored_params(doc: dict[str, Any]) -> dict[str, Any]:
@@ -463,9 +482,10 @@ def _stored_params(doc: dict[str, Any]) -> dict[str, Any]:
 def render(folder: str, plan: Plan | None = None) -> tuple[dict[str, Any], Results, str]:
     """Rewrite the CSV tables and summary.md of a results folder from its
     results.json, with the capacities worked out again from `plan` when
-    given; returns (schedule, tables, title) for the plots."""
-    with open(os.path.join(folder, "results.json"), encoding="utf-8") as fh:
-        doc = json.load(fh)
+    given; returns (schedule, tables, title) for the plots. The file is checked
+    first (results_schema: CompileError, nothing written, when it is bad)."""
+    nodes = list(plan["nodes"]) if plan is not None else None
+    doc = results_schema.read([folder], "report", nodes, plan["topology"]["name"] if plan else None)[0]
     sched = {"params": _stored_params(doc), "steps": doc.get("schedule", [])}
     res: Results = {k: doc.get(k, []) for k in TABLES}
     res["link_MBps"] = doc.get("link_MBps")
@@ -475,6 +495,7 @@ def render(folder: str, plan: Plan | None = None) -> tuple[dict[str, Any], Resul
         add_capacity(res, sched["steps"], plan)
     title = doc.get("topology") or (plan["topology"]["name"] if plan is not None else
                                     os.path.basename(os.path.dirname(os.path.abspath(folder))))
-    write_json(os.path.join(folder, "results.json"), dict(doc, **res, params=sched["params"], topology=title))
+    write_json(os.path.join(folder, "results.json"), dict(doc, **res, params=sched["params"], topology=title,
+                                                          format=FORMAT))
     write_tables(folder, sched, res, doc.get("environment", {}), title)
     return sched, res, title
