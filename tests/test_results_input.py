@@ -160,7 +160,7 @@ def test_the_figures_refuse_bad_folders_and_bad_outputs(good, tmp_path, capsys):
     err = refused(capsys, ["bonded-figure", "--single", str(bad), "--bonded", str(tmp_path / "nothing"),
                            "-o", str(out)], tmp_path)
     assert "bad/results.json" in err and "nothing: no such folder" in err
-    for output, words in (("", "not empty text"), (str(good / "summary.md"), "is a file"),
+    for output, words in (("", "-o: an empty name"), (str(good / "summary.md"), "is a file"),
                           (str(good), "a results folder the figure reads")):
         err = refused(capsys, ["bonded-figure", "--single", str(good), "--bonded", str(good), "-o", output],
                       tmp_path, good)

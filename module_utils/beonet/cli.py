@@ -408,9 +408,6 @@ def _results_folders(output: str, *folders: str) -> None:
     """-o of a figure: a folder of its own (not empty, not a file, not a results
     folder it reads, whose summary.md it would replace). The results folders
     themselves are checked where they are read (benchmarks.results_schema)."""
-    from .agent.names import shown
-    if not output:
-        raise UsageError("-o: give the folder to write the figure to, not empty text")
     if os.path.lexists(output) and not os.path.isdir(output):
         raise UsageError("-o %s is a file, not a folder" % shown(output))
     for folder in folders:
