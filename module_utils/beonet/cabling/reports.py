@@ -12,7 +12,7 @@ Host names follow the node-name rule, NIC names (``nics[].name``,
 names end up in ``host_vars/HOST/beonet_interfaces.yml`` and from there in
 every build. A key twice in one object (one host reported twice), two NICs of
 one report with one name or one MAC, NaN or Infinity, a file over MAX_BYTES
-and nesting deeper than a report's shape (MAX_DEPTH) are refused; the depth is
+and nesting deeper than a report's shape and two levels more (MAX_DEPTH) are refused; the depth is
 measured with a scan of the brackets outside strings before the JSON is parsed,
 so no document makes the parser recurse.
 
@@ -39,7 +39,8 @@ from ..compiler.schema import MAX_NODES
 from .match import REPORT_FORMAT
 
 MAX_BYTES = 256 * 1024 * 1024   # 1,024 nodes on one LAN, pretty-printed, take about 210 MB
-MAX_DEPTH = 6                   # {host: {nics: [{neighbours: [{...}]}]}}
+REPORT_DEPTH = 6                # {host: {nics: [{neighbours: [{...}]}]}}
+MAX_DEPTH = REPORT_DEPTH + 2    # and a value of the wrong type there, named by its key path
 MAX_NICS = 1024                 # NICs of one report (virtual functions included)
 MAX_SKIPPED = 4096
 MAX_MANAGEMENT = 64
@@ -235,22 +236,21 @@ def _constant(token: str) -> Any:
 
 
 def too_deep(raw: bytes, most: int = MAX_DEPTH) -> bool:
-    """Whether the brackets outside strings nest deeper than most. Strings (their
-    escapes first) are dropped, then `most` passes drop the innermost pairs; what
-    is left is read one bracket at a time until it goes deeper than most or turns
-    out not to match (then the JSON parser says what is wrong)."""
+    """Whether the brackets outside strings nest deeper than most (or open more than
+    most that never close: a parser would recurse as deep). Strings, their escapes
+    first, are dropped, then `most` passes drop the innermost pairs: a pair left
+    after them was deeper. The rest is read until a pair closes, a bracket does not
+    match (the JSON parser then says what is wrong) or more than most are open."""
     rest = _STRING.sub(b"", _ESCAPED.sub(b"", raw)).translate(None, _NOT_BRACKETS)
     for _ in range(most):
         rest = _PAIR.sub(b"", rest)
     open_: list[int] = []
     for c in rest:
         if c in _CLOSES:
-            if not open_ or open_.pop() != _CLOSES[c]:
-                return False
-        else:
-            open_.append(c)
-            if len(open_) > most:
-                return True
+            return bool(open_) and open_[-1] == _CLOSES[c]
+        open_.append(c)
+        if len(open_) > most:
+            return True
     return False
 
 
@@ -263,11 +263,12 @@ def _read(path: str, problems: Problems) -> bytes | None:
             problems.add("", "cannot read: %s" % (what if os.path.exists(path) else "no such file"))
             return None
         with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            big = os.fstat(fh.fileno()).st_size > MAX_BYTES
+            raw = b"" if big else fh.read(MAX_BYTES + 1)   # /proc files say size 0
     except OSError as exc:
         problems.add("", "cannot read: %s" % (exc.strerror or exc))
         return None
-    if len(raw) > MAX_BYTES:
+    if big or len(raw) > MAX_BYTES:
         problems.add("", "is over %d MiB, the limit for a discovery file" % (MAX_BYTES >> 20))
         return None
     return raw
@@ -284,8 +285,8 @@ def _parse(raw: bytes, problems: Problems) -> Any:
         problems.add("", "is empty: a discovery file holds {host: discovery report}")
         return None
     if too_deep(raw):
-        problems.add("", "nests deeper than %d levels, more than a discovery report's shape "
-                     "{host: {nics: [{neighbours: [{...}]}]}} has" % MAX_DEPTH)
+        problems.add("", "nests deeper than %d levels; a discovery report's shape "
+                     "{host: {nics: [{neighbours: [{...}]}]}} has %d" % (MAX_DEPTH, REPORT_DEPTH))
         return None
     try:
         return json.loads(text, object_pairs_hook=_object_hook, parse_constant=_constant)
