@@ -85,12 +85,40 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 try:
-    from ansible.module_utils.beonet.cabling import match
+    from ansible.module_utils.beonet.cabling import match, reports
     from ansible.module_utils.beonet.compiler import load, pipeline
     from ansible.module_utils.beonet.compiler.errors import CompileError
     IMPORT_ERROR = load.missing_libraries()
 except ImportError as exc:  # beonet's module_utils incomplete on the controller
     IMPORT_ERROR = str(exc)
+
+
+def _fail(module, what, lines, **out):
+    module.fail_json(msg="beonet cabling: %s, nothing written\n%s" % (what, "\n".join(lines)),
+                     errors=lines, **out)
+
+
+def _checked_inputs(module, compiled):
+    """The hint of the mapping option; fails on a discovery report or an output that
+    is not one (the messages of beonet cabling)."""
+    p = module.params
+    problems = reports.check(p["discovered"], "discovered")
+    if problems:
+        _fail(module, "%d error(s) in the discovery reports" % len(problems), problems.texts())
+    nodes = [n.name for n in compiled.graph.nodes]
+    for host in sorted(set(p["discovered"]) - set(nodes)):
+        module.warn("discovered: %s: not a node of the topology; its report is not used" % host)
+    outputs = ["report %s: %s" % (p["report"], why)
+               for why in [p["report"] and match.output_problem(p["report"])] if why]
+    if p["host_vars_dir"]:
+        outputs += ["host_vars_dir %s: %s" % (p["host_vars_dir"], why)
+                    for why in match.host_vars_problems(p["host_vars_dir"], nodes)]
+    if outputs:
+        _fail(module, "cannot write", outputs)
+    hint, warnings = match.mapping_hint(p["mapping"], nodes, "mapping")
+    for line in warnings:
+        module.warn(line)
+    return hint
 
 
 def run(module):
@@ -101,10 +129,17 @@ def run(module):
         errors = [str(e) for e in exc.problems]
         module.fail_json(msg="beonet: %d error(s)\n%s" % (len(errors), "\n".join(errors)),
                          errors=errors)
-    result = match.match(compiled, p["discovered"], existing=p["mapping"])
+    result = match.match(compiled, p["discovered"], existing=_checked_inputs(module, compiled))
     text = match.report_text(compiled.graph.name, result)
     out = {"changed": False, "mapping": result.mapping, "report": text, "written": [],
            "faults": [f.as_dict() for f in result.faults], "spare": result.spare}
+    if p["host_vars_dir"] and result.ok:
+        hidden = match.host_vars_clashes(p["host_vars_dir"], result.mapping)
+        if hidden:
+            module.fail_json(msg="beonet cabling: nothing written: Ansible stops reading "
+                             "host_vars/HOST.yml once a host_vars/HOST/ folder exists; move "
+                             "these files into their host's folder first: %s"
+                             % ", ".join(hidden), **out)
     if p["report"] and read_text(p["report"]) != text:
         out["changed"] = True
         if not module.check_mode:
@@ -114,14 +149,11 @@ def run(module):
         module.fail_json(msg="beonet cabling: %d fault(s)\n%s" % (len(lines), "\n".join(lines)),
                          **out)
     if p["host_vars_dir"]:
-        hidden = match.host_vars_clashes(p["host_vars_dir"], result.mapping)
-        if hidden:
-            module.fail_json(msg="beonet cabling: nothing written: Ansible stops reading "
-                             "host_vars/HOST.yml once a host_vars/HOST/ folder exists; move "
-                             "these files into their host's folder first: %s"
-                             % ", ".join(hidden), **out)
-        out["written"] = match.write_host_vars(p["host_vars_dir"], result.mapping,
-                                               module.check_mode)
+        try:
+            out["written"] = match.write_host_vars(p["host_vars_dir"], result.mapping,
+                                                   module.check_mode)
+        except (OSError, ValueError) as exc:
+            _fail(module, "cannot write host_vars", [str(exc)], **out)
         out["changed"] = out["changed"] or bool(out["written"])
     module.exit_json(**out)
 

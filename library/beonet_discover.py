@@ -90,7 +90,7 @@ discovery:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.agent import discover
+from ansible.module_utils.beonet.agent import discover, names
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
@@ -106,6 +106,9 @@ ARGUMENT_SPEC = {
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
+    problem = names.node_name_problem(p["node"])
+    if problem:   # the name goes into every beacon, and from there into the discovery file
+        module.fail_json(msg="node: %s" % names.escaped(problem), changed=False)
     try:
         report = discover.discover(p["node"], p["run"], p["window"], p["management"],
                                    p["include_virtual"], p["exclude"], p["probe_only"])

@@ -1,5 +1,6 @@
 import os
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -17,6 +18,15 @@ def golden(path, text):
         return
     assert path.exists(), "missing golden file %s (run BEONET_REGEN=1 pytest)" % path
     assert text == path.read_text(encoding="utf-8"), "differs from %s" % path
+
+
+def local_play(play):
+    """ansible-playbook of this Python on localhost (the controller side); the finished process."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                           "-i", "localhost,", "-c", "local", "-e",
+                           "ansible_python_interpreter=%s" % sys.executable, str(play)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
 
 
 _HOST_SYSCTLS = ("/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/fib_multipath_use_neigh",

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, local_play
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -385,12 +385,7 @@ def test_module_writes_host_vars_once_and_fails_on_faults(tmp_path):
     (tmp_path / "play.yml").write_text(MODULE_PLAY.format(
         topo=os.path.join(ROOT, "topologies", "routed-mesh.yml"), good=good, bad=bad, hv=hv,
         report=report, out=tmp_path / "out.json"))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-                          "-i", "localhost,", "-c", "local", "-e",
-                          "ansible_python_interpreter=%s" % sys.executable,
-                          str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=False)
+    res = local_play(tmp_path / "play.yml")
     assert res.returncode == 0, res.stdout + res.stderr
     got = json.loads((tmp_path / "out.json").read_text())
     assert got[:6] == [True, 16, True, 16, False, True]

@@ -34,6 +34,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .names import IFNAME_RULE, ifname_problem
+
 FORMAT = 1
 ETHERTYPE = 0x88B5                 # IEEE local experimental EtherType 1
 ETH_P_ALL = 0x0003
@@ -158,6 +160,8 @@ def skip_reason(name: str, sysfs: str, management: Iterable[str], include_virtua
     kind = _read(os.path.join(base, "type"))
     if name == "lo" or kind == "772":
         return "loopback"
+    if ifname_problem(name):
+        return "a name beonet does not write (%s)" % IFNAME_RULE
     if name in management:
         return "management"
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in exclude):
@@ -313,6 +317,13 @@ def _put_back(node: str, raised: list[tuple[str, str | None]]) -> None:
         raise DiscoveryError("; ".join(failures))
 
 
+def report_mac(sysfs: str, name: str) -> str:
+    """The NIC's own MAC address: a bond member's permanent one (every member of a
+    bond carries the bond's), else its address; empty when the kernel does not say."""
+    return (_read(os.path.join(sysfs, name, "bonding_slave", "perm_hwaddr"))
+            or _read(os.path.join(sysfs, name, "address")) or "")
+
+
 def carrier(sysfs: str, name: str) -> bool:
     return _read(os.path.join(sysfs, name, "carrier")) == "1"
 
@@ -457,7 +468,7 @@ def discover(node: str, run: str, window: float, management: Iterable[str] = (),
                     for name in nics}
     return {"format": FORMAT, "node": node, "run": run, "management": mgmt,
             "probe_only": probe_only,
-            "nics": [{"name": name, "mac": _read(os.path.join(sysfs, name, "address")) or "",
+            "nics": [{"name": name, "mac": report_mac(sysfs, name),
                       "carrier": carriers[name], "was_up": name not in raised,
                       "neighbours": [{"node": n, "nic": i, "mac": m} for n, i, m in sorted(heard[name])]}
                      for name in nics],

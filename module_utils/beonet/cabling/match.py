@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agent.files import atomic_write, read_text
+from ..agent.names import escaped, ifname_problem, inside, node_name_problem, shown
 from .sheet import NicEnd, PortEnd, Sheet, sheet
 
 if TYPE_CHECKING:
@@ -204,8 +206,8 @@ def _read_report(seen: Seen, host: str, report: Any, known: set[str]) -> None:
         me = (host, nic["name"])
         seen.carrier[me] = bool(nic.get("carrier"))
         for heard in _listed(seen, host, nic, "neighbours", "nics[%d]." % k):
-            if isinstance(heard, Mapping) and heard.get("node") in known \
-                    and isinstance(heard.get("nic"), str):
+            if isinstance(heard, Mapping) and isinstance(heard.get("node"), str) \
+                    and heard["node"] in known and isinstance(heard.get("nic"), str):
                 seen.edges.append((me, (heard["node"], heard["nic"])))
 
 
@@ -619,7 +621,8 @@ def synthesise(source: Compiled | Mapping[str, Any],
 
 # --- outputs -------------------------------------------------------------------
 
-VAR_FILE = "beonet_interfaces.yml"
+VAR = "beonet_interfaces"
+VAR_FILE = VAR + ".yml"
 _HIDDEN_BY_DIR = ("", ".yml", ".yaml", ".json")
 
 
@@ -641,18 +644,95 @@ def host_vars_clashes(folder: str, hosts: Iterable[str]) -> list[str]:
     return out
 
 
+def _names_problems(names: Any) -> list[tuple[str, str]]:
+    """(key path below beonet_interfaces, why) for each name of {logical: physical}
+    that may not be written; empty when all may."""
+    if not isinstance(names, Mapping):
+        return [("", "must be a mapping of logical to physical NIC names, not %s" % shown(names))]
+    return [(".%s" % escaped(str(logical))[:40], problem) for logical, physical in names.items()
+            for problem in (ifname_problem(logical), ifname_problem(physical)) if problem]
+
+
+def mapping_hint(existing: Mapping[str, Any], nodes: Iterable[str],
+                 where: str) -> tuple[Interfaces, list[str]]:
+    """(the inventory's {host: {logical: physical}} of the topology's nodes that can
+    be used as a hint for matching, a warning for each value that cannot)."""
+    hint: Interfaces = {}
+    warnings: list[str] = []
+    for host in nodes:
+        if host not in existing:
+            continue
+        problems = _names_problems(existing[host])
+        warnings.extend("%s: %s.%s%s: %s; %s's mapping is not used for matching"
+                        % (where, host, VAR, key, why, host) for key, why in problems)
+        if not problems:
+            hint[host] = dict(existing[host])
+    return hint, warnings
+
+
 def write_host_vars(folder: str, mapping: Interfaces, check: bool = False) -> list[str]:
     """Write host_vars/HOST/beonet_interfaces.yml for every host whose file differs,
-    atomically; return the paths that change (none written in check mode)."""
-    changed: list[str] = []
+    atomically; return the paths that change (none written in check mode).
+
+    A second wall behind the checks of the inputs: every host and NIC name is
+    checked again and every path must resolve inside folder, before any is written
+    (ValueError naming each one that is refused)."""
+    problems: list[str] = []
+    planned: list[tuple[str, str]] = []
     for host, names in sorted(mapping.items()):
-        path = os.path.join(folder, host, VAR_FILE)
-        text = host_vars_text(names)
-        if read_text(path) != text:
-            changed.append(path)
-            if not check:
-                atomic_write(path, text)
-    return changed
+        problems.extend("%s: %s" % (escaped(host)[:63], why) for why in [node_name_problem(host)] if why)
+        problems.extend("%s.%s%s: %s" % (escaped(host)[:63], VAR, key, why)
+                        for key, why in _names_problems(names))
+        try:
+            planned.append((inside(folder, os.path.join(host, VAR_FILE)), host_vars_text(names)))
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ValueError("nothing written to %s: %s" % (escaped(folder), "; ".join(problems)))
+    changed = [(path, text) for path, text in planned if read_text(path) != text]
+    if not check:
+        for path, text in changed:
+            atomic_write(path, text)
+    return [path for path, _text in changed]
+
+
+def output_problem(path: str, folder: bool = False) -> str | None:
+    """Why a file (folder=True: a folder) cannot be written at path, or None: a file
+    is created and removed in the nearest folder that exists, so that a run which
+    cannot write all its outputs writes none of them."""
+    full = os.path.abspath(path)
+    if os.path.isdir(full) != folder and os.path.exists(full):
+        return "not a folder" if folder else "a folder, not a file"
+    if not folder and os.path.exists(full) and not os.path.isfile(full):
+        return None                       # a device or pipe (/dev/null) is written into
+    probe = full if folder else os.path.dirname(full)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        return "cannot be made: %s is not a folder" % escaped(probe)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".beonet-", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return "cannot be written: %s (in %s)" % (exc.strerror or exc, escaped(probe))
+    return None
+
+
+def host_vars_problems(folder: str, hosts: Iterable[str]) -> list[str]:
+    """Why DIR/HOST/beonet_interfaces.yml cannot be written for every host (the
+    folder's own problem, or each of its entries in the way)."""
+    problem = output_problem(folder, folder=True)
+    if problem:
+        return [problem]
+    out: list[str] = []
+    for host in hosts:
+        base = os.path.join(folder, host)
+        if os.path.lexists(base) and not os.path.isdir(base):
+            out.append("%s is not a folder (it would hold %s)" % (escaped(base), VAR_FILE))
+        elif os.path.isdir(os.path.join(base, VAR_FILE)):
+            out.append("%s is a folder, not a file" % escaped(os.path.join(base, VAR_FILE)))
+    return out
 
 
 def report_text(name: str, result: Result) -> str:
@@ -681,17 +761,3 @@ def mapping_text(mapping: Interfaces) -> str:
         flow = ", ".join("%s: %s" % (json.dumps(k), json.dumps(v)) for k, v in sorted(names.items()))
         out.append("%s:\n  beonet_interfaces: {%s}" % (json.dumps(host), flow))
     return "\n".join(out) + "\n" if out else "{}\n"
-
-
-def load_reports(path: str) -> tuple[dict[str, Any] | None, str | None]:
-    """({host: report}, None) from a discovery file (JSON), or (None, why not)."""
-    try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-    except OSError as exc:
-        return None, "cannot read %s: %s" % (path, exc.strerror or exc)
-    except ValueError as exc:
-        return None, "%s is not JSON: %s" % (path, exc)
-    if not isinstance(data, dict):
-        return None, "%s must hold an object {host: discovery report}" % path
-    return data, None
