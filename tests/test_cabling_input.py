@@ -103,7 +103,7 @@ def test_one_host_twice_and_one_key_twice_are_named():
 @pytest.mark.parametrize("name, why", [
     ("eth0/../../x", "holds '/'"), ("..", "folder's name"), ("a\nb", "line break"),
     ("x" * 16, "16 bytes long"), ("0123", "only digits"), ("-x", "starts with '-'"),
-    ("é" * 8, "16 bytes long"), ("a b", "a space"), ("a\x00", "control character"),
+    ("é" * 8, "holds 'é'"), ("a b", "a space"), ("a\x00", "control character"),
     ("$(reboot)", "'$'"), ("", "empty text")])
 def test_nic_names_follow_the_interface_name_rule(good, name, why):
     for where in ("name", "neighbour"):
