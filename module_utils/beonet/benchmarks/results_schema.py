@@ -26,7 +26,7 @@ from typing import Any
 
 from ..agent.names import control_characters, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
-from ..compiler.load import _is_integer, _schema_messages, path_text
+from ..compiler.load import _schema_messages, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
 from .planner import MAX_FILE_MB, MAX_TOKEN
 
@@ -178,10 +178,7 @@ def schema(reader: str) -> dict[str, Any]:
 
 @functools.cache
 def _validator(reader: str) -> Any:
-    from jsonschema import Draft202012Validator, validators
-    cls = validators.extend(Draft202012Validator,
-                            type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
-    return cls(schema(reader))
+    return strict_validator(schema(reader))
 
 
 # ------------------------------------------------------------------ reading a folder

@@ -30,11 +30,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
-
 from ..agent.names import IFNAME_RULE, NODE_NAME_RULE, ifname_problem, node_name_problem, shown
 from ..compiler.errors import Problems
-from ..compiler.load import PathPart, _schema_messages, join_path, path_text
+from ..compiler.load import PathPart, _schema_messages, join_path, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
 from .match import REPORT_FORMAT
 
@@ -113,10 +111,8 @@ def _name_check(problem: Any) -> Any:
 
 @functools.cache
 def _validator() -> Any:
-    formats = FormatChecker(formats=())
-    formats.checks("interface-name", raises=ValueError)(_name_check(ifname_problem))
-    formats.checks("node-name", raises=ValueError)(_name_check(node_name_problem))
-    return Draft202012Validator(REPORTS_SCHEMA, format_checker=formats)
+    return strict_validator(REPORTS_SCHEMA, {"interface-name": _name_check(ifname_problem),
+                                             "node-name": _name_check(node_name_problem)})
 
 
 def _part(key: PathPart) -> PathPart:

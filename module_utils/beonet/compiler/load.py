@@ -21,6 +21,7 @@ import difflib
 import functools
 import math
 import re
+from collections.abc import Callable
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -31,7 +32,7 @@ except ImportError as exc:
 else:
     YAML_IMPORT_ERROR = None
 try:
-    from jsonschema import Draft202012Validator, FormatChecker, validators
+    from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 except ImportError as exc:
     JSONSCHEMA_IMPORT_ERROR: ImportError | None = exc
 else:
@@ -296,15 +297,36 @@ def _is_integer(_checker: object, value: object) -> bool:
 
 
 @functools.cache
+def _anchored(pattern: str) -> re.Pattern[str]:
+    """A schema pattern as ECMA-262 reads it: '$' is the end of the text (Python's
+    '$' also matches before a final line break: a name ending in one would pass)."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Any:
+    if validator.is_type(instance, "string") and not _anchored(pattern).search(instance):
+        yield ValidationError("%r does not match %r" % (instance, pattern))
+
+
+def strict_validator(schema: dict[str, Any],
+                     formats: dict[str, Callable[[object], bool]] | None = None) -> Any:
+    """A draft 2020-12 validator of schema as beonet reads every input: integers
+    are integers (not 4.0, not true), patterns match the whole text, and each
+    format of formats is checked by its function (ValueError or False: refused)."""
+    _require_libraries()
+    format_checker = FormatChecker(formats=())
+    for name, check in (formats or {}).items():
+        format_checker.checks(name, raises=(ValueError, TypeError))(check)
+    validator_class = validators.extend(
+        Draft202012Validator, validators={"pattern": _pattern},
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+    return validator_class(schema, format_checker=format_checker)
+
+
+@functools.cache
 def _schema_validator() -> Any:
     """The JSON Schema validator of topologies, with beonet's formats and integer type."""
-    _require_libraries()
-    format_checker = FormatChecker()
-    format_checker.checks("ipv4-network", raises=(ValueError, TypeError))(_is_ipv4_network)
-    validator_class = validators.extend(
-        Draft202012Validator,
-        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
-    return validator_class(SCHEMA, format_checker=format_checker)
+    return strict_validator(SCHEMA, {"ipv4-network": _is_ipv4_network})
 
 
 _TYPE_WORDS = {"integer": "an integer", "string": "a string", "object": "a mapping",
