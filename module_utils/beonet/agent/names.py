@@ -22,6 +22,7 @@ Standard library only (the node agent uses it on the nodes).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import string
@@ -136,6 +137,18 @@ def control_characters(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             yield from control_characters(v, "%s[%d]" % (path, i))
+
+
+def control_characters_in(value: Any) -> list[tuple[str, str]]:
+    """control_characters(value) as a list; fast where there are none (one JSON
+    encoding scanned in C, not a walk in Python): plans and results are large."""
+    try:
+        text: str | None = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = None
+    if text is not None and "\\" not in text and text.isprintable():
+        return []
+    return list(control_characters(value))
 
 
 def inside(root: str, path: str) -> str:

@@ -8,11 +8,17 @@ names (docs/plan.md). Standard library only.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from typing import Any, TypedDict
 
-from .names import control_characters, ifname_problem, node_name_problem, shown, type_word
+from .names import (
+    control_characters,
+    control_characters_in,
+    ifname_problem,
+    node_name_problem,
+    shown,
+    type_word,
+)
 
 PLAN_FORMAT = 2          # the plan's beonet.plan_format this agent understands
 
@@ -187,8 +193,6 @@ def plan_problems(node: Any, n: Any) -> list[str]:
 
 def unsafe_text(value: Any) -> str | None:
     """The key path of a string in value holding a control character or line break
-    (None: none does). Fast where nothing does: one JSON encoding, scanned in C."""
-    text = json.dumps(value, ensure_ascii=False)
-    if "\\" not in text and text.isprintable():
-        return None
-    return next((path or "(the value)" for path, _text in control_characters(value)), None)
+    (None: none does)."""
+    found = control_characters_in(value)
+    return (found[0][0] or "(the value)") if found else None

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
-from ..agent.names import control_characters, node_name_problem, shown
+from ..agent.names import control_characters_in, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
 from ..compiler.load import _schema_messages, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
@@ -253,15 +253,29 @@ def _parse(text: str, problems: Problems) -> Any:
 
 
 def _deepest(doc: Any) -> list[str | int] | None:
-    """The key path of the first value nested deeper than MAX_DEPTH, or None (no recursion)."""
+    """The key path of the first value nested deeper than MAX_DEPTH, or None (no
+    recursion; the path is only built for the value found)."""
+    todo: list[tuple[Any, int]] = [(doc, 0)]
+    while todo:
+        value, depth = todo.pop()
+        if depth >= MAX_DEPTH:
+            return _path_to(doc, value)
+        for v in (value.values() if isinstance(value, dict) else value):
+            if isinstance(v, (dict, list)):
+                todo.append((v, depth + 1))
+    return None
+
+
+def _path_to(doc: Any, target: Any) -> list[str | int]:
+    """The key path of the object target inside doc (found by identity)."""
     todo: list[tuple[Any, list[str | int]]] = [(doc, [])]
     while todo:
         value, parts = todo.pop()
-        if len(parts) >= MAX_DEPTH:
+        if value is target:
             return parts
         items: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
         todo += [(v, parts + [k]) for k, v in items if isinstance(v, (dict, list))]
-    return None
+    return []
 
 
 def brief(value: Any) -> str:
@@ -283,13 +297,79 @@ _WANTED = {"object": "a mapping", "array": "a list"}
 _OF_VALUE = ("type", "minimum", "maximum", "enum", "maxLength", "anyOf")
 
 
+_PY_TYPES: dict[str, tuple[type, ...]] = {"integer": (int,), "number": (int, float), "string": (str,),
+                                          "null": (type(None),), "boolean": (bool,)}
+_SIMPLE = frozenset(("type", "minimum", "maximum", "enum", "maxLength", "description"))
+Check = Callable[[Any], bool]
+
+
+def _simple(sub: dict[str, Any]) -> Check | None:
+    """A check of values against sub, a schema of only _SIMPLE keywords (None for
+    any other schema: jsonschema decides). What it passes, jsonschema passes too
+    (a tested claim); what it refuses goes to jsonschema for the message."""
+    if not sub.keys() <= _SIMPLE:
+        return None
+    kinds = sub.get("type", list(_PY_TYPES))
+    types = frozenset(t for k in ([kinds] if isinstance(kinds, str) else kinds) for t in _PY_TYPES[k])
+    lo, hi = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
+    enum, longest = sub.get("enum"), sub.get("maxLength", math.inf)
+
+    def check(value: Any) -> bool:
+        kind = type(value)
+        if kind not in types:
+            return False
+        if kind is int or kind is float:
+            return lo <= value <= hi and (enum is None or value in enum)
+        return (enum is None or value in enum) and (kind is not str or len(value) <= longest)
+    return check
+
+
+@functools.cache
+def _row_check(reader: str, table: str) -> Check | None:
+    """A check of a table's rows without jsonschema where its rows are plain columns
+    (large tables, the round-trip samples, hold millions of rows); None otherwise."""
+    row = schema(reader)["properties"][table]["items"]
+    if "allOf" in row or row.get("patternProperties"):
+        return None
+    columns = {k: _simple(v) for k, v in row["properties"].items()}
+    extra, required = _simple(row["additionalProperties"]), frozenset(row.get("required", ()))
+    if extra is None or None in columns.values():
+        return None
+    checks = {k: v for k, v in columns.items() if v is not None}
+
+    def check(value: Any) -> bool:
+        return type(value) is dict and value.keys() >= required and \
+            all(checks.get(k, extra)(v) for k, v in value.items())
+    return check
+
+
+def _slim(doc: Doc, reader: str) -> tuple[Doc, dict[str, list[int]]]:
+    """doc with the table rows that row_ok passes left out, and where the rest stood."""
+    slim, where = dict(doc), {}
+    for name in TABLES:
+        rows, check = doc.get(name), _row_check(reader, name)
+        if isinstance(rows, list) and check is not None:
+            kept = [i for i, row in enumerate(rows) if not check(row)]
+            slim[name], where[name] = [rows[i] for i in kept], kept
+    return slim, where
+
+
+def _remap(parts: list[Any], where: dict[str, list[int]]) -> list[Any]:
+    """A key path into the slim document as a key path into the file."""
+    if len(parts) > 1 and parts[0] in where and isinstance(parts[1], int):
+        return [parts[0], where[parts[0]][parts[1]], *parts[2:]]
+    return parts
+
+
 def _schema_problems(doc: Doc, reader: str) -> Iterator[tuple[str, str]]:
-    for error in itertools.islice(_validator(reader).iter_errors(doc), MAX_PROBLEMS + 1):
+    slim, where = _slim(doc, reader)
+    for error in itertools.islice(_validator(reader).iter_errors(slim), MAX_PROBLEMS + 1):
         if error.validator in _OF_VALUE:
             wanted = error.schema.get("description") or _WANTED.get(error.schema.get("type"), "")
-            yield _path(error.absolute_path), "must be %s, not %s" % (wanted, brief(error.instance))
+            yield (_path(_remap(list(error.absolute_path), where)),
+                   "must be %s, not %s" % (wanted, brief(error.instance)))
         else:
-            yield from ((_path(parts), msg) for parts, msg in _schema_messages(error))
+            yield from ((_path(_remap(parts, where)), msg) for parts, msg in _schema_messages(error))
 
 
 def _rows(doc: Doc) -> Iterator[tuple[str, Any, bool]]:
@@ -339,7 +419,7 @@ def _semantic(doc: Doc, nodes: Collection[str] | None, topology: str | None) -> 
             yield where, "node %s is not one of the run's nodes (params.nodes)" % shown(value)
         elif node and scheduled and not where.startswith("schedule") and value not in scheduled:
             yield where, "node %s is in none of the steps (schedule)" % shown(value)
-    for where, text in control_characters(doc):
+    for where, text in control_characters_in(doc):
         yield where, "%s holds a control character or line break" % shown(text)
 
 
