@@ -112,7 +112,7 @@ _MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
 
 
 def _is_int(value: Any, lo: int, hi: int) -> bool:
-    return type(value) is int and lo <= value <= hi
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
 
 
 def _address_problem(value: Any, kind: str) -> str | None:

@@ -338,7 +338,7 @@ def _row_check(reader: str, table: str) -> Check | None:
     checks = {k: v for k, v in columns.items() if v is not None}
 
     def check(value: Any) -> bool:
-        return type(value) is dict and value.keys() >= required and \
+        return isinstance(value, dict) and value.keys() >= required and \
             all(checks.get(k, extra)(v) for k, v in value.items())
     return check
 

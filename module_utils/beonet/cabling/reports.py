@@ -238,7 +238,7 @@ def too_deep(raw: bytes, most: int = MAX_DEPTH) -> bool:
     after them was deeper. The rest is read until a pair closes, a bracket does not
     match (the JSON parser then says what is wrong) or more than most are open."""
     rest = _STRING.sub(b"", _ESCAPED.sub(b"", raw)).translate(None, _NOT_BRACKETS)
-    for _ in range(most):
+    for _round in range(most):
         rest = _PAIR.sub(b"", rest)
     open_: list[int] = []
     for c in rest:
