@@ -58,7 +58,7 @@ class HostRead(Exception):
 
 
 class _State:
-    host = True             # outside a guarded phase (pytest itself, the machinery)
+    host = True             # reads allowed: a host test running (or the guard not installed)
     found: list[str] = []   # what the running test read
 
 
