@@ -10,13 +10,25 @@ SUITE=${BEONET_SUITE:-bookworm}
 PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev,ethtool
 # Extra packages go in with apt inside the new root (debootstrap's own resolver
 # cannot configure Open MPI's development packages).
+# Variants "controller" and "controller-managers" (scripts/hermetic-test.sh): a test
+# controller, Python only, and the same with NetworkManager, netplan and ifupdown (their
+# units enabled as the packages leave them, netplan handing NICs to NetworkManager as
+# on an Ubuntu desktop).
 EXTRA=()
-if [ "${1:-}" = mpi ]; then
-  IMAGE=${BEONET_IMAGE:-beonet-node-mpi:bookworm-1}
-  EXTRA=(openmpi-bin libopenmpi-dev openssh-server openssh-client python3-apt)
-else
-  IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2}
-fi
+case "${1:-}" in
+  mpi)
+    IMAGE=${BEONET_IMAGE:-beonet-node-mpi:bookworm-1}
+    EXTRA=(openmpi-bin libopenmpi-dev openssh-server openssh-client python3-apt) ;;
+  controller)
+    IMAGE=${BEONET_IMAGE:-beonet-controller:bookworm-1}
+    PACKAGES=python3 ;;
+  controller-managers)
+    IMAGE=${BEONET_IMAGE:-beonet-controller-managers:bookworm-2}
+    PACKAGES=python3
+    EXTRA=(network-manager netplan.io ifupdown) ;;
+  *)
+    IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2} ;;
+esac
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
   exit 0
@@ -38,6 +50,9 @@ if [ ${#EXTRA[@]} -gt 0 ]; then
       apt-get install -y -q --no-install-recommends "${EXTRA[@]}"; } >>/tmp/beonet-debootstrap.log 2>&1 \
     || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
   rm -f "$root/usr/sbin/policy-rc.d"
+fi
+if [ "${1:-}" = controller-managers ]; then
+  printf 'network:\n  version: 2\n  renderer: NetworkManager\n' > "$root/etc/netplan/01-network-manager-all.yaml"
 fi
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | docker import --change 'CMD ["sleep", "infinity"]' - "$IMAGE" >/dev/null

@@ -3,10 +3,13 @@ import pathlib
 import subprocess
 import sys
 
+import hermetic
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "module_utils"))
+hermetic.install()
+needs_host = hermetic.needs_host  # @needs_host("why", "program", netns=True): a test needing the machine
 REGEN = os.environ.get("BEONET_REGEN") == "1"
 
 
@@ -33,6 +36,7 @@ _HOST_SYSCTLS = ("/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/fib_multip
                  "/proc/sys/net/ipv4/fib_multipath_hash_policy")
 
 
+@hermetic.reads_the_host
 def _host_sysctls():
     out = {}
     for path in _HOST_SYSCTLS:
@@ -51,3 +55,24 @@ def _the_host_kernel_is_left_alone():
     before = _host_sysctls()
     yield
     assert _host_sysctls() == before, "a test changed the host's sysctls"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "host(reason): the test needs the machine itself (a network "
+                                       "namespace, a program the venv does not provide); the guard "
+                                       "of tests/hermetic.py leaves it alone")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from hermetic.guard_phase(item, setup=True))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from hermetic.guard_phase(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+    return (yield from hermetic.guard_phase(item))

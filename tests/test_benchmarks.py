@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
 from beonet.benchmarks import planner as bench
 from beonet.benchmarks import report
@@ -328,11 +328,12 @@ def test_plots_are_written(mesh, tmp_path):
 
 # ------------------------------------------------------------------ tokex.c on loopback
 
+needs_cc = needs_host("tokex.c built with the machine's C compiler, run on loopback", "cc")
+
+
 @pytest.fixture(scope="module")
 def tokex(tmp_path_factory):
     cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.fail("no C compiler on this machine: tokex.c cannot be tested")
     exe = tmp_path_factory.mktemp("tokex") / "tokex"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
                     str(ROOT / "roles" / "beonet_benchmark" / "files" / "tokex.c")], check=True)
@@ -355,6 +356,7 @@ def server(tokex, tmp_path):
     proc.wait(timeout=5)
 
 
+@needs_cc
 def test_tokex_loopback_tcp_and_udp_exchange(tokex, server):
     out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--proto", "both",
                           "-n", "50", "--sizes", "4,1448,8192,20000"],
@@ -374,6 +376,7 @@ def test_tokex_loopback_tcp_and_udp_exchange(tokex, server):
         assert r["exchange_MBps"] == pytest.approx(2 * r["size"] * 50 / r["seconds"] / 1e6, rel=0.01)
 
 
+@needs_cc
 def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path):
     out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--window", "4",
                           "-n", "40", "--sizes", "8192", "--stats-only"],
@@ -396,6 +399,7 @@ def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path):
     assert rem["copy"] == "remote" and (tmp_path / "got").read_bytes() == src.read_bytes()
 
 
+@needs_cc
 def test_tokex_ring_on_loopback(tokex):
     port = _free_port()
     addrs = "127.0.0.1,127.0.0.2,127.0.0.3"
@@ -412,6 +416,7 @@ def test_tokex_ring_on_loopback(tokex):
     assert all(len(r["samples_us"]) == 20 for r in doc["runs"])
 
 
+@needs_cc
 @pytest.mark.parametrize("args,message", [
     (["client"], "client needs -H HOST"),
     (["client", "-H", "127.0.0.1", "--sizes", "4,0"], "bad size in --sizes '4,0'"),
@@ -430,6 +435,7 @@ def test_tokex_usage_errors(tokex, args, message):
     assert message in res.stderr
 
 
+@needs_cc
 def test_tokex_no_server_is_a_clear_error(tokex):
     port = _free_port()
     res = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(port), "--proto", "udp",
@@ -437,6 +443,7 @@ def test_tokex_no_server_is_a_clear_error(tokex):
     assert res.returncode == 4 and "no tokex server on the port" in res.stderr
 
 
+@needs_cc
 def test_tokex_deadline_ends_a_stuck_client(tokex):
     # A UDP server that never answers: the client resends, then the deadline ends it.
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

@@ -268,7 +268,8 @@ def test_outputs_that_cannot_be_written_are_named_and_nothing_is_written(good, t
     for argv, says in [
             (["--host-vars", afile], "--host-vars %s: not a folder" % afile),
             (["--host-vars", afile + "/hv"], "cannot be made: %s is not a folder" % afile),
-            (["--report", "/proc/x"], "--report /proc/x: cannot be written: "),
+            (["--report", str(tmp_path / ("x" * 300))], "--report %s: cannot be written: File name too long"
+             % (tmp_path / ("x" * 300))),
             (["--report", str(tmp_path)], "--report %s: a folder, not a file" % tmp_path),
             (["-o", afile + "/m.yml"], "-o %s/m.yml: cannot be made" % afile)]:
         out = tmp_path / "hv"

@@ -6,13 +6,12 @@ import glob
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import ROOT, local_play
+from conftest import ROOT, local_play, needs_host
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -286,8 +285,8 @@ def _ip(*args):
 def netns(tmp_path):
     """A namespace holding one veth pair (bcpfa <-> bcpfb): nodes a and b's p2p link."""
     name = "bcpf%d" % os.getpid()
-    if os.geteuid() != 0 or not shutil.which("ip") or _ip("netns", "add", name).returncode:
-        pytest.skip("needs root and ip netns")
+    if _ip("netns", "add", name).returncode:
+        pytest.skip("ip netns add failed: needs root and a writable /run/netns")
     try:
         for args in (["link", "add", "bcpfa", "type", "veth", "peer", "name", "bcpfb"],
                      ["link", "set", "bcpfa", "up"], ["link", "set", "bcpfb", "up"]):
@@ -315,6 +314,10 @@ def preflight(tmp_path, ns, b_nic="bcpfb", *extra):
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
 
 
+in_namespaces = needs_host("the preflight play between network namespaces (a veth pair)", "ip", netns=True)
+
+
+@in_namespaces
 def test_preflight_passes_and_matches_the_discovery_file(tmp_path, netns):
     comp = pipeline.compile_file(str(tmp_path / "topo.yml"))
     wired = {"a": {"eth1": "bcpfa"}, "b": {"eth1": "bcpfb"}}
@@ -324,6 +327,7 @@ def test_preflight_passes_and_matches_the_discovery_file(tmp_path, netns):
     assert "ok: [a -> localhost]" in res.stdout.split("Match the discovered cabling")[1]
 
 
+@in_namespaces
 def test_preflight_stops_every_node_for_one_missing_nic(tmp_path, netns):
     res = preflight(tmp_path, netns, "bcpfz")
     assert res.returncode != 0
@@ -331,6 +335,7 @@ def test_preflight_stops_every_node_for_one_missing_nic(tmp_path, netns):
     assert "Match the discovered cabling" not in res.stdout
 
 
+@in_namespaces
 def test_preflight_fails_on_a_cabling_fault_in_check_mode(tmp_path, netns):
     comp = pipeline.compile_file(str(tmp_path / "topo.yml"))
     wired = {"a": {"eth1": "enp7s0"}, "b": {"eth1": "bcpfb"}}

@@ -3,16 +3,17 @@ metrics table, paths, build and usage errors."""
 
 import json
 import os
+import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
 import beonet
 from beonet import cli
 from beonet.compiler import pipeline, prove
 from beonet.compiler.errors import Problems
-from beonet.outputs import build, drawing, dryrun, tree
+from beonet.outputs import build, dryrun, tree
 from beonet.outputs import plan as render
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
@@ -20,7 +21,7 @@ BONDED = str(ROOT / "topologies/bonded-dual-net-4.yml")
 CUSTOM = str(ROOT / "topologies/custom-example.yml")
 TREE = str(ROOT / "topologies/switch-tree.yml")
 METANODE = str(ROOT / "topologies/metanode-testbed.yml")
-needs_dot = pytest.mark.skipif(drawing.graphviz() is None, reason="Graphviz's dot is not installed")
+needs_dot = needs_host("Graphviz's own rendering of beonet's drawing (the output of dot itself)", "dot")
 
 
 def run(capsys, *argv):
@@ -368,6 +369,32 @@ def test_png_needs_output_and_is_written(capsys, tmp_path):
     png = tmp_path / "b.png"
     code, _, _ = run(capsys, "graph", BONDED, "--format", "png", "-o", str(png))
     assert code == 0 and png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _fake_dot(tmp_path, monkeypatch):
+    """A stand-in for Graphviz's dot, alone on PATH: it prints its -T option and the
+    drawing it was given."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "dot"
+    fake.write_text("#!%s\nimport sys\nsys.stdout.write(sys.argv[1] + '\\n' + sys.stdin.read())\n"
+                    % sys.executable)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+
+
+def test_images_go_through_dot_to_the_output(capsys, tmp_path, monkeypatch):
+    """The drawing is handed to dot with the format asked for, and what dot prints is
+    written to -o (or stdout for SVG); PNG, binary, needs -o."""
+    _fake_dot(tmp_path, monkeypatch)
+    code, out, err = run(capsys, "graph", BONDED, "--format", "png")
+    assert code == 2 and out == "" and "give -o" in err
+    png = tmp_path / "b.png"
+    code, _, err = run(capsys, "graph", BONDED, "--format", "png", "-o", str(png))
+    assert code == 0, err
+    assert png.read_text().startswith("-Tpng\ngraph ") and "Legend" in png.read_text()
+    code, out, _ = run(capsys, "graph", MESH, "--format", "svg")
+    assert code == 0 and out.startswith("-Tsvg\ngraph ") and "node-0-0" in out
 
 
 @pytest.mark.parametrize("fmt", ["svg", "png"])

@@ -5,14 +5,13 @@ was down and must be put back down)."""
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
 from beonet.agent import discover as d
 
@@ -192,8 +191,8 @@ def test_management_nics_join_the_given_ones_and_the_default_route(tmp_path, mon
 
 # -- a real run in network namespaces -------------------------------------------------------------
 
-needs_netns = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"),
-                                 reason="needs root and iproute2 (network namespaces)")
+needs_netns = needs_host("the agent's discovery between network namespaces (veths, a bridge)", "ip",
+                   netns=True)
 PREFIX = "bdisc%d" % (os.getpid() % 10000)
 
 

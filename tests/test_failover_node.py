@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
+from test_node import beonet_node  # noqa: F401 (fixture)
 
 from beonet.agent import apply as node
 from beonet.agent import routes
@@ -236,6 +237,11 @@ print(json.dumps({"first": [" ".join(a) for a in first], "err": err, "second": s
 """
 
 
+in_a_namespace = needs_host("the agent's routes and sysctls on a kernel (a fresh network namespace)",
+                            "unshare", "ip", netns=True)
+
+
+@in_a_namespace
 def test_the_kernel_takes_the_multipath_route_and_sysctls_and_a_second_run_changes_nothing():
     """In a fresh network namespace (root; the host's network is not touched): the
     agent's commands for a blank node, run against the kernel, leave nothing to do."""
@@ -243,8 +249,6 @@ def test_the_kernel_takes_the_multipath_route_and_sysctls_and_a_second_run_chang
     code = KERNEL_SCRIPT % {"path": str(ROOT / "module_utils"), "plan": json.dumps(n)}
     res = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True,
                          text=True, check=False)
-    if res.returncode and "Operation not permitted" in res.stderr:
-        pytest.skip("needs root for a network namespace")
     out = json.loads(res.stdout)
     assert out["err"] is None and MULTIPATH_LINE in out["first"]
     assert out["second"] == [[], []], out["second"]
@@ -326,18 +330,12 @@ def test_networkmanager_leaves_multipath_routes_to_the_dispatcher_script():
     assert backends.NM_DISPATCHER not in backends.nm_files(dict(diamond(), routes=[SINGLE]))
 
 
-def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(monkeypatch):
+def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(beonet_node,  # noqa: F811
+                                                                            monkeypatch):
     """beonet_node on a blank node (check mode, networkd): the actions are the dry-run
     lines, the sysctls are read from /proc (here: the kernel's defaults), and nothing runs."""
-    import importlib.util
-
-    import ansible.module_utils
     from test_node import _blank_node, _FakeModule
-    monkeypatch.setattr(ansible.module_utils, "__path__",
-                        [*ansible.module_utils.__path__, str(ROOT / "module_utils")])
-    spec = importlib.util.spec_from_file_location("beonet_node_module", ROOT / "library/beonet_node.py")
-    lib = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lib)
+    lib = beonet_node
     n = diamond()
     defaults = {"/proc/sys/net/ipv4/" + k: v + "\n" for k, v in [
         ("fib_multipath_use_neigh", "0"), ("fib_multipath_hash_policy", "0")]}
@@ -348,7 +346,6 @@ def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(mon
                              "backend": "networkd"}, _blank_node(n), check_mode=True)
     monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
     monkeypatch.setattr(lib, "read_text", lambda path: "0\n" if path == node.FORWARD else defaults.get(path))
-    monkeypatch.setattr(lib, "_bonding_driver", lambda module: True)
     from test_node import _Exit
     with pytest.raises(_Exit) as exc:
         lib.main()
@@ -361,6 +358,7 @@ def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(mon
     assert route_diff["after"].startswith("10.0.3.0/24 src 10.0.1.1 nexthop via 10.0.1.2 dev eth1 ")
 
 
+@in_a_namespace
 def test_the_dispatcher_script_puts_the_route_back_in_the_kernel(tmp_path):
     """The script NetworkManager would run, in a fresh network namespace: nothing for
     another action, the multipath route when one of its NICs comes up."""
@@ -374,8 +372,6 @@ def test_the_dispatcher_script_puts_the_route_back_in_the_kernel(tmp_path):
              "%(s)s eth1 down; echo after-down; ip route show proto 250;"
              "%(s)s eth1 up; echo after-up; ip route show proto 250" % {"s": script})
     res = subprocess.run(["unshare", "-n", "sh", "-c", shell], capture_output=True, text=True, check=False)
-    if res.returncode and "Operation not permitted" in res.stderr:
-        pytest.skip("needs root for a network namespace")
     down, up = res.stdout.split("after-up")
     assert "10.0.3.0/24" not in down, res.stdout + res.stderr
     assert "nexthop via 10.0.1.2 dev eth1 weight 1" in up and "nexthop via 10.0.2.3 dev eth2 weight 1" in up

@@ -526,9 +526,11 @@ def bonded(tmp_path):
 
 
 @pytest.fixture
-def vmhost(monkeypatch, bonded):
+def vmhost(monkeypatch, bonded, tmp_path):
     plan = vmlab.render.plan(vmlab.pipeline.compile_file(str(bonded)))
     fake = FakeVmHost(plan)
+    (tmp_path / "proc").mkdir()
+    monkeypatch.setattr(vmlab, "PROC", str(tmp_path / "proc"))     # no QEMU process left over
     monkeypatch.setattr(vmlab, "_run", fake.run)
     monkeypatch.setattr(vmlab, "ssh", fake.ssh)
     monkeypatch.setattr(vmlab, "_stop", fake.stop)
@@ -614,22 +616,19 @@ def test_vm_down_without_state_removes_what_an_interrupted_run_left(vmhost, bond
         capsys.readouterr().out
 
 
-def test_vm_orphans_are_qemu_processes_started_from_the_folder(tmp_path):
+def test_vm_orphans_are_qemu_processes_started_from_the_folder(tmp_path, monkeypatch):
     """A process whose command line names qemu-system and a file in the folder is found;
-    one naming another folder is not."""
-    import subprocess
-    import sys
+    one naming another folder is not, nor another program (processes of a fake /proc)."""
     state = tmp_path / ".lab" / "mol-x"
-    sleeper = "import time; time.sleep(60)"
-    mine = subprocess.Popen([sys.executable, "-c", sleeper, "qemu-system-x86_64", str(state / "n.qcow2")])
-    other = subprocess.Popen([sys.executable, "-c", sleeper, "qemu-system-x86_64",
-                              str(tmp_path / ".lab" / "mol-xy" / "n.qcow2")])
-    try:
-        assert vmlab._orphans(str(state)) == [mine.pid]
-    finally:
-        for proc in (mine, other):
-            proc.kill()
-            proc.wait()
+    proc = tmp_path / "proc"
+    for pid, argv in ((41000, ["qemu-system-x86_64", str(state / "n.qcow2")]),
+                      (41001, ["qemu-system-x86_64", str(tmp_path / ".lab" / "mol-xy" / "n.qcow2")]),
+                      (41002, ["sleep", str(state / "n.qcow2")])):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (proc / "self").mkdir()
+    monkeypatch.setattr(vmlab, "PROC", str(proc))
+    assert vmlab._orphans(str(state)) == [41000]
 
 
 def test_vm_link_and_node_faults_work_from_the_saved_state(vmhost, bonded, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, golden
+from conftest import ROOT, golden, needs_host
 
 from beonet.agent import apply as node
 from beonet.agent import backends, files, nodeplan
@@ -174,6 +174,11 @@ def test_tso_off_is_applied_only_when_the_bond_has_it_on():
     assert node.offload_actions(n, {"bond0": False}) == []
 
 
+in_a_namespace = needs_host("the ethtool ioctl and /proc/sys on a kernel (a fresh network namespace)",
+                            "unshare", netns=True)
+
+
+@in_a_namespace
 def test_tso_is_read_and_set_through_the_ethtool_ioctl():
     """get_tso/set_tso on the loopback of a fresh network namespace (root, as in CI)."""
     code = ("import sys; sys.path.insert(0, %r)\n"
@@ -407,14 +412,21 @@ class _FakeModule:
 
 
 @pytest.fixture()
-def beonet_node(monkeypatch):
-    """library/beonet_node.py, importing ansible.module_utils.beonet from this tree."""
+def beonet_node(monkeypatch, tmp_path):
+    """library/beonet_node.py, importing ansible.module_utils.beonet from this tree, on
+    a blank node in a folder (never the controller's own files): the network managers
+    are probed and /etc/os-release read under NODE_ROOT, an empty folder, and so are the
+    files the module reads; the kernel has the bonding driver."""
     import ansible.module_utils
     monkeypatch.setattr(ansible.module_utils, "__path__",
                         [*ansible.module_utils.__path__, str(ROOT / "module_utils")])
     spec = importlib.util.spec_from_file_location("beonet_node_module", ROOT / "library/beonet_node.py")
     lib = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lib)
+    root = tmp_path / "node"
+    root.mkdir()
+    monkeypatch.setattr(lib, "NODE_ROOT", str(root))
+    monkeypatch.setattr(lib, "read_text", lambda path: files.read_text(str(root / path.lstrip("/"))))
     monkeypatch.setattr(lib, "_bonding_driver", lambda module: True)
     return lib
 
@@ -536,6 +548,7 @@ def test_actions_stop_at_the_first_failure_with_a_clear_message():
         "or bare metal")
 
 
+@in_a_namespace
 def test_forwarding_and_offload_are_set_without_sysctl_or_ethtool():
     """run_action writes the sysctl to /proc and sets TSO with the ioctl (root, in a
     fresh network namespace: the host's network is not touched)."""

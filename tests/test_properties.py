@@ -424,7 +424,7 @@ def test_plan_does_not_depend_on_hash_seed(topo):
             "sys.stdout.write(json.dumps(render.plan(c), sort_keys=False))")
     outs = set()
     for seed in ("1", "2"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT / "module_utils"))
         run = subprocess.run([sys.executable, "-c", code], input=text, env=env,
                              capture_output=True, text=True, check=True)
         outs.add(run.stdout)

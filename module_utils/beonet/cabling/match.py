@@ -696,11 +696,16 @@ def write_host_vars(folder: str, mapping: Interfaces, check: bool = False) -> li
     return [path for path, _text in changed]
 
 
+NAME_MAX = 255          # bytes of one file name (Linux's file systems)
+
+
 def output_problem(path: str, folder: bool = False) -> str | None:
     """Why a file (folder=True: a folder) cannot be written at path, or None: a file
     is created and removed in the nearest folder that exists, so that a run which
     cannot write all its outputs writes none of them."""
     full = os.path.abspath(path)
+    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX for part in full.split(os.sep)):
+        return "cannot be written: File name too long (a name over %d bytes)" % NAME_MAX
     if os.path.isdir(full) != folder and os.path.exists(full):
         return "not a folder" if folder else "a folder, not a file"
     if not folder and os.path.exists(full) and not os.path.isfile(full):

@@ -84,6 +84,7 @@ MGMT_BRIDGE = "mgmt0"
 IMAGES = VM_IMAGES
 NIC_SLOT = 0x10                            # PCI slot of the management NIC; plan NICs follow
 STATE = VM_STATE
+PROC = "/proc"                             # where QEMU processes are looked for (a folder in tests)
 
 # A relay from SSH's stdin/stdout to host:port, run inside the lab namespace
 # as the ProxyCommand (stdlib only; the host has neither nc nor socat).
@@ -535,7 +536,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     try:
-        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+        with open(os.path.join(PROC, str(pid), "cmdline"), "rb") as fh:
             return b"qemu-system" in fh.read()
     except OSError:
         return False
@@ -645,9 +646,9 @@ def _orphans(state: str) -> list[int]:
     """QEMU processes started from a state folder that is gone (an interrupted run)."""
     mark = (os.path.abspath(state) + os.sep).encode()
     pids = []
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir(PROC):
         try:
-            with open("/proc/%s/cmdline" % entry, "rb") as fh:
+            with open(os.path.join(PROC, entry, "cmdline"), "rb") as fh:
                 cmdline = fh.read()
         except OSError:
             continue
