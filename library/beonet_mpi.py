@@ -10,8 +10,10 @@ description:
     the beonet_plan role compiled; it never reads the topology file.
   - C(action=plan) returns the Open MPI hostfile (cluster addresses, each node's slots), the
     MCA parameters (the TCP transport and the runtime's channel confined to the networks every
-    node routes to, and the launcher's ssh options), the MPICH machine file, and the run:
-    ranks in plan order, pairings by path class, the gateway of the compute test.
+    node routes to, and the launcher's ssh options), Open MPI 5's runtime (PRRTE) parameters
+    (its daemons on those networks, its ssh options), the MPICH machine file and each node's
+    MPICH environment, and the run: ranks in plan order, pairings by path class, the gateway
+    of the compute test.
   - C(action=report) turns the benchmark's CSV into C(results/<topology>/mpi-<timestamp>/).
 options:
   action:
@@ -75,10 +77,18 @@ mca:
   description: openmpi-mca-params.conf lines.
   returned: action=plan
   type: str
+prte_mca:
+  description: prte-mca-params.conf lines (Open MPI 5's runtime).
+  returned: action=plan
+  type: str
 mpich_hosts:
   description: The MPICH machine file.
   returned: action=plan
   type: str
+mpich_env:
+  description: C({node => text}), each node's MPICH environment file.
+  returned: action=plan
+  type: dict
 run:
   description: Ranks, pairs file text, pair classes, gateway test.
   returned: action=plan
@@ -96,6 +106,7 @@ try:
     from ansible.module_utils.beonet.benchmarks import mpi
     from ansible.module_utils.beonet.benchmarks import planner as bench
     from ansible.module_utils.beonet.outputs import export
+    from ansible.module_utils.beonet.outputs import mpi as mpi_files
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()
@@ -104,12 +115,14 @@ except ImportError:
 def _plan(module: AnsibleModule) -> None:
     p = module.params
     plan = p["plan"]
-    mca = export.openmpi_mca(plan)
-    if p["ssh_args"]:
+    mca, prte = export.openmpi_mca(plan), mpi_files.prte_mca(plan)
+    if p["ssh_args"]:               # Open MPI 4's launcher reads plm_rsh_args, PRRTE plm_ssh_args
         mca += "plm_rsh_args = %s\n" % p["ssh_args"]
+        prte += "plm_ssh_args = %s\n" % p["ssh_args"]
     path_of = bench.path_lookup(plan, p["paths"])
-    module.exit_json(changed=False, hostfile=export.hostfile(plan, p["slots"]), mca=mca,
+    module.exit_json(changed=False, hostfile=export.hostfile(plan, p["slots"]), mca=mca, prte_mca=prte,
                      mpich_hosts=export.mpich_hosts(plan, p["slots"]),
+                     mpich_env=mpi_files.mpich_env_files(plan),
                      run=mpi.plan_run(plan, path_of, p["params"]))
 
 

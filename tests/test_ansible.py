@@ -136,3 +136,32 @@ def test_site_in_check_mode_still_reports_what_would_change(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert calls == ["a apply check", "a preflight check", "b preflight check",
                      "c apply check", "c preflight check"]
+
+
+def test_mpi_module_gives_each_launcher_its_own_ssh_parameter(tmp_path):
+    """Open MPI 4's launcher reads plm_rsh_args (openmpi-mca-params.conf), Open MPI 5's
+    PRRTE plm_ssh_args (prte-mca-params.conf); each node gets its own MPICH file."""
+    import json
+
+    from test_benchmarks import expected_paths
+
+    from beonet.compiler import pipeline
+    from beonet.outputs import mpi
+    from beonet.outputs import plan as render
+    compiled = pipeline.compile_file(str(ROOT / "topologies/custom-example.yml"))
+    plan = render.plan(compiled)
+    (tmp_path / "plan.json").write_text(json.dumps({"p": plan, "paths": expected_paths(compiled, plan)}))
+    out = tmp_path / "result.json"
+    (tmp_path / "play.yml").write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+        "    - beonet_mpi: {action: plan, plan: '{{ p }}', paths: '{{ paths }}',\n"
+        "                   ssh_args: '-o BatchMode=yes'}\n"
+        "      register: r\n"
+        "    - ansible.builtin.copy: {content: '{{ r | to_json }}', dest: %s}\n" % out)
+    res = play("-e", "@%s" % (tmp_path / "plan.json"), "-e", "ansible_python_interpreter=" + sys.executable,
+               str(tmp_path / "play.yml"), inventory="localhost,")
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads(out.read_text())
+    assert r["mca"].endswith("plm_rsh_args = -o BatchMode=yes\n") and "plm_ssh_args" not in r["mca"]
+    assert r["prte_mca"] == mpi.prte_mca(plan) + "plm_ssh_args = -o BatchMode=yes\n"
+    assert r["mpich_env"] == mpi.mpich_env_files(plan)

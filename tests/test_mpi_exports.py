@@ -70,7 +70,7 @@ def test_hostfiles_give_each_node_its_slots(capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["hosts", "--slots", "2"], "--slots goes with hostfile and mpich-hosts only"),
+    (["hosts", "--slots", "2"], "--slots goes with hostfile, mpich-hosts, slurm-nodes only"),
     (["hostfile", "--slots", "0"], "a whole number from 1 to 65536, not '0'"),
     (["hostfile", "--slots", "x"], "a whole number from 1 to 65536, not 'x'"),
     (["hostfile", "--slots", "1" + "0" * 26], "a whole number from 1 to 65536, not '1000000"),

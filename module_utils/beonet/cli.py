@@ -306,11 +306,11 @@ def cmd_export(args: argparse.Namespace) -> None:
         _write(cabling.render(sheet, args.format or "md", build.title(plan),
                               cabling.physical_names(plan)), args.output)
         return
-    if args.what in export.MPI_EXPORTS:
+    if args.what in export.SLOTS_EXPORTS:
         _write(export.EXPORTS[args.what](plan, args.slots), args.output)
         return
     if args.slots != 1:
-        raise UsageError("--slots goes with %s only" % " and ".join(sorted(export.MPI_EXPORTS)))
+        raise UsageError("--slots goes with %s only" % ", ".join(sorted(export.SLOTS_EXPORTS)))
     _write(export.EXPORTS[args.what](plan), args.output)
 
 
@@ -582,22 +582,29 @@ def _output_commands(add: Any) -> None:
     s.add_argument("--format", choices=sorted(drawing.GRAPHS) + list(drawing.IMAGES),
                    default="dot", help="dot (default) or mermaid text; svg or png need "
                    "Graphviz's dot program, png also -o")
-    s = add("export", cmd_export, "/etc/hosts lines, Slurm topology.conf, MPI hostfiles, "
-            "Open MPI's network settings or the cabling sheet")
+    s = add("export", cmd_export, "/etc/hosts lines, Slurm's node lines, topology.conf or "
+            "topology.yaml, MPI hostfiles, the MPI stacks' network settings or the cabling sheet")
     s.add_argument("what", choices=sorted([*export.EXPORTS, "cabling"]),
                    help="hosts: /etc/hosts lines; slurm: topology.conf; hostfile: Open MPI "
                    "hostfile (cluster addresses, slots); mpich-hosts: MPICH machine file; "
                    "openmpi-mca: openmpi-mca-params.conf lines keeping MPI on the networks "
-                   "every node routes to; cabling: every cable with both ends, switch by switch")
+                   "every node routes to; prte-mca: Open MPI 5's prte-mca-params.conf (its "
+                   "runtime's daemons on them); mpich-env: each node's MPICH environment "
+                   "(ch4:ofi on its cluster NIC); slurm-nodes: slurm.conf node lines "
+                   "(NodeAddr: cluster address, CPUs: --slots); slurm-topology-yaml: "
+                   "topology.yaml (Slurm 25.05+); cabling: every cable with both ends, "
+                   "switch by switch")
     s.add_argument("--slots", type=_count(1, MAX_SLOTS), default=1,
-                   help="hostfile, mpich-hosts: processes (slots) per node (default 1, "
+                   help="hostfile, mpich-hosts: processes (slots) per node; slurm-nodes: "
+                   "CPUs per node (default 1, "
                    "at most %d)" % MAX_SLOTS)
     s.add_argument("--format", choices=cabling.FORMATS,
                    help="cabling: md (Markdown tables, default), csv (one row per cable) "
                    "or json")
     s = add("build", cmd_build, "write plan.json, routes.txt, hosts, topology.conf, "
-            "hostfile, the cabling sheet (cabling.md, .csv, .json) and each node's "
-            "persistent files (nodes/NODE/etc/...) into the "
+            "topology.yaml, slurm-nodes.conf, the MPI files (hostfile, mpich.hosts, mpich.env, "
+            "openmpi-mca-params.conf, prte-mca-params.conf), the cabling sheet (cabling.md, "
+            ".csv, .json) and each node's persistent files (nodes/NODE/etc/...) into the "
             "folder given by -o; nothing is written if the topology has errors",
             output="folder to write into (created if missing; files in it are replaced)",
             need_output=True)

@@ -1,7 +1,8 @@
 """``beonet build``: every artefact of a topology into one folder.
 
 plan.json, routes.txt (the dry run of every node), the exports (hosts,
-topology.conf, hostfile), the cabling sheets, and under nodes/ each node's
+Slurm's topology.conf, topology.yaml and node lines, the MPI hostfiles and
+network settings), the cabling sheets, and under nodes/ each node's
 persistent files as the beonet_node role would write them. Nothing is written
 unless the topology compiles and its routes are proved.
 
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
     Plan = dict[str, Any]
     PhysicalOf = Callable[[Graph], "render.Physical | None"]   # the -i INVENTORY NIC names of a graph
 
-EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "hostfile": "hostfile",
-                "mpich.hosts": "mpich-hosts", "openmpi-mca-params.conf": "openmpi-mca"}
+EXPORT_FILES = {"hosts": "hosts", "topology.conf": "slurm", "topology.yaml": "slurm-topology-yaml",
+                "slurm-nodes.conf": "slurm-nodes", "hostfile": "hostfile", "mpich.hosts": "mpich-hosts",
+                "mpich.env": "mpich-env", "openmpi-mca-params.conf": "openmpi-mca",
+                "prte-mca-params.conf": "prte-mca"}
 ROUTES_STAGED = ".routes.txt"       # routes.txt while staged (no node is named so)
 NODES_STAGED = ".nodes.json"        # the nodes' part of plan.json while staged
 PARTS = 16                          # the nodes are written in this many parts, at most

@@ -1,0 +1,83 @@
+"""The MPI stacks' network settings from the plan: the node networks (CIDR blocks
+that hold every node's cluster address and nothing else), the runtime file of
+Open MPI 5 (PRRTE) and MPICH's per-node environment (libfabric takes a NIC name,
+not a network). They read the plan dict only."""
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+Plan = dict[str, Any]
+Slots = int | Mapping[str, int]
+
+# Where Open MPI 5's runtime reads its file: PRRTE's sysconfdir; Debian 13's openmpi-bin.
+PRTE_FILE = "/etc/openmpi/prte-mca-params.conf"
+MPICH_ENV_FILE = "/etc/beonet/mpi/mpich.env"
+
+
+def slots_of(slots: Slots, name: str) -> int:
+    """A node's slots: the one number, or its entry (1 when it has none)."""
+    return slots if isinstance(slots, int) else slots.get(name, 1)
+
+
+def node_networks(plan: Plan) -> list[str]:
+    """The networks that hold the nodes' cluster addresses and nothing else: a segment
+    whose every member address is a node address (every node routes to it), else the
+    node address alone (/32); merged into the fewest blocks. A NIC whose address lies
+    in them is one that every other node reaches."""
+    node_addrs = {n["address"] for n in plan["nodes"].values()}
+    nets: set[ipaddress.IPv4Network] = set()
+    for seg in plan["segments"].values():
+        addrs = [m["address"] for m in seg["members"] if "address" in m]   # not a bond's channels
+        if not any(a in node_addrs for a in addrs):
+            continue
+        if all(a in node_addrs for a in addrs):
+            nets.add(ipaddress.IPv4Network(seg["prefix"]))
+        else:
+            nets.update(ipaddress.IPv4Network(a + "/32") for a in addrs if a in node_addrs)
+    return [str(n) for n in ipaddress.collapse_addresses(nets)]
+
+
+def cluster_interface(node: dict[str, Any]) -> dict[str, Any]:
+    """The node's interface that holds its cluster address (its physical name under
+    -i INVENTORY; a bond for a bonded node)."""
+    return next(i for i in node["interfaces"]
+                if any(a.split("/")[0] == node["address"] for a in i["addresses"]))
+
+
+def prte_mca(plan: Plan) -> str:
+    """prte-mca-params.conf lines for Open MPI 5's runtime (PRRTE): its daemons'
+    out-of-band channel only on the node networks. prterun hands its own values to
+    every daemon, so the value is one for all nodes: networks, not NIC names."""
+    return ("# PRRTE (Open MPI 5) MCA parameters for %s (beonet): prterun and the prted\n"
+            "# daemons talk out of band only on the NICs that hold a node's cluster\n"
+            "# address. File: <prefix>/etc/prte-mca-params.conf (Debian 13: %s).\n"
+            "prte_if_include = %s\n"
+            % (plan["topology"]["name"], PRTE_FILE, ",".join(node_networks(plan))))
+
+
+def mpich_env_files(plan: Plan) -> dict[str, str]:
+    """Each node's MPICH environment (KEY=value lines): ch4:ofi on libfabric's tcp
+    provider, on the NIC that holds the node's cluster address, by its name. Hydra's
+    control and ch3 need none: the machine file by address keeps them there."""
+    files = {}
+    for name, node in plan["nodes"].items():
+        nic = cluster_interface(node)["name"]
+        files[name] = ("# MPICH 4.2 environment of %s (%s, beonet): ch4:ofi over libfabric's tcp\n"
+                       "# provider on %s, the NIC of its cluster address %s.\n"
+                       "FI_PROVIDER=tcp\nFI_TCP_IFACE=%s\n"
+                       % (name, plan["topology"]["name"], nic, node["address"], nic))
+    return files
+
+
+def mpich_env(plan: Plan) -> str:
+    """Every node's MPICH environment, one [NODE] section a node; each section goes
+    into that node's own file (MPICH_ENV_FILE), read by its processes at start."""
+    parts = ["# MPICH 4.2 (Hydra, ch4:ofi) environment for %s (beonet), one [NODE] section\n"
+             "# a node: write each into that node's %s. libfabric's FI_TCP_IFACE takes a NIC\n"
+             "# name, and Hydra passes the launching shell's environment to every process:\n"
+             "# let each process read its own node's file (docs/mpi.md), not the launcher.\n"
+             % (plan["topology"]["name"], MPICH_ENV_FILE)]
+    for name, text in mpich_env_files(plan).items():
+        parts.append("[%s]\n%s" % (name, text))
+    return "".join(parts)
