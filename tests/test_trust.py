@@ -17,7 +17,7 @@ from test_node import _blank_node, _module_params, _run_module, beonet_node  # n
 from beonet import cli
 from beonet.agent import apply, backends, names
 from beonet.compiler import pipeline
-from beonet.outputs import dryrun, inventory, tree
+from beonet.outputs import build, dryrun, inventory, tree
 from beonet.outputs import plan as render
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
@@ -104,6 +104,22 @@ def test_a_tampered_record_names_no_file_outside_the_folders():
     record = "/etc/systemd/network/60-beonet-old.network\n/etc/beonet-passwd\n" \
              "/etc/systemd/network/../../shadow-beonet\nrelative-beonet\n"
     assert backends.stale_paths(record, []) == ["/etc/systemd/network/60-beonet-old.network"]
+
+
+def test_the_build_writer_refuses_control_characters_in_a_file(tmp_path):
+    tree.fill(str(tmp_path), [("ok", "a\tb\nc é\n")])
+    for bad in ("a\rb", "x\x1b[2J", "\u2028", "é\x00"):
+        with pytest.raises(ValueError, match="control character"):
+            tree.fill(str(tmp_path), [("bad", bad)])
+    assert os.listdir(tmp_path) == ["ok"]
+
+
+def test_a_build_checks_every_name_once():
+    compiled = pipeline.compile_file(MESH)
+    node = compiled.graph.nodes[0]
+    build.plain_names(compiled.graph, {node.name: {"eth1": "ens4"}})
+    with pytest.raises(ValueError, match="control character"):
+        build.plain_names(compiled.graph, {node.name: {"eth1": "ens4\nDNS=1"}})
 
 
 def test_the_build_writer_refuses_a_path_leaving_its_folder(tmp_path):

@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..agent import apply as node
 from ..agent.files import atomic_write
+from ..agent.names import control_characters_in
 from ..cabling import sheet as cabling_sheet
 from ..compiler import pipeline
 from ..compiler.model import Graph
@@ -85,6 +86,7 @@ class _NodeWriter:
 
     def start(self, graph: Graph) -> None:
         self.graph, self.physical = graph, self.physical_of(graph)
+        plain_names(graph, self.physical)
         self.parts, self.nets = parts(len(graph.nodes)), render.graph_prefixes(graph)
         self.staged = tree.stage(self.nodes_dir)
         self.job = tree.Background(lambda: self._share(self._jobs()))
@@ -114,8 +116,10 @@ class _NodeWriter:
         nodes = [graph.nodes[i] for i in self.parts[k]]
         plans = render.node_plans(graph, self.physical, nodes=nodes)
         tree.fill(self.staged, ((name + path, text) for name, n in plans.items()
-                                for path, text in node.persistent_files(n, self.nets, self.backend).items()))
-        tree.fill(self.staged, [(job, "\n".join(dryrun.ip_route_text(n, name) for name, n in plans.items()))])
+                                for path, text in node.persistent_files(n, self.nets, self.backend,
+                                                                        checked=True).items()))
+        tree.fill(self.staged, [(job, "\n".join(dryrun.ip_route_text(n, name, checked=True)
+                                                for name, n in plans.items()))])
         if self._compact():
             items = render.compact_nodes_items(graph, self.physical, nodes)
             tree.fill(self.staged, [(_part_nodes(k), items)])
@@ -169,6 +173,20 @@ class _NodeWriter:
             self.job.cancel()
         if self.staged:
             tree.discard(self.staged)
+
+
+def plain_names(graph: Graph, physical: render.Physical | None) -> None:
+    """The writers' second wall for a whole build, once: every name the nodes'
+    files and dry runs are made of (nodes, segments, interfaces, switches, the
+    inventory's NIC names) is plain text; the rest of a plan is made of numbers.
+    ValueError otherwise (the entries check names first: never raised there)."""
+    names = [graph.name, graph.management] + [s.name for s in graph.segments] + \
+        [s.name for s in graph.switches] + [v for m in (physical or {}).values() for v in m.values()]
+    for n in graph.nodes:
+        names += [n.name] + [i.name for i in n.interfaces]
+    found = control_characters_in(names)
+    if found:
+        raise ValueError("a name holds a control character: %r" % found[0][1])
 
 
 def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,

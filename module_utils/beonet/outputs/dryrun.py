@@ -10,11 +10,12 @@ from ..agent import apply as agent
 from ..agent.nodeplan import NodePlan, unsafe_text
 
 
-def ip_route_text(node_plan_: NodePlan, name: str) -> str:
+def ip_route_text(node_plan_: NodePlan, name: str, checked: bool = False) -> str:
     """One node's dry run: a header, then links, bonds, MTUs, addresses,
     forwarding, ruleset, routes and offloads, one command a line. A plan holding
-    a control character (never one checked where it entered) is refused."""
-    unsafe = unsafe_text([name, node_plan_])
+    a control character (never one checked where it entered) is refused, unless
+    checked (as persistent_files)."""
+    unsafe = None if checked else unsafe_text([name, node_plan_])
     if unsafe is not None:
         raise ValueError("the plan of %r holds a control character at %s" % (name, unsafe))
     lines = ["# %s  address %s  forwarding %s" % (

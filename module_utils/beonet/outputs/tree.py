@@ -43,12 +43,26 @@ def fill(folder: str, files: Iterable[tuple[str, str]]) -> None:
     for rel, text in files:
         if not _confined(rel):
             raise ValueError("%r would lie outside %s" % (rel, folder))
+        data = text.encode("utf-8")
+        if not _plain(data):
+            raise ValueError("%s would hold a control character" % rel)
         full = os.path.join(folder, rel.lstrip("/"))
         parent = os.path.dirname(full)
         if parent not in made:
             os.makedirs(parent, 0o755, exist_ok=True)
             made.add(parent)
-        _write(full, text.encode("utf-8"))
+        _write(full, data)
+
+
+_LAYOUT_AND_PRINTABLE = bytes(range(32, 127)) + b"\n\t"
+
+
+def _plain(data: bytes) -> bool:
+    """Whether UTF-8 data holds no control character but line breaks and tabs
+    (the files' own layout): scanned in C, as a build writes hundreds of MB."""
+    if data.isascii():
+        return not data.translate(None, _LAYOUT_AND_PRINTABLE)
+    return data.decode("utf-8").replace("\n", "").replace("\t", "").isprintable()
 
 
 def _confined(rel: str) -> bool:
