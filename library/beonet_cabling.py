@@ -82,7 +82,7 @@ written:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.agent.files import atomic_write, read_text
+from ansible.module_utils.beonet.agent.files import atomic_write, output_problem, read_text
 
 try:
     from ansible.module_utils.beonet.cabling import match, reports
@@ -109,7 +109,7 @@ def _checked_inputs(module, compiled):
     for host in sorted(set(p["discovered"]) - set(nodes)):
         module.warn("discovered: %s: not a node of the topology; its report is not used" % host)
     outputs = ["report %s: %s" % (p["report"], why)
-               for why in [p["report"] and match.output_problem(p["report"])] if why]
+               for why in [p["report"] and output_problem(p["report"])] if why]
     if p["host_vars_dir"]:
         outputs += ["host_vars_dir %s: %s" % (p["host_vars_dir"], why)
                     for why in match.host_vars_problems(p["host_vars_dir"], nodes)]

@@ -268,8 +268,6 @@ def test_outputs_that_cannot_be_written_are_named_and_nothing_is_written(good, t
     for argv, says in [
             (["--host-vars", afile], "--host-vars %s: not a folder" % afile),
             (["--host-vars", afile + "/hv"], "cannot be made: %s is not a folder" % afile),
-            (["--report", str(tmp_path / ("x" * 300))], "--report %s: cannot be written: File name too long"
-             % (tmp_path / ("x" * 300))),
             (["--report", str(tmp_path)], "--report %s: a folder, not a file" % tmp_path),
             (["-o", afile + "/m.yml"], "-o %s/m.yml: cannot be made" % afile)]:
         out = tmp_path / "hv"
@@ -279,6 +277,9 @@ def test_outputs_that_cannot_be_written_are_named_and_nothing_is_written(good, t
         assert err.startswith("beonet cabling: nothing written: ") and says in err, err
         assert "None" not in err and "Traceback" not in err
         assert not out.exists() and not (tmp_path / "r.md").exists()
+    assert cabling("--discovered", disc, "--report", str(tmp_path / ("x" * 300))) == 2
+    assert "--report '%s': cannot be written: File name too long" % (tmp_path / ("x" * 300)) in \
+        capsys.readouterr().err
 
 
 def test_a_host_entry_in_the_way_of_its_folder_is_named(good, tmp_path, capsys):

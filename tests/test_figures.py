@@ -71,8 +71,11 @@ def test_mesh_figure_sets_the_lab_beside_the_paper(tmp_path, capsys):
     out = tmp_path / "fig"
     assert cli.main(["mesh-figure", "--single", single, "--mesh", mesh, "-o", str(out)]) == 0
     assert {"figure.json", "summary.md", "token-exchange.svg"} <= {p.name for p in out.iterdir()}
-    assert cli.main(["mesh-figure", "--single", str(tmp_path), "--mesh", mesh, "-o", str(out)]) == 2
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["mesh-figure", "--single", str(tmp_path / "empty"), "--mesh", mesh, "-o", str(out)]) == 2
     assert "no results.json" in capsys.readouterr().err
+    assert cli.main(["mesh-figure", "--single", str(tmp_path), "--mesh", mesh, "-o", str(out)]) == 2
+    assert "lies inside" in capsys.readouterr().err
 
 
 def test_bonded_figure_sets_one_channel_beside_two(tmp_path, capsys):

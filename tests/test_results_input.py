@@ -154,6 +154,7 @@ def test_what_is_no_results_folder_is_named(make, tmp_path, capsys):
 
 
 def test_the_figures_refuse_bad_folders_and_bad_outputs(good, tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
     bad = _folder(tmp_path, '{"tokex": [{"class": "p2p"}], "aggregate": 3}', "bad")
     out = tmp_path / "fig"
     err = refused(capsys, ["mesh-figure", "--single", str(good), "--mesh", str(bad), "-o", str(out)],
@@ -163,8 +164,10 @@ def test_the_figures_refuse_bad_folders_and_bad_outputs(good, tmp_path, capsys):
     err = refused(capsys, ["bonded-figure", "--single", str(bad), "--bonded", str(tmp_path / "nothing"),
                            "-o", str(out)], tmp_path)
     assert "bad/results.json" in err and "nothing: no such folder" in err
-    for output, words in (("", "-o: an empty name"), (str(good / "summary.md"), "is a file"),
-                          (str(good), "a results folder the figure reads")):
+    for output, words in (("", "-o: an empty value"), (str(good / "summary.md"), "lies inside"),
+                          (str(tmp_path / "afile"), "is a file"),
+                          (str(good), "is also what the command reads"),
+                          (str(good / "sub"), "lies inside")):
         err = refused(capsys, ["bonded-figure", "--single", str(good), "--bonded", str(good), "-o", output],
                       tmp_path, good)
         assert words in err
@@ -201,7 +204,8 @@ def test_a_link_planted_in_a_results_folder_is_replaced_not_followed(good, tmp_p
     (folder / "ring.csv").unlink()
     os.mkfifo(folder / "ring.csv")          # a pipe in its place is refused, not written into (no hang)
     err = refused(capsys, ["benchmark-report", str(folder)], victim.parent / "nothing")
-    assert "ring.csv is not a regular file" in err and victim.read_text() == "keep me\n"
+    assert "ring.csv': a folder, pipe, socket or device, not a file" in err
+    assert victim.read_text() == "keep me\n"
 
 
 def test_a_link_planted_in_a_figure_folder_is_replaced_not_followed(good, tmp_path):

@@ -5,7 +5,6 @@ characters from input in any rendered file)."""
 
 import copy
 import os
-import re
 import stat
 
 import pytest
@@ -17,6 +16,7 @@ from test_node import _blank_node, _module_params, _run_module, beonet_node  # n
 from beonet import cli
 from beonet.agent import apply, backends, names
 from beonet.compiler import pipeline
+from beonet.compiler.load import anchored
 from beonet.outputs import build, dryrun, inventory, tree
 from beonet.outputs import plan as render
 
@@ -40,8 +40,11 @@ def test_interface_names_follow_the_kernel_and_the_files_beonet_writes(value, wo
 @settings(max_examples=300, deadline=None, database=None)
 @given(st.text(alphabet=st.characters(max_codepoint=0x200), max_size=20))
 def test_the_schema_pattern_and_the_check_agree(text):
-    """The topology schema's pattern (for editors) and the check are one rule."""
-    assert (re.match(names.IFNAME_PATTERN, text) is not None) == (names.ifname_problem(text) is None)
+    """The topology schema's patterns (for editors; '$' the end of the text, as
+    ECMA-262 and the loader read it) and the checks are one rule."""
+    assert (anchored(names.IFNAME_PATTERN).search(text) is not None) == (names.ifname_problem(text) is None)
+    assert (anchored(names.NODE_NAME_PATTERN).search(text) is not None) == (
+        names.node_name_problem(text) is None)
 
 
 @pytest.mark.parametrize("value,ok", [("node-0-0", True), ("a" * 63, True), ("a" * 64, False),
@@ -229,8 +232,8 @@ def test_the_management_interface_of_the_inventory_must_be_a_name():
 # -- CLI options -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv,expect", [
-    (["build", MESH, "-o", ""], "beonet build: -o: an empty name"),
-    (["compile", MESH, "-o", ""], "beonet compile: -o: an empty name"),
+    (["build", MESH, "-o", ""], "beonet build: -o: an empty value"),
+    (["compile", MESH, "-o", ""], "beonet compile: -o: an empty value"),
     (["export", MESH, "hostfile", "--slots", "1" + "0" * 26], "from 1 to 65536"),
     (["lab", "up", MESH, "--miswire", "-1"], "from 0 to 10000")])
 def test_options_out_of_bounds_are_refused(argv, expect, capsys, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import __version__
-from .agent.files import atomic_write
+from .agent.files import atomic_write, output_problem, too_long
 from .agent.names import quoted, shown
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
@@ -331,7 +331,7 @@ def _cabling_outputs(args: argparse.Namespace, hosts: list[str]) -> None:
     from .cabling import match
     problems = ["%s %s: %s" % (flag, path, why) for flag, path in
                 (("--report", args.report), ("-o", args.output)) if path and path != "-"
-                for why in [match.output_problem(path)] if why]
+                for why in [output_problem(path)] if why]
     if args.host_vars:
         problems += ["--host-vars %s: %s" % (args.host_vars, why)
                      for why in match.host_vars_problems(args.host_vars, hosts)]
@@ -407,7 +407,8 @@ def cmd_benchmark_report(args: argparse.Namespace) -> None:
         except ImportError as exc:
             print("beonet: no plots: %s (pip install -r requirements.txt)" % exc, file=sys.stderr)
     except OSError as exc:
-        raise UsageError("cannot write into %s: %s" % (args.folder, exc.strerror or exc)) from None
+        raise UsageError("cannot write %s: %s" % (quoted(str(exc.filename or args.folder)),
+                                                  exc.strerror or exc)) from None
     _wrote(written, args.folder)
 
 
@@ -699,16 +700,55 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# The arguments that name files or folders a command reads (the results folders
+# among them: nothing is written inside those), and those it writes.
+FOLDERS_READ = ("folder", "delays_on", "delays_off", "single", "mesh", "bonded")
+INPUTS = ("topology", "inventory", "discovered", *FOLDERS_READ)
+OUTPUTS = {"output": "-o", "report": "--report", "host_vars": "--host-vars"}
+
+
+def _option(key: str) -> str:
+    if key in ("topology", "folder"):
+        return key.upper()
+    return OUTPUTS.get(key) or ("-i" if key == "inventory" else "--" + key.replace("_", "-"))
+
+
 def _refused_arguments(args: argparse.Namespace) -> str | None:
-    """What no command takes: an empty -o, a NUL byte in any argument (no file
-    name or node name can hold one)."""
-    if getattr(args, "output", None) == "":
-        return "-o: an empty name (give a file or folder, or '-' for stdout)"
+    """What no command takes: an empty value (-o '' would write into the working
+    folder), a NUL byte (no file or node name holds one), '-' for a folder, an
+    output name too long to make, an output that is one of the command's inputs
+    or lies inside an input folder."""
+    given = {k: v for k, v in sorted(vars(args).items()) if isinstance(v, str) and k != "command"}
+    for key, value in given.items():
+        if value == "":
+            return "%s: an empty value%s" % (_option(key), " (give a file or folder, or '-' for "
+                                                           "stdout)" if key == "output" else "")
+        if "\x00" in value:
+            return "%s: %s holds a NUL byte" % (_option(key), quoted(value))
     if getattr(args, "output_folder", False) and args.output == "-":
         return "-o: this command writes a folder, not to stdout ('-')"
-    for key, value in sorted(vars(args).items()):
-        if isinstance(value, str) and "\x00" in value:
-            return "%s: %s holds a NUL byte" % (key, quoted(value))
+    for key, flag in OUTPUTS.items():
+        if given.get(key, "-") != "-":
+            why = _clashing_output(given[key], [given[k] for k in INPUTS if k in given],
+                                   [given[k] for k in FOLDERS_READ if k in given])
+            if why:
+                return "%s %s: %s" % (flag, quoted(given[key]), why)
+    return None
+
+
+def _clashing_output(output: str, inputs: list[str], folders: list[str]) -> str | None:
+    """Why output must not be written: its name cannot be made, it is an input, or it
+    lies in a folder the command reads (a results folder of a figure)."""
+    long = too_long(output)
+    if long:
+        return long
+    real = os.path.realpath(output)
+    for item in inputs:
+        if real == os.path.realpath(item):
+            return "is also what the command reads (%s)" % quoted(item)
+    for item in folders:
+        if real.startswith(os.path.realpath(item).rstrip(os.sep) + os.sep):
+            return "lies inside %s, which the command reads" % quoted(item)
     return None
 
 

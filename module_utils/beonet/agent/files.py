@@ -6,11 +6,15 @@ on the controller for the CLI's outputs).
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
 import stat
+import tempfile
 from typing import IO, TYPE_CHECKING
+
+from .names import escaped
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -42,8 +46,16 @@ def _is_special(path: str) -> bool:
 
 
 def _write_through(path: str, text: Content) -> None:
-    """Write into a device or pipe as it is: renaming over it would replace it."""
-    with open(path, "wb") as fh:
+    """Write into a device or pipe as it is: renaming over it would replace it. A
+    pipe nobody reads is an error, not a wait that never ends."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "no process reads this pipe", path) from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as fh:
         _put(fh, text)
 
 
@@ -96,9 +108,11 @@ def atomic_write(path: str, text: Content, mode: int | None = None,
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (tmp, None):
+            exc.filename = path               # the file asked for, not the temporary one
         raise
     if durable:
         _fsync_folder(folder)
@@ -111,3 +125,66 @@ def read_text(path: str) -> str | None:
             return fh.read()
     except OSError:
         return None
+
+
+class NotAFile(ValueError):
+    """A path that is not a regular file where one is read (its reason as text)."""
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """At most limit + 1 bytes of the regular file at path (links followed): a
+    caller finding more knows it is too big. NotAFile for a folder, a pipe, a
+    socket or a device (never opened in a way that blocks) or a file that cannot
+    be opened, with the reason."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:       # ValueError: a NUL byte in the name
+        raise NotAFile(getattr(exc, "strerror", None) or str(exc)) from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise NotAFile("a folder, not a file")
+        if not stat.S_ISREG(mode):
+            raise NotAFile("a pipe, socket or device, not a file")
+        return fh.read(limit + 1)
+
+
+NAME_MAX = 255          # bytes of one file name (Linux's file systems)
+PATH_MAX = 4096         # bytes of a whole path
+
+
+def too_long(path: str) -> str | None:
+    """Why no file can be made at path because of its name's length, or None."""
+    full = os.path.abspath(path).encode("utf-8", "surrogateescape")
+    if len(full) >= PATH_MAX or any(len(part) > NAME_MAX for part in full.split(b"/")):
+        return "cannot be written: File name too long (over %d bytes, or a name over %d)" % (
+            PATH_MAX, NAME_MAX)
+    return None
+
+
+def output_problem(path: str, folder: bool = False, regular: bool = False) -> str | None:
+    """Why a file (folder=True: a folder) cannot be written at path, or None: a file
+    is created and removed in the nearest folder that exists, so that a run which
+    cannot write all its outputs writes none of them. An existing device or pipe
+    is written into (``-o /dev/null``), unless regular: a file among others in an
+    output folder must be a regular file or nothing."""
+    full = os.path.abspath(path)
+    long = too_long(full)
+    if long:
+        return long
+    if os.path.isdir(full) != folder and os.path.exists(full):
+        return "not a folder" if folder else "a folder, not a file"
+    if not folder and os.path.exists(full) and not os.path.isfile(full):
+        return "a pipe, socket or device, not a file" if regular else None
+    probe = full if folder else os.path.dirname(full)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        return "cannot be made: %s is not a folder" % escaped(probe)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".beonet-", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return "cannot be written: %s (in %s)" % (exc.strerror or exc, escaped(probe))
+    return None

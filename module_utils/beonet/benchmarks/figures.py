@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from . import results_schema
 from .planner import DEFAULT_MODEL, SC98_TABLE, fit_model, predict_rtt
-from .report import _table, concurrent, environment_markdown, write_file
+from .report import _table, check_targets, concurrent, environment_markdown, write_file
 
 Row = dict[str, Any]
 PROTOS = ("udp", "tcp")
@@ -321,6 +321,7 @@ def _write(out: str, fig: dict[str, Any], markdown: str, plot: Callable[[IO[byte
            plot_name: str) -> list[str]:
     """figure.json, summary.md and the plot into out (write_file: a link there is replaced)."""
     os.makedirs(out, exist_ok=True)
+    check_targets(out, ["figure.json", "summary.md", plot_name])
     write_file(os.path.join(out, "figure.json"), json.dumps(fig, indent=1, sort_keys=True))
     write_file(os.path.join(out, "summary.md"), markdown)
     written = ["figure.json", "summary.md"]

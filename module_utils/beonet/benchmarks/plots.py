@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .report import write_file
+from .report import PLOT_FILES, write_file
 
 Results = dict[str, Any]
 Row = dict[str, Any]
@@ -203,13 +203,13 @@ def _ring(plt: Any, res: Results, title: str) -> Any:
 def plot_all(folder: str, res: Results, title: str) -> list[str]:
     """Write every plot the data allows; returns the file names written."""
     plt = _plt()
-    figures: list[tuple[str, Callable[[], Any]]] = [
-        ("token-exchange-tcp.png", lambda: _token_exchange(plt, res, title, "tcp")),
-        ("token-exchange-udp.png", lambda: _token_exchange(plt, res, title, "udp")),
-        ("round-trip.png", lambda: _round_trip(plt, res, title)),
-        ("file-copy.png", lambda: _file_copy(plt, res, title)),
-        ("latency.png", lambda: _latency(plt, res, title)),
-        ("ring.png", lambda: _ring(plt, res, title))]
+    figures: list[tuple[str, Callable[[], Any]]] = list(zip(PLOT_FILES, [
+        lambda: _token_exchange(plt, res, title, "tcp"),
+        lambda: _token_exchange(plt, res, title, "udp"),
+        lambda: _round_trip(plt, res, title),
+        lambda: _file_copy(plt, res, title),
+        lambda: _latency(plt, res, title),
+        lambda: _ring(plt, res, title)], strict=True))
     written = []
     for name, draw in figures:
         fig = draw()

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent.files import atomic_write
-from ..agent.names import escaped
 from . import results_schema
 from .capacity import capacity
 from .planner import DEFAULT_MODEL, Plan, predict_rtt
@@ -263,18 +262,38 @@ def _recount(res: Results, params: dict[str, Any]) -> None:
         _percent(a)
 
 
+# The plots benchmark-report draws (plots.py), by file name.
+PLOT_FILES = ("token-exchange-tcp.png", "token-exchange-udp.png", "round-trip.png", "file-copy.png",
+              "latency.png", "ring.png")
+
+
+def _mode(path: str) -> int:
+    """path's own mode (a link's, not its target's); a regular file's when nothing is there."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return stat.S_IFREG
+
+
+def check_targets(folder: str, names: list[str]) -> None:
+    """Every file of a results or figure folder that is about to be written can be
+    (nothing there, a regular file, or a link, which is replaced), before any is:
+    OSError naming the first that cannot."""
+    for name in names:
+        mode = _mode(os.path.join(folder, name))
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise OSError(errno.EEXIST, "a folder, pipe, socket or device, not a file",
+                          os.path.join(folder, name))
+
+
 def write_file(path: str, data: str | bytes) -> None:
     """Write a file of a results or figure folder atomically. A symbolic link
     planted in its place is replaced, never followed; a pipe, socket or device
     there is refused (OSError), never written into."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = stat.S_IFREG
-    if stat.S_ISLNK(mode):
+    folder, name = os.path.split(path)
+    check_targets(folder, [name])
+    if stat.S_ISLNK(_mode(path)):
         os.unlink(path)
-    elif not stat.S_ISREG(mode):
-        raise OSError(errno.EEXIST, "%s is not a regular file" % escaped(path))
     atomic_write(path, data, durable=False)
 
 
@@ -495,6 +514,7 @@ def render(folder: str, plan: Plan | None = None) -> tuple[dict[str, Any], Resul
         add_capacity(res, sched["steps"], plan)
     title = doc.get("topology") or (plan["topology"]["name"] if plan is not None else
                                     os.path.basename(os.path.dirname(os.path.abspath(folder))))
+    check_targets(folder, ["results.json", "summary.md", *("%s.csv" % t for t in TABLES), *PLOT_FILES])
     write_json(os.path.join(folder, "results.json"), dict(doc, **res, params=sched["params"], topology=title,
                                                           format=FORMAT))
     write_tables(folder, sched, res, doc.get("environment", {}), title)

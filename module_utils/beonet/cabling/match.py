@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..agent.files import atomic_write, read_text
+from ..agent.files import atomic_write, output_problem, read_text
 from ..agent.names import escaped, ifname_problem, inside, node_name_problem, shown
 from .sheet import NicEnd, PortEnd, Sheet, sheet
 
@@ -694,34 +693,6 @@ def write_host_vars(folder: str, mapping: Interfaces, check: bool = False) -> li
         for path, text in changed:
             atomic_write(path, text)
     return [path for path, _text in changed]
-
-
-NAME_MAX = 255          # bytes of one file name (Linux's file systems)
-
-
-def output_problem(path: str, folder: bool = False) -> str | None:
-    """Why a file (folder=True: a folder) cannot be written at path, or None: a file
-    is created and removed in the nearest folder that exists, so that a run which
-    cannot write all its outputs writes none of them."""
-    full = os.path.abspath(path)
-    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX for part in full.split(os.sep)):
-        return "cannot be written: File name too long (a name over %d bytes)" % NAME_MAX
-    if os.path.isdir(full) != folder and os.path.exists(full):
-        return "not a folder" if folder else "a folder, not a file"
-    if not folder and os.path.exists(full) and not os.path.isfile(full):
-        return None                       # a device or pipe (/dev/null) is written into
-    probe = full if folder else os.path.dirname(full)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        return "cannot be made: %s is not a folder" % escaped(probe)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".beonet-", dir=probe)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        return "cannot be written: %s (in %s)" % (exc.strerror or exc, escaped(probe))
-    return None
 
 
 def host_vars_problems(folder: str, hosts: Iterable[str]) -> list[str]:

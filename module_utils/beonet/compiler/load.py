@@ -38,6 +38,7 @@ except ImportError as exc:
 else:
     JSONSCHEMA_IMPORT_ERROR = None
 
+from ..agent.files import NotAFile, read_regular
 from .errors import Problems
 from .schema import MAX_LAN, MAX_NODES, SCHEMA, tree_fanouts
 
@@ -223,7 +224,7 @@ def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
     return msg
 
 
-def _flow_depth(text: str) -> int:
+def flow_depth(text: str) -> int:
     """Deepest nesting of flow brackets, ignoring quoting (an upper bound)."""
     depth = deepest = 0
     for match in _BRACKETS.finditer(text):
@@ -275,7 +276,7 @@ def parse_yaml(text: str, file: str | None, limit: int = MAX_BYTES,
     if big:
         problems.add("", "the file is " + big)
         return None, {}, problems
-    if _FAST is not None and _flow_depth(text) <= MAX_DEPTH:
+    if _FAST is not None and flow_depth(text) <= MAX_DEPTH:
         data, lines = _compose(text, problems, _FAST)
         if not problems:
             return data, lines, problems
@@ -297,14 +298,14 @@ def _is_integer(_checker: object, value: object) -> bool:
 
 
 @functools.cache
-def _anchored(pattern: str) -> re.Pattern[str]:
+def anchored(pattern: str) -> re.Pattern[str]:
     """A schema pattern as ECMA-262 reads it: '$' is the end of the text (Python's
     '$' also matches before a final line break: a name ending in one would pass)."""
     return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Any:
-    if validator.is_type(instance, "string") and not _anchored(pattern).search(instance):
+    if validator.is_type(instance, "string") and not anchored(pattern).search(instance):
         yield ValidationError("%r does not match %r" % (instance, pattern))
 
 
@@ -541,7 +542,7 @@ def bounds_problems(text: str, file: str, limit: int, what: str) -> Problems:
         problems.add("", "the file is " + big)
         return problems
     _require_libraries()
-    loader = _Loader(text) if _FAST is None or _flow_depth(text) > MAX_DEPTH else _FAST(text)
+    loader = _Loader(text) if _FAST is None or flow_depth(text) > MAX_DEPTH else _FAST(text)
     try:
         root = loader.get_single_node()
         grown = 0 if root is None else _expansion(root)
@@ -578,10 +579,9 @@ def read_text(path: str, limit: int = MAX_BYTES,
     problems = Problems(path)
     problems.stage = "load"
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-    except (OSError, ValueError) as exc:         # ValueError: a NUL byte in the name
-        problems.add("", "cannot read file: %s" % (getattr(exc, "strerror", None) or exc))
+        raw = read_regular(path, limit)
+    except NotAFile as exc:
+        problems.add("", "cannot read file: %s" % exc)
         return None, problems
     big = _too_big(len(raw), limit, what)
     if big:

@@ -19,13 +19,14 @@ it away.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..agent import apply as node
-from ..agent.files import atomic_write
+from ..agent.files import atomic_write, output_problem
 from ..agent.names import control_characters_in
 from ..cabling import sheet as cabling_sheet
 from ..compiler import pipeline
@@ -194,6 +195,7 @@ def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
     """Compile topology (with the nodes of down down, if any) and write everything
     into output; the plan (its nodes without routes) and the names of the files
     written beside nodes/."""
+    _check_targets(output)
     created = not os.path.isdir(output)
     writer = _NodeWriter(output, backend, physical_of)
     try:
@@ -211,6 +213,23 @@ def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
             os.rmdir(output)
         raise
     return plan, ["plan.json", "routes.txt"] + list(texts)
+
+
+def _check_targets(output: str) -> None:
+    """Every file a build writes can be written (a regular file or nothing there,
+    nodes/ a folder or nothing), before anything is: OSError naming the first
+    that cannot."""
+    names = ["plan.json", "routes.txt", *EXPORT_FILES, *cabling.BUILD_FILES]
+    why = output_problem(output, folder=True)
+    if why:
+        raise OSError(errno.EINVAL, why, output)
+    for name in names:
+        why = output_problem(os.path.join(output, name), regular=True)
+        if why:
+            raise OSError(errno.EINVAL, why, os.path.join(output, name))
+    nodes = os.path.join(output, "nodes")
+    if os.path.lexists(nodes) and (os.path.islink(nodes) or not os.path.isdir(nodes)):
+        raise OSError(errno.ENOTDIR, "not a folder", nodes)
 
 
 def _texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:

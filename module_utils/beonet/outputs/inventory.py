@@ -28,7 +28,7 @@ from typing import Any
 
 from ..agent.names import ifname_problem, shown
 from ..compiler.errors import Problem, Problems
-from ..compiler.load import bounds_problems, parse_yaml, read_text
+from ..compiler.load import MAX_DEPTH, bounds_problems, flow_depth, parse_yaml, read_text
 from ..compiler.model import Graph
 
 HostVars = dict[str, dict[str, Any]]
@@ -37,8 +37,9 @@ VAR = "beonet_interfaces"
 MANAGEMENT = "beonet_management_interface"
 MAX_BYTES = 16 * 1024 * 1024         # the inventory's YAML files, each
 MAX_FILES = 10_000                   # YAML files read beside it (host_vars, group_vars)
-TIMEOUT_S = 20.0                     # ansible-inventory, plus TIMEOUT_PER_MIB per MiB of YAML
-TIMEOUT_PER_MIB = 20.0
+TIMEOUT_S = 10.0                     # ansible-inventory, plus TIMEOUT_PER_MIB per MiB read,
+TIMEOUT_PER_MIB = 20.0               # at most TIMEOUT_MAX_S (8,192 hosts: 0.75 MiB, 14 s)
+TIMEOUT_MAX_S = 60.0
 MEMORY = 4 * 1024 ** 3               # ansible-inventory's address space
 OUTPUT = 512 * 1024 ** 2             # ansible-inventory's JSON
 _YAML = (".yml", ".yaml")
@@ -49,24 +50,43 @@ def _ansible_inventory() -> str | None:
     return beside if os.path.exists(beside) else shutil.which("ansible-inventory")
 
 
-def yaml_files(path: str) -> list[str]:
-    """The inventory's YAML files: itself (or the files of its folder) and the
-    host_vars and group_vars beside it, as Ansible reads them."""
+def inventory_files(path: str) -> tuple[list[str], list[str]]:
+    """(files, special): the files Ansible reads for the inventory at path (itself,
+    or the files of its folder, and the host_vars and group_vars beside it), without
+    following links to folders; and what stands there but is no regular file or
+    folder (a pipe or device Ansible would block on). At most MAX_FILES + 1 files."""
     base = path if os.path.isdir(path) else os.path.dirname(path) or "."
-    found = [path] if os.path.isfile(path) and path.endswith(_YAML) else []
-    if os.path.isdir(path):
-        found += sorted(p for p in glob.glob(os.path.join(path, "*")) if p.endswith(_YAML))
+    files: list[str] = []
+    special: list[str] = []
+    tops = [path] if not os.path.isdir(path) else [os.path.join(path, n) for n in sorted(os.listdir(path))]
+    for top in tops:
+        (files if os.path.isfile(top) else special if not os.path.isdir(top) else []).append(top)
     for sub in ("host_vars", "group_vars"):
-        found += sorted(p for p in glob.glob(os.path.join(base, sub, "**"), recursive=True)
-                        if p.endswith(_YAML) and os.path.isfile(p))
-    return found
+        for folder, dirs, names in os.walk(os.path.join(base, sub)):
+            dirs.sort()
+            for name in sorted(names):
+                full = os.path.join(folder, name)
+                (files if os.path.isfile(full) else special).append(full)
+            if len(files) > MAX_FILES:
+                return files, special
+    return files, special
 
 
-def _check_files(files: list[str], problems: Problems) -> int:
-    """Bounds of every YAML file (problems added); their total size."""
+def _in_vars(name: str) -> bool:
+    """Whether name lies in a host_vars or group_vars folder (whose files are YAML
+    or JSON whatever their extension; an inventory folder's may be INI or scripts)."""
+    parts = name.split(os.sep)
+    return "host_vars" in parts[:-1] or "group_vars" in parts[:-1]
+
+
+def _check_files(path: str, problems: Problems) -> int:
+    """Bounds of every file the inventory is made of (problems added); their total size."""
+    files, special = inventory_files(path)
+    for name in special:
+        problems.add("", "a pipe, socket or device where Ansible would read a file", file=name)
     if len(files) > MAX_FILES:
-        problems.add("", "more than %d YAML files in the inventory and its host_vars and "
-                     "group_vars" % MAX_FILES)
+        problems.add("", "more than %d files in the inventory and its host_vars and group_vars"
+                     % MAX_FILES)
         return 0
     total = 0
     for name in files:
@@ -75,7 +95,10 @@ def _check_files(files: list[str], problems: Problems) -> int:
             problems.items.extend(unreadable.items)
             continue
         total += len(text)
-        problems.items.extend(bounds_problems(text, name, MAX_BYTES, "an inventory file").items)
+        if name.endswith(".json") and flow_depth(text) > MAX_DEPTH:
+            problems.add("", "JSON nesting deeper than %d levels" % MAX_DEPTH, file=name)
+        elif name.endswith(_YAML) or not os.path.splitext(name)[1] and _in_vars(name):
+            problems.items.extend(bounds_problems(text, name, MAX_BYTES, "an inventory file").items)
     return total
 
 
@@ -86,7 +109,7 @@ def _timeout(size: int) -> float:
             return max(1.0, float(fixed))
         except ValueError:
             pass
-    return TIMEOUT_S + TIMEOUT_PER_MIB * size / 1024 ** 2
+    return min(TIMEOUT_MAX_S, TIMEOUT_S + TIMEOUT_PER_MIB * size / 1024 ** 2)
 
 
 def _limits() -> None:               # in the child, before ansible-inventory starts
@@ -118,9 +141,11 @@ def _run(exe: str, path: str, timeout: float, problems: Problems) -> str | None:
                                 stdin=subprocess.DEVNULL, preexec_fn=_limits, start_new_session=True)
         try:
             code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+        except BaseException as exc:          # the time is up, or Ctrl-C: nothing left running
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
             problems.add("", "ansible-inventory took more than %d s to read it (a script that "
                          "hangs, or a very large inventory: BEONET_INVENTORY_TIMEOUT=SECONDS "
                          "allows more)" % timeout)
@@ -175,7 +200,7 @@ def read_inventory(path: str) -> tuple[HostVars, Problems]:
     if not exe:
         problems.add("", "ansible-inventory is not installed (run `make setup`)")
         return {}, problems
-    size = _check_files(yaml_files(path), problems)
+    size = _check_files(path, problems)
     if problems:
         return {}, problems
     text = _run(exe, path, _timeout(size), problems)
