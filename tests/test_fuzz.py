@@ -257,7 +257,11 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
     "alias-chain": ("".join("a%d: &a%d [[[[[[[[[[%s]]]]]]]]]]\n" % (i, i, "*a%d" % (i - 1) if i else "x")
                             for i in range(12)), "YAML nesting deeper than 50 levels"),
     "recursive-alias": ("a: &a [1, *a]\n", "a YAML alias refers to a collection that contains it"),
-    "recursive-merge": ("a: &a {b: 1, <<: *a}\n", "a.b: duplicate key (first at line 1)"),
+    "recursive-merge": ("a: &a {b: 1, <<: *a}\n",
+                        "a YAML merge key (<<) refers to a mapping that contains it"),
+    "merge-bomb": ("a: &a {x: 1, y: 2}\nb0: &b0 {<<: [*a], z: 1}\nb1: &b1 {<<: [*a, *b0]}\n" + "".join(
+        "b%d: &b%d {<<: [*a, *b%d, *b%d]}\n" % (n, n, n - 2, n - 1) for n in range(2, 60)),
+        "expand to more than 100000"),
     "merge-chain": ("a0: &a0 {k0: 0}\n" + "".join("a%d: &a%d {<<: *a%d, k%d: 0}\n" % (i, i, i - 1, i)
                                                  for i in range(1, 460)),
                     "YAML aliases expand to more than 100000 nodes"),
@@ -288,7 +292,7 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
     "spaced-prefix": (VALID_HEAD + "2\naddressing: {lan: '10.0.0.0/8 '}\n",
                       "addressing.lan: must be an IPv4 network in CIDR form"),
     "multiple-documents": ("name: a\n---\nname: b\n", "YAML syntax error"),
-    "directory": ("", "cannot read file: Is a directory"),
+    "directory": ("", "cannot read file: a folder, not a file"),
 }
 
 

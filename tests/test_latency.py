@@ -263,7 +263,8 @@ def test_cli_latency_figure(tmp_path, capsys):
     assert cli.main(["latency-figure", topo, "--delays-on", on, "--delays-off", off,
                      "-o", str(out)]) == 0
     assert {"figure.json", "summary.md", "latency.svg"} <= {p.name for p in out.iterdir()}
-    assert cli.main(["latency-figure", topo, "--delays-on", str(tmp_path), "--delays-off", off,
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["latency-figure", topo, "--delays-on", str(tmp_path / "empty"), "--delays-off", off,
                      "-o", str(out)]) == 2
     assert "no results.json" in capsys.readouterr().err
 

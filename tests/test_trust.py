@@ -252,3 +252,72 @@ def test_a_write_error_names_the_file_it_could_not_write(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "None" not in err and "cannot write '%s/file" % tmp_path in err
+
+
+# -- pipes, links and clashes: nothing blocks, nothing is written beside the point -------
+
+def test_a_pipe_is_named_not_waited_on(tmp_path, capsys):
+    os.mkfifo(tmp_path / "t.yml")
+    assert cli.main(["compile", str(tmp_path / "t.yml")]) == 2
+    assert "t.yml: cannot read file: a pipe, socket or device, not a file" in capsys.readouterr().err
+    assert cli.main(["compile", MESH, "-o", str(tmp_path / "t.yml")]) == 2
+    assert "cannot write '%s': no process reads this pipe" % (tmp_path / "t.yml") in capsys.readouterr().err
+
+
+def _inventory(tmp_path):
+    hosts = list(_plan()["nodes"])
+    (tmp_path / "hosts.yml").write_text("nodes:\n  hosts:\n" + "".join("    %s:\n" % h for h in hosts))
+    (tmp_path / "host_vars").mkdir()
+    return tmp_path / "hosts.yml", hosts
+
+
+def test_what_ansible_reads_beside_an_inventory_is_bounded_too(tmp_path, capsys):
+    inv, hosts = _inventory(tmp_path)
+    os.mkfifo(tmp_path / "host_vars" / hosts[0])                     # would block Ansible
+    (tmp_path / "host_vars" / hosts[1]).write_text(_bomb())          # no extension: YAML all the same
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.json").write_text("[" * 100 + "]" * 100)
+    for k in range(3):                                               # links to folders: not followed
+        os.symlink("..", tmp_path / "group_vars" / ("loop%d" % k))
+    code, err = _compile_with(tmp_path, inv, capsys)
+    assert code == 2
+    assert "host_vars/%s: a pipe, socket or device where Ansible would read a file" % hosts[0] in err
+    assert "host_vars/%s: YAML aliases expand to more than 100000 nodes" % hosts[1] in err
+    assert "group_vars/all.json: JSON nesting deeper than 50 levels" in err
+
+
+def _bomb():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += ["a%d: &a%d [%s]" % (k, k, ", ".join(["*a%d" % (k - 1)] * 10)) for k in range(1, 7)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_host_vars_file_is_named_over_the_inventory_it_overrides(tmp_path, capsys):
+    inv, hosts = _inventory(tmp_path)
+    inv.write_text(inv.read_text().replace("    %s:\n" % hosts[0], "    %s:\n      beonet_interfaces:\n"
+                                           % hosts[0]))
+    (tmp_path / "host_vars" / ("%s.yml" % hosts[0])).write_text("beonet_interfaces: ens4\n")
+    code, err = _compile_with(tmp_path, inv, capsys)
+    assert code == 2 and err.startswith("%s/host_vars/%s.yml:1: beonet_interfaces: host %s: must be a "
+                                        "mapping" % (tmp_path, hosts[0], hosts[0]))
+
+
+def test_a_build_that_cannot_write_every_file_writes_none(tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "routes.txt").mkdir(parents=True)
+    assert cli.main(["build", MESH, "-o", str(out)]) == 2
+    assert "cannot write '%s/routes.txt': a folder, not a file" % out in capsys.readouterr().err
+    assert os.listdir(out) == ["routes.txt"]
+
+
+@pytest.mark.parametrize("argv,expect", [
+    (["compile", MESH, "-o", MESH], "is also what the command reads"),
+    (["compile", MESH, "-i", ""], "-i: an empty value"),
+    (["cabling", MESH, "--discovered", MESH, "--report", MESH], "--report"),
+    (["compile", MESH, "-o", "x" * 300], "File name too long")])
+def test_an_output_that_clashes_is_refused_before_anything(argv, expect, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = (ROOT / "topologies/routed-mesh-2x2.yml").read_bytes()
+    assert cli.main(argv) == 2
+    assert expect in capsys.readouterr().err
+    assert (ROOT / "topologies/routed-mesh-2x2.yml").read_bytes() == before and os.listdir(tmp_path) == []

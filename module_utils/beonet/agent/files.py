@@ -140,12 +140,12 @@ def read_regular(path: str, limit: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError) as exc:       # ValueError: a NUL byte in the name
         raise NotAFile(getattr(exc, "strerror", None) or str(exc)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotAFile("a folder, not a file" if stat.S_ISDIR(mode) else
+                       "a pipe, socket or device, not a file")
     with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise NotAFile("a folder, not a file")
-        if not stat.S_ISREG(mode):
-            raise NotAFile("a pipe, socket or device, not a file")
         return fh.read(limit + 1)
 
 

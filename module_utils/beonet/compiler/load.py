@@ -99,6 +99,34 @@ class _Refused(Exception):
         self.path = path
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _merged_pairs(node: yaml.MappingNode, sizes: dict[int, int], active: set[int]) -> int:
+    """How many entries node has once its merge keys (<<) are flattened, each merged
+    mapping counted whole (PyYAML copies it): memoised, so a chain of merges is
+    sized in linear time before anything is copied. A merge into a mapping that
+    contains it is refused."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if id(node) in active:
+        raise _Refused("a YAML merge key (<<) refers to a mapping that contains it", _line(node))
+    active.add(id(node))
+    total = 0
+    for key, value in node.value:
+        if key.tag != _MERGE:
+            total += 1
+            continue
+        for sub in value.value if isinstance(value, yaml.SequenceNode) else [value]:
+            if isinstance(sub, yaml.MappingNode):
+                total += _merged_pairs(sub, sizes, active)
+        if total > MAX_ALIAS_NODES:
+            break
+    active.discard(id(node))
+    sizes[id(node)] = total
+    return total
+
+
 def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
 
@@ -151,6 +179,8 @@ class _Builder:
         self.seen: set[int] = set()
         self.open: set[int] = set()
         self.expanded = 0
+        self.merged: dict[int, int] = {}   # entries of each mapping once merge keys are flattened
+        self.explicit: dict[str, int] = {}  # key path -> the mapping that wrote it explicitly
 
     def build(self, node: yaml.Node, path: str, depth: int = 1) -> Any:
         key = id(node)
@@ -177,24 +207,39 @@ class _Builder:
             self.open.discard(key)
 
     def mapping(self, node: yaml.MappingNode, path: str, depth: int) -> dict[str, Any]:
+        """The mapping's entries; merge keys (<<) give entries its own keys override
+        (as YAML says), bounded before PyYAML copies them."""
+        if _merged_pairs(node, self.merged, set()) > MAX_ALIAS_NODES:
+            raise _Refused("YAML merge keys (<<) expand to more than %d entries" % MAX_ALIAS_NODES,
+                           _line(node), path)
+        own = sum(1 for k, _v in node.value if k.tag != _MERGE)
         self.loader.flatten_mapping(node)
+        inherited = len(node.value) - own          # flattened: merged entries first
         out: dict[str, Any] = {}
-        for knode, vnode in node.value:
-            if not isinstance(knode, yaml.ScalarNode):
-                self.problems.add(path, "keys must be strings", line=_line(knode))
-                continue
-            key = self.scalar(knode, path)
-            if not isinstance(key, str):
-                self.problems.add(path, "keys must be strings (got %s)" % _kind(key), line=_line(knode))
+        for k, (knode, vnode) in enumerate(node.value):
+            key = self._key(knode, path)
+            if key is None:
                 continue
             sub = join_path(path, key)
-            if key in out:
+            if k >= inherited and sub in self.lines and key in out and self.explicit.get(sub) == id(node):
                 self.problems.add(sub, "duplicate key (first at line %d)" % self.lines[sub],
                                   line=_line(knode))
                 continue
+            if k >= inherited:
+                self.explicit[sub] = id(node)
             self.lines[sub] = _line(knode)
             out[key] = self.build(vnode, sub, depth + 1)
         return out
+
+    def _key(self, knode: yaml.Node, path: str) -> str | None:
+        if not isinstance(knode, yaml.ScalarNode):
+            self.problems.add(path, "keys must be strings", line=_line(knode))
+            return None
+        key = self.scalar(knode, path)
+        if not isinstance(key, str):
+            self.problems.add(path, "keys must be strings (got %s)" % _kind(key), line=_line(knode))
+            return None
+        return key
 
     def scalar(self, node: yaml.Node, path: str) -> Any:
         try:

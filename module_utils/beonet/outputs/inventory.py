@@ -229,15 +229,15 @@ class _Where:
     def find(self, host: str, *rest: str) -> tuple[str, str, int | None]:
         """(file, key path, line) of hosts.HOST.REST..."""
         tail = ".".join(("hosts", host) + rest)
-        for path, line in self.lines.items():
-            if path.endswith(tail):
-                return self.file, path, line
-        folder = os.path.join(self.base, "host_vars")
+        folder = os.path.join(self.base, "host_vars")     # Ansible reads these over the inventory's
         for name in [os.path.join(folder, host + ext) for ext in _YAML] + \
                 sorted(glob.glob(os.path.join(glob.escape(folder), glob.escape(host), "*"))):
             lines = _lines(name)
             if ".".join(rest) in lines:
                 return name, ".".join(rest), lines[".".join(rest)]
+        for path, line in self.lines.items():
+            if path.endswith(tail):
+                return self.file, path, line
         for path, line in self.lines.items():
             if path.endswith(".".join(("hosts", host))):
                 return self.file, ".".join((path,) + rest), line
