@@ -312,7 +312,7 @@ def test_a_build_that_cannot_write_every_file_writes_none(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,expect", [
     (["compile", MESH, "-o", MESH], "is also what the command reads"),
-    (["compile", MESH, "-i", ""], "-i: an empty value"),
+    (["compile", MESH, "-i", ""], "-i (inventory): an empty value"),
     (["cabling", MESH, "--discovered", MESH, "--report", MESH], "--report"),
     (["compile", MESH, "-o", "x" * 300], "File name too long")])
 def test_an_output_that_clashes_is_refused_before_anything(argv, expect, capsys, tmp_path, monkeypatch):

@@ -708,9 +708,10 @@ OUTPUTS = {"output": "-o", "report": "--report", "host_vars": "--host-vars"}
 
 
 def _option(key: str) -> str:
+    """How a message names an argument: its option, or what it is."""
     if key in ("topology", "folder"):
-        return key.upper()
-    return OUTPUTS.get(key) or ("-i" if key == "inventory" else "--" + key.replace("_", "-"))
+        return "the %s" % key
+    return OUTPUTS.get(key) or ("-i (inventory)" if key == "inventory" else "--" + key.replace("_", "-"))
 
 
 def _refused_arguments(args: argparse.Namespace) -> str | None:
@@ -780,6 +781,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("beonet %s: interrupted, nothing more written" % args.command, file=sys.stderr)
+        return 130
     except OSError as exc:               # the output could not be written
         print("beonet %s: cannot write %s: %s" % (
             args.command, quoted(str(exc.filename or getattr(args, "output", None) or "the output")),

@@ -55,8 +55,12 @@ def _write_through(path: str, text: Content) -> None:
             raise OSError(errno.ENXIO, "no process reads this pipe", path) from None
         raise
     os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as fh:
-        _put(fh, text)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _put(fh, text)
+    except OSError as exc:
+        exc.filename = exc.filename or path
+        raise
 
 
 def _put(fh: IO[bytes], text: Content) -> None:
@@ -97,9 +101,9 @@ def atomic_write(path: str, text: Content, mode: int | None = None,
         except FileNotFoundError:
             mode = None
     tmp = os.path.join(folder, ".%s.%s.tmp" % (os.path.basename(path), secrets.token_hex(6)))
-    # Created readable by its owner only; the final mode is set before the rename.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
     try:
+        # Created readable by its owner only; the final mode is set before the rename.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
         with os.fdopen(fd, "wb") as fh:
             _put(fh, text)
             fh.flush()
@@ -146,7 +150,10 @@ def read_regular(path: str, limit: int) -> bytes:
         raise NotAFile("a folder, not a file" if stat.S_ISDIR(mode) else
                        "a pipe, socket or device, not a file")
     with os.fdopen(fd, "rb") as fh:
-        return fh.read(limit + 1)
+        try:
+            return fh.read(limit + 1)
+        except OSError as exc:                 # /proc/self/mem and other files that refuse
+            raise NotAFile(exc.strerror or str(exc)) from None
 
 
 NAME_MAX = 255          # bytes of one file name (Linux's file systems)
