@@ -37,7 +37,7 @@ VAR = "beonet_interfaces"
 MANAGEMENT = "beonet_management_interface"
 MAX_BYTES = 16 * 1024 * 1024         # the inventory's YAML files, each
 MAX_FILES = 10_000                   # YAML files read beside it (host_vars, group_vars)
-TIMEOUT_S = 5.0                      # ansible-inventory, plus TIMEOUT_PER_MIB per MiB read,
+TIMEOUT_S = 4.0                      # ansible-inventory, plus TIMEOUT_PER_MIB per MiB read,
 TIMEOUT_PER_MIB = 25.0               # at most TIMEOUT_MAX_S (8,192 hosts: 0.75 MiB, 14 s)
 TIMEOUT_MAX_S = 60.0
 MEMORY = 4 * 1024 ** 3               # ansible-inventory's address space
@@ -79,6 +79,18 @@ def _in_vars(name: str) -> bool:
     return "host_vars" in parts[:-1] or "group_vars" in parts[:-1]
 
 
+def _is_json(name: str, text: str) -> bool:
+    """Whether a vars file is read as JSON (a .json file that parses; Ansible reads
+    any other as YAML, whatever its name)."""
+    if not name.endswith(".json"):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_files(path: str, problems: Problems) -> int:
     """Bounds of every file the inventory is made of (problems added); their total size."""
     files, special = inventory_files(path)
@@ -97,7 +109,7 @@ def _check_files(path: str, problems: Problems) -> int:
         total += len(text)
         if name.endswith(".json") and flow_depth(text) > MAX_DEPTH:
             problems.add("", "JSON nesting deeper than %d levels" % MAX_DEPTH, file=name)
-        elif name.endswith(_YAML) or not os.path.splitext(name)[1] and _in_vars(name):
+        elif name.endswith(_YAML) or _in_vars(name) and not _is_json(name, text):
             problems.items.extend(bounds_problems(text, name, MAX_BYTES, "an inventory file").items)
     return total
 
