@@ -12,8 +12,8 @@ description:
     MCA parameters (the TCP transport and the runtime's channel confined to the networks every
     node routes to, and the launcher's ssh options), Open MPI 5's runtime (PRRTE) parameters
     (its daemons on those networks, its ssh options), the MPICH machine file and each node's
-    MPICH environment, and the run: ranks in plan order, pairings by path class, the gateway
-    of the compute test.
+    MPICH environment, and the run (ranks in plan order, pairings by path class, the gateway
+    of the compute test).
   - C(action=report) turns the benchmark's CSV into C(results/<topology>/mpi-<timestamp>/).
 options:
   action:
@@ -78,7 +78,15 @@ mca:
   returned: action=plan
   type: str
 prte_mca:
-  description: prte-mca-params.conf lines (Open MPI 5's runtime).
+  description: prte-mca-params.conf lines (Open MPI 5's runtime), the node networks.
+  returned: action=plan
+  type: str
+prte_mca_by_name:
+  description: The same with the cluster NICs' names (Open MPI 5.0.0 to 5.0.7).
+  returned: action=plan
+  type: str
+prte_by_name_problem:
+  description: Why NIC names cannot hold the runtime to the cluster networks; empty when they can.
   returned: action=plan
   type: str
 mpich_hosts:
@@ -115,12 +123,15 @@ except ImportError:
 def _plan(module: AnsibleModule) -> None:
     p = module.params
     plan = p["plan"]
-    mca, prte = export.openmpi_mca(plan), mpi_files.prte_mca(plan)
-    if p["ssh_args"]:               # Open MPI 4's launcher reads plm_rsh_args, PRRTE plm_ssh_args
-        mca += "plm_rsh_args = %s\n" % p["ssh_args"]
-        prte += "plm_ssh_args = %s\n" % p["ssh_args"]
+    # Open MPI 4's launcher reads plm_rsh_args, PRRTE (Open MPI 5) plm_ssh_args.
+    args = p["ssh_args"]
+    mca = export.openmpi_mca(plan) + ("plm_rsh_args = %s\n" % args if args else "")
+    ssh = "plm_ssh_args = %s\n" % args if args else ""
+    prte, prte_by_name = mpi_files.prte_mca(plan) + ssh, mpi_files.prte_mca(plan, by_name=True) + ssh
     path_of = bench.path_lookup(plan, p["paths"])
     module.exit_json(changed=False, hostfile=export.hostfile(plan, p["slots"]), mca=mca, prte_mca=prte,
+                     prte_mca_by_name=prte_by_name,
+                     prte_by_name_problem=mpi_files.cluster_nic_names(plan)[1],
                      mpich_hosts=export.mpich_hosts(plan, p["slots"]),
                      mpich_env=mpi_files.mpich_env_files(plan),
                      run=mpi.plan_run(plan, path_of, p["params"]))

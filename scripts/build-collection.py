@@ -28,9 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE, NAME = "beonet", "cluster"
 FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark",
-           "beonet_discover", "beonet_cabling")
-ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark")
-PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml")
+           "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm")
+ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark", "beonet_mpi",
+         "beonet_slurm")
+PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml", "mpi.yml",
+             "slurm.yml")
 REQUIRES_ANSIBLE = ">=2.16.0"
 
 _IMPORT = re.compile(r"\bansible\.module_utils\.beonet\b")

@@ -3,9 +3,13 @@
 # minbase from the apt mirror this machine is configured with, then
 # `docker import`. Cached: skipped when the image already exists.
 set -euo pipefail
-# Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI and OpenSSH, for
-# playbooks/mpi.yml (make mpi-demo).
-SUITE=${BEONET_SUITE:-bookworm}
+# Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI, MPICH, Slurm,
+# munge and OpenSSH, for playbooks/mpi.yml and playbooks/slurm.yml (make mpi-demo).
+# Variant "slurm-check": Debian's next release with slurmctld only, to load a
+# topology.yaml (Slurm 25.05 or later).
+# BEONET_SUITE: the Debian release (default trixie, Debian 13; bookworm works too).
+# Images are tagged NAME:SUITE-REVISION (labs/docker.py names them the same way).
+SUITE=${BEONET_SUITE:-trixie}
 # ethtool: the benchmarks record each NIC's offloads. Change the tag when the list changes.
 PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,libc6-dev,ethtool
 # Extra packages go in with apt inside the new root (debootstrap's own resolver
@@ -17,17 +21,23 @@ PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,lib
 EXTRA=()
 case "${1:-}" in
   mpi)
-    IMAGE=${BEONET_IMAGE:-beonet-node-mpi:bookworm-1}
-    EXTRA=(openmpi-bin libopenmpi-dev openssh-server openssh-client python3-apt) ;;
+    IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-2}
+    EXTRA=(openmpi-bin libopenmpi-dev mpich libmpich-dev openssh-server openssh-client python3-apt
+           munge slurmctld slurmd slurm-client) ;;
+  slurm-check)
+    SUITE=${BEONET_CHECK_SUITE:-forky}
+    IMAGE=${BEONET_IMAGE:-beonet-slurm-check:$SUITE-1}
+    PACKAGES=python3
+    EXTRA=(slurmctld) ;;
   controller)
-    IMAGE=${BEONET_IMAGE:-beonet-controller:bookworm-1}
+    IMAGE=${BEONET_IMAGE:-beonet-controller:$SUITE-1}
     PACKAGES=python3 ;;
   controller-managers)
-    IMAGE=${BEONET_IMAGE:-beonet-controller-managers:bookworm-2}
+    IMAGE=${BEONET_IMAGE:-beonet-controller-managers:$SUITE-2}
     PACKAGES=python3
     EXTRA=(network-manager netplan.io ifupdown) ;;
   *)
-    IMAGE=${BEONET_IMAGE:-beonet-node:bookworm-2} ;;
+    IMAGE=${BEONET_IMAGE:-beonet-node:$SUITE-2} ;;
 esac
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
@@ -38,9 +48,13 @@ fi
 mirror=$(apt_mirror)
 [ -n "$mirror" ] || { echo "beonet: no apt mirror found in /etc/apt/sources*"; exit 1; }
 root=$(mktemp -d /var/tmp/beonet-rootfs.XXXXXX)
+chmod 755 "$root"        # the image's / (services that drop root, e.g. munge, walk it)
 trap 'rm -rf "$root"' EXIT
 echo "beonet: debootstrap $SUITE (minbase) from the machine's apt mirror into $root"
-debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >/tmp/beonet-debootstrap.log 2>&1 \
+# A release newer than this host's debootstrap knows is bootstrapped as the newest it knows.
+script=()
+[ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=(/usr/share/debootstrap/scripts/trixie)
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" "${script[@]}" >/tmp/beonet-debootstrap.log 2>&1 \
   || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
 if [ ${#EXTRA[@]} -gt 0 ]; then
   echo "beonet: apt-get install ${EXTRA[*]} in the new root"

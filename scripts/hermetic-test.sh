@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 venv=$(readlink -f .venv)
 python=$(.venv/bin/python -c 'import sys; print(sys.base_prefix)')
+# The controllers run this host's Python: a Debian release with the host's C library.
+export BEONET_SUITE=${BEONET_SUITE:-bookworm}
 bash scripts/docker-up.sh
 for variant in controller-managers controller; do
   start=$SECONDS
@@ -20,7 +22,7 @@ done
 name=beonet-hermetic-$$
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
 status=0
-for image in beonet-controller-managers:bookworm-2 beonet-controller:bookworm-1; do
+for image in "beonet-controller-managers:$BEONET_SUITE-2" "beonet-controller:$BEONET_SUITE-1"; do
   echo "beonet: pytest on $image"
   start=$SECONDS
   docker run --rm --name "$name" --network none \

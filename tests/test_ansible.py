@@ -164,4 +164,6 @@ def test_mpi_module_gives_each_launcher_its_own_ssh_parameter(tmp_path):
     r = json.loads(out.read_text())
     assert r["mca"].endswith("plm_rsh_args = -o BatchMode=yes\n") and "plm_ssh_args" not in r["mca"]
     assert r["prte_mca"] == mpi.prte_mca(plan) + "plm_ssh_args = -o BatchMode=yes\n"
+    assert r["prte_mca_by_name"] == mpi.prte_mca(plan, by_name=True) + "plm_ssh_args = -o BatchMode=yes\n"
+    assert r["prte_by_name_problem"] == mpi.cluster_nic_names(plan)[1]
     assert r["mpich_env"] == mpi.mpich_env_files(plan)

@@ -1,6 +1,7 @@
 """The exports for Open MPI 5's runtime, MPICH's environment and Slurm's node lines
 and topology.yaml: golden files on four topologies, and their rules."""
 
+import copy
 import ipaddress
 import re
 
@@ -46,7 +47,39 @@ def test_exports(name, what, capsys):
 def test_prte_file_holds_the_node_networks(name):
     plan = _plan(name)
     values = dict(line.split(" = ") for line in mpi.prte_mca(plan).splitlines() if not line.startswith("#"))
-    assert values == {"prte_if_include": ",".join(export.node_networks(plan))}
+    assert values == {"prte_if_include": ",".join(export.node_networks(plan)), "prtereachable": "weighted"}
+
+
+@pytest.mark.parametrize("name", TOPOLOGIES)
+def test_prte_file_by_name_names_the_cluster_nics(name):
+    """Open MPI 5.0.0-5.0.7: the runtime held by NIC names, each the one of a node's
+    cluster address, and no node has another NIC of one of those names."""
+    plan = _plan(name)
+    names, problem = mpi.cluster_nic_names(plan)
+    union = {mpi.cluster_interface(n)["name"] for n in plan["nodes"].values()}
+    clash = [n for n in plan["nodes"].values()
+             if any(i["name"] in union and i is not mpi.cluster_interface(n) for i in n["interfaces"])]
+    assert bool(problem) == bool(clash)
+    if problem:            # custom-example: one node's cluster NIC is another's transit NIC
+        assert names == [] and "the runtime of Open MPI 5.0.0-5.0.7" in problem
+        return
+    values = dict(line.split(" = ") for line in mpi.prte_mca(plan, by_name=True).splitlines()
+                  if not line.startswith("#"))
+    assert values["prte_if_include"] == ",".join(names)
+    for node in plan["nodes"].values():
+        held = [i for i in node["interfaces"] if i["name"] in names]
+        assert held == [mpi.cluster_interface(node)]
+
+
+def test_nic_names_that_mean_two_things_are_refused():
+    """A node whose transit NIC has the name another node's cluster NIC has: names
+    would let the runtime onto that transit network, so the problem names the node."""
+    plan = copy.deepcopy(_plan("routed-mesh"))
+    first, second = list(plan["nodes"].values())[:2]
+    other = next(i for i in second["interfaces"] if i is not mpi.cluster_interface(second))
+    mpi.cluster_interface(first)["name"] = other["name"]
+    names, problem = mpi.cluster_nic_names(plan)
+    assert names == [] and problem.startswith(list(plan["nodes"])[1] + ": its NIC ")
 
 
 @pytest.mark.parametrize("name", TOPOLOGIES)

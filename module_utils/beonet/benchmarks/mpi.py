@@ -65,9 +65,9 @@ def fit_line(points: list[tuple[int, float]]) -> dict[str, float] | None:
     n = len(points)
     if n < 2:
         return None
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
     if sxx == 0:
         return None
     slope = sum((x - mx) * (y - my) for x, y in points) / sxx        # us per byte
@@ -167,7 +167,7 @@ def figure(plt: Any, title: str, rows: list[dict[str, Any]], result: dict[str, A
     fig, ax = plt.subplots(figsize=(8, 5))
     for cls, c in result["classes"].get("fixed", {}).items():
         pts = series([r for r in rows if r["phase"] == "fixed" and r["class"] == cls], "bytes", "usec")
-        line = ax.plot([x for x, _ in pts], [y for _, y in pts], ".", alpha=0.4, label=cls)
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", alpha=0.4, label=cls)
         if c["fit"] and c["fit"]["bandwidth_mb_s"] != float("inf"):
             # A curve on the log size axis: evaluated along it, not joined end to end.
             xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 63) for i in range(64)]

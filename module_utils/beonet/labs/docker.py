@@ -67,7 +67,12 @@ from .base import run as _host_run
 
 __all__ = ["LabError", "down", "main", "up"]
 
-IMAGE = os.environ.get("BEONET_IMAGE", "beonet-node:bookworm-2")
+# The node image: BEONET_IMAGE, else the one scripts/build-image.sh builds for the
+# Debian release BEONET_SUITE (default trixie) and the variant BEONET_IMAGE_VARIANT.
+SUITE = os.environ.get("BEONET_SUITE") or "trixie"
+IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-2"}
+IMAGE = (os.environ.get("BEONET_IMAGE")
+         or IMAGES.get(os.environ.get("BEONET_IMAGE_VARIANT", ""), IMAGES[""]) % SUITE)
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
 LABEL = "beonet.lab"
 STATE = DOCKER_STATE
@@ -113,7 +118,8 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         layout = {name: _plan_nics(plan, name, nets) for name in plan["nodes"]}
     _take_down_existing(lab, folder)
     if not _ok(["docker", "image", "inspect", IMAGE]):
-        raise LabError("image %s missing: run scripts/build-image.sh" % IMAGE)
+        raise LabError("image %s missing: run scripts/build-image.sh %s"
+                       % (IMAGE, os.environ.get("BEONET_IMAGE_VARIANT", "")))
     save_state(folder, STATE, _record(plan, lab, nets, topology, layout))
     _create_networks(lab, nets)
     _create_media(plan, lab)

@@ -47,6 +47,9 @@ def openmpi_mca(plan: Plan) -> str:
             "# runtime's out-of-band channel (oob tcp) only on the NICs that hold a node's\n"
             "# cluster address; every node routes to these networks, and to no other.\n"
             "btl_tcp_if_include = %s\noob_tcp_if_include = %s\n"
+            "# A process reaches another node over whichever NIC its routes name, from its\n"
+            "# cluster address: the netlink component would call such a peer unreachable.\n"
+            "reachable = weighted\n"
             % (plan["topology"]["name"], nets, nets))
 
 

@@ -5,10 +5,10 @@ not a network). They read the plan dict only."""
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Union
 
 Plan = dict[str, Any]
-Slots = int | Mapping[str, int]
+Slots = Union[int, Mapping[str, int]]  # noqa: UP007 (ansible-test's pylint reads no X | Y alias)
 
 # Where Open MPI 5's runtime reads its file: PRRTE's sysconfdir; Debian 13's openmpi-bin.
 PRTE_FILE = "/etc/openmpi/prte-mca-params.conf"
@@ -45,37 +45,62 @@ def cluster_interface(node: dict[str, Any]) -> dict[str, Any]:
                 if any(a.split("/")[0] == node["address"] for a in i["addresses"]))
 
 
-def prte_mca(plan: Plan) -> str:
+def cluster_nic_names(plan: Plan) -> tuple[list[str], str]:
+    """The names of the NICs that hold the nodes' cluster addresses, and "" when no node
+    has another NIC of one of those names; else [] and the first node that has one."""
+    names = sorted({cluster_interface(node)["name"] for node in plan["nodes"].values()})
+    for node_name, node in plan["nodes"].items():
+        own = cluster_interface(node)["name"]
+        other = [i["name"] for i in node["interfaces"] if i["name"] in names and i["name"] != own]
+        if other:
+            return [], ("%s: its NIC %s has a name another node's cluster address is on (%s); "
+                        "the runtime of Open MPI 5.0.0-5.0.7 can only be held to the cluster "
+                        "networks by NIC names that mean the same on every node"
+                        % (node_name, other[0], ", ".join(names)))
+    return names, ""
+
+
+def prte_mca(plan: Plan, by_name: bool = False) -> str:
     """prte-mca-params.conf lines for Open MPI 5's runtime (PRRTE): its daemons'
     out-of-band channel only on the node networks. prterun hands its own values to
-    every daemon, so the value is one for all nodes: networks, not NIC names."""
+    every daemon, so the value is one for all nodes: networks, not NIC names; by_name:
+    the names of the cluster NICs instead (PRRTE before 3.0.9, in Open MPI up to 5.0.7,
+    matches a network against the wrong NIC; cluster_nic_names says when names are safe)."""
+    value = ",".join(cluster_nic_names(plan)[0] if by_name else node_networks(plan))
     return ("# PRRTE (Open MPI 5) MCA parameters for %s (beonet): prterun and the prted\n"
             "# daemons talk out of band only on the NICs that hold a node's cluster\n"
-            "# address. File: <prefix>/etc/prte-mca-params.conf (Debian 13: %s).\n"
+            "# address%s. File: <prefix>/etc/prte-mca-params.conf (Debian 13: %s).\n"
             "prte_if_include = %s\n"
-            % (plan["topology"]["name"], PRTE_FILE, ",".join(node_networks(plan))))
+            "# A daemon reaches another node over whichever NIC its routes name, from its\n"
+            "# cluster address: the netlink component would call such a peer unreachable.\n"
+            "prtereachable = weighted\n"
+            % (plan["topology"]["name"],
+               ", by name (Open MPI 5.0.0-5.0.7 matches networks against the wrong NIC)"
+               if by_name else "", PRTE_FILE, value))
 
 
 def mpich_env_files(plan: Plan) -> dict[str, str]:
-    """Each node's MPICH environment (KEY=value lines): ch4:ofi on libfabric's tcp
-    provider, on the NIC that holds the node's cluster address, by its name. Hydra's
-    control and ch3 need none: the machine file by address keeps them there."""
+    """Each node's MPICH environment (KEY=value lines): the NIC that holds the node's
+    cluster address, by its name, for either network layer an MPICH build has: ch4:ucx
+    (Debian 13's) through UCX_NET_DEVICES, ch4:ofi through libfabric's tcp provider.
+    Hydra's control and ch3 need none: the machine file by address keeps them there."""
     files = {}
     for name, node in plan["nodes"].items():
         nic = cluster_interface(node)["name"]
-        files[name] = ("# MPICH 4.2 environment of %s (%s, beonet): ch4:ofi over libfabric's tcp\n"
-                       "# provider on %s, the NIC of its cluster address %s.\n"
-                       "FI_PROVIDER=tcp\nFI_TCP_IFACE=%s\n"
-                       % (name, plan["topology"]["name"], nic, node["address"], nic))
+        files[name] = ("# MPICH 4 environment of %s (%s, beonet): its network layer only on %s,\n"
+                       "# the NIC of its cluster address %s. ch4:ucx reads UCX_NET_DEVICES,\n"
+                       "# ch4:ofi libfabric's tcp provider and FI_TCP_IFACE.\n"
+                       "UCX_NET_DEVICES=%s\nFI_PROVIDER=tcp\nFI_TCP_IFACE=%s\n"
+                       % (name, plan["topology"]["name"], nic, node["address"], nic, nic))
     return files
 
 
 def mpich_env(plan: Plan) -> str:
     """Every node's MPICH environment, one [NODE] section a node; each section goes
     into that node's own file (MPICH_ENV_FILE), read by its processes at start."""
-    parts = ["# MPICH 4.2 (Hydra, ch4:ofi) environment for %s (beonet), one [NODE] section\n"
-             "# a node: write each into that node's %s. libfabric's FI_TCP_IFACE takes a NIC\n"
-             "# name, and Hydra passes the launching shell's environment to every process:\n"
+    parts = ["# MPICH 4 (Hydra, ch4:ucx or ch4:ofi) environment for %s (beonet), one [NODE]\n"
+             "# section a node: write each into that node's %s. UCX and libfabric take NIC\n"
+             "# names, and Hydra passes the launching shell's environment to every process:\n"
              "# let each process read its own node's file (docs/mpi.md), not the launcher.\n"
              % (plan["topology"]["name"], MPICH_ENV_FILE)]
     for name, text in mpich_env_files(plan).items():
