@@ -5,8 +5,6 @@
 set -euo pipefail
 # Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI, MPICH, Slurm,
 # munge and OpenSSH, for playbooks/mpi.yml and playbooks/slurm.yml (make mpi-demo).
-# Variant "slurm-check": Debian's next release with slurmctld only, to load a
-# topology.yaml (Slurm 25.05 or later).
 # BEONET_SUITE: the Debian release (default trixie, Debian 13; bookworm works too).
 # Images are tagged NAME:SUITE-REVISION (labs/docker.py names them the same way).
 SUITE=${BEONET_SUITE:-trixie}
@@ -24,11 +22,6 @@ case "${1:-}" in
     IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-2}
     EXTRA=(openmpi-bin libopenmpi-dev mpich libmpich-dev openssh-server openssh-client python3-apt
            munge slurmctld slurmd slurm-client) ;;
-  slurm-check)
-    SUITE=${BEONET_CHECK_SUITE:-forky}
-    IMAGE=${BEONET_IMAGE:-beonet-slurm-check:$SUITE-1}
-    PACKAGES=python3
-    EXTRA=(slurmctld) ;;
   controller)
     IMAGE=${BEONET_IMAGE:-beonet-controller:$SUITE-1}
     PACKAGES=python3 ;;
