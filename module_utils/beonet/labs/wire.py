@@ -178,10 +178,15 @@ def measure_lan(lab: str, plan: Mapping[str, Any], seg: str) -> list[str]:
     stream = ["--mode", "stream", "--sizes", str(STREAM_SIZE), "-n", str(stream_count(s["rate_mbit"]))]
     one = aggregate(clients(lab, [(p1, stream)]))
     two = aggregate(clients(lab, [(p1, stream), (p2, stream)]))
+    missed = check_streams(seg, medium, rate, one, two)
+    if missed:      # a loaded host may wake the shaper late for a whole run: once more
+        print("beonet-measured: %s; measuring the streams again" % "; ".join(missed))
+        one = aggregate(clients(lab, [(p1, stream)]))
+        two = aggregate(clients(lab, [(p1, stream), (p2, stream)]))
+        missed = check_streams(seg, medium, rate, one, two)
     print("beonet-measured: %s (%s, %d Mbit/s = %.2f MB/s): one stream %.2f MB/s (%.1f %%), two "
           "pairs together %.2f MB/s (%.2f x one)" % (seg, medium, s["rate_mbit"], rate, one,
                                                      100 * one / rate, two, two / one))
-    missed = check_streams(seg, medium, rate, one, two)
     if medium == "shared":
         return missed
     for size, count in PINGPONGS:
