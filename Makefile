@@ -110,7 +110,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache
 
 # --- network benchmarks (playbooks/benchmark.yml) ----------------------------
-.PHONY: benchmark-demo benchmark-interrupt-test molecule-extended
+.PHONY: benchmark-demo benchmark-interrupt-test molecule-extended slurm-topology-check
 # A short network benchmark on the Docker lab: its own labs (bench-demo-mesh,
 # bench-demo-tree), site.yml, benchmark.yml with small counts, labs down; results in results/.
 benchmark-demo: setup
@@ -133,6 +133,11 @@ vm-image: setup
 # reboot, link failover) and a 2x2 routed mesh (both gateways reboot).
 vm-test: setup
 	bash scripts/molecule.sh vm-bonded vm-backends
+
+# topology.yaml loaded by a real slurmctld of Slurm 25.05 or later (Debian's next release
+# in a container): every switch with the plan's nodes, on four topology families.
+slurm-topology-check: setup
+	bash scripts/slurm-topology-check.sh
 
 # The scenarios make test leaves out (EXTENDED_SCENARIOS), Docker and VM.
 molecule-extended: setup

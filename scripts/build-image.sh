@@ -5,6 +5,8 @@
 set -euo pipefail
 # Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI, MPICH, Slurm,
 # munge and OpenSSH, for playbooks/mpi.yml and playbooks/slurm.yml (make mpi-demo).
+# Variant "slurm-check": Debian's next release with slurmctld only, to load a
+# topology.yaml (Slurm 25.05 or later).
 # BEONET_SUITE: the Debian release (default trixie, Debian 13; bookworm works too).
 # Images are tagged NAME:SUITE-REVISION (labs/docker.py names them the same way).
 SUITE=${BEONET_SUITE:-trixie}
@@ -17,11 +19,19 @@ PACKAGES=python3,iproute2,iputils-ping,traceroute,procps,nftables,iperf3,gcc,lib
 # units enabled as the packages leave them, netplan handing NICs to NetworkManager as
 # on an Ubuntu desktop).
 EXTRA=()
+APT_OPTS=()
 case "${1:-}" in
   mpi)
     IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-2}
     EXTRA=(openmpi-bin libopenmpi-dev mpich libmpich-dev openssh-server openssh-client python3-apt
            munge slurmctld slurmd slurm-client) ;;
+  slurm-check)
+    SUITE=${BEONET_CHECK_SUITE:-forky}
+    IMAGE=${BEONET_IMAGE:-beonet-slurm-check:$SUITE-2}
+    PACKAGES=python3
+    EXTRA=(slurmctld munge)
+    # A testing release's Release file expires within days; a mirror's copy may be older.
+    APT_OPTS=(-o Acquire::Check-Valid-Until=false) ;;
   controller)
     IMAGE=${BEONET_IMAGE:-beonet-controller:$SUITE-1}
     PACKAGES=python3 ;;
@@ -53,7 +63,7 @@ if [ ${#EXTRA[@]} -gt 0 ]; then
   echo "beonet: apt-get install ${EXTRA[*]} in the new root"
   printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"     # start no service
   chmod 755 "$root/usr/sbin/policy-rc.d"
-  { chroot "$root" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$root" \
+  { chroot "$root" apt-get "${APT_OPTS[@]}" update -q && DEBIAN_FRONTEND=noninteractive chroot "$root" \
       apt-get install -y -q --no-install-recommends "${EXTRA[@]}"; } >>/tmp/beonet-debootstrap.log 2>&1 \
     || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
   rm -f "$root/usr/sbin/policy-rc.d"
