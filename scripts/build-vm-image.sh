@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the VM lab's base disk images locally, with no registry: debootstrap
-# Debian (BEONET_SUITE, default bookworm) from the apt mirror this machine is configured with, add a
+# Debian (BEONET_SUITE, default trixie) from the apt mirror this machine is configured with, add a
 # Debian kernel + initramfs, systemd, openssh and the node tools, then make an
 # ext4 disk image with `mkfs.ext4 -d`. One variant per network manager a
 # stock system boots with (each from a copy of one common root):
@@ -17,7 +17,7 @@
 #   scripts/build-vm-image.sh [networkd|nm|netplan|ifupdown|all]...   (default: all)
 set -euo pipefail
 CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
-SUITE=${BEONET_SUITE:-bookworm}
+SUITE=${BEONET_SUITE:-trixie}
 SIZE=${BEONET_VM_DISK:-2G}
 VARIANTS=(networkd nm netplan ifupdown)
 PACKAGES=linux-image-cloud-amd64,initramfs-tools,systemd,systemd-sysv,udev,kmod,dbus,\
