@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE, NAME = "beonet", "cluster"
 FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark",
-           "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm")
+           "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm", "beonet_files")
 ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark", "beonet_mpi",
          "beonet_slurm")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml", "mpi.yml",
