@@ -40,9 +40,9 @@ lint: setup
 
 # Molecule scenarios on the embedded Docker lab (create = `beonet lab up`,
 # converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
-MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling failover-testbed mpi
+MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed
 # Scenarios kept out of make test (each proves what another in it proves too): failover
-# (failover-testbed runs the same fault playbooks on the bigger testbed), vm-mesh
+# (testbed runs the same fault playbooks on the bigger testbed), vm-mesh
 # (vm-backends reboots networkd and NetworkManager nodes with forwarded routes).
 EXTENDED_SCENARIOS ?= failover vm-mesh
 molecule: setup
