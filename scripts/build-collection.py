@@ -36,9 +36,10 @@ PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml
 REQUIRES_ANSIBLE = ">=2.16.0"
 
 _IMPORT = re.compile(r"\bansible\.module_utils\.beonet\b")
-# A task's module key (`  beonet_node:`) or a role entry (`- beonet_plan`, `- role: beonet_plan`,
-# import_role's or include_role's `name: beonet_plan`).
-_TASK_KEY = re.compile(r"^(\s*(?:- )?)(%s):([ \t]*)$" % "|".join(MODULES), re.M)
+# A task's module key (`  beonet_node:`, or with a YAML anchor `  beonet_node: &args`) or a
+# role entry (`- beonet_plan`, `- role: beonet_plan`, import_role's or include_role's
+# `name: beonet_plan`).
+_TASK_KEY = re.compile(r"^(\s*(?:- )?)(%s):([ \t]*(?:&[\w-]+[ \t]*)?)$" % "|".join(MODULES), re.M)
 _ROLE_ENTRY = re.compile(r"^([ \t]*(?:-[ \t]+(?:role:[ \t]*)?|name:[ \t]*))(%s)([ \t]*)$"
                          % "|".join(ROLES), re.M)
 
