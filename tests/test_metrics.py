@@ -408,3 +408,13 @@ def test_a_shared_segment_carries_its_rate_across_any_bisection():
     switch = compile_family("bonded", {"nodes": 4, "channels": 1}, {"rate_mbit": 100})
     assert hub.metrics["bisection"]["crossing_mbit"] == 100
     assert switch.metrics["bisection"]["crossing_mbit"] == 200
+
+
+def test_a_tree_with_every_node_of_one_leaf_down_has_metrics():
+    """A leaf switch whose nodes are all down carries nothing: u/P comes from the
+    other root ports (no division by its zero nodes)."""
+    leaf = ",".join("node%02d" % i for i in range(1, 9))
+    whole = pipeline.compile_file(str(ROOT / "topologies/switch-tree.yml")).metrics["bisection"]
+    down = pipeline.compile_file(str(ROOT / "topologies/switch-tree.yml"), down=leaf).metrics
+    assert down["nodes"] == 24
+    assert down["bisection"]["uplink_per_node_mbit"] == whole["uplink_per_node_mbit"] > 0

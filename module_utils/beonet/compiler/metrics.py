@@ -271,9 +271,11 @@ def bisection(graph: Graph) -> Bisection:
         out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
     if graph.family == "tree":
         # SC98's u/P: what one node gets through the top switch when every node
-        # under a root port talks across it.
-        out["uplink_per_node_mbit"] = round(min((c.uplink_mbit or 0) / _below(c)
-                                                for c in graph.switches[0].children), 3)
+        # under a root port talks across it (a root port with no live node below
+        # it, all of them down, carries nothing).
+        out["uplink_per_node_mbit"] = round(min(((c.uplink_mbit or 0) / _below(c)
+                                                 for c in graph.switches[0].children if _below(c)),
+                                                default=0.0), 3)
         out["oversubscription"] = max(load["ratio"] for load in level_loads(graph))
     return out
 
