@@ -110,6 +110,8 @@ def test_a_link_in_the_folder_is_replaced_not_followed(run, tmp_path):
      "files[0].name: '../etc/passwd' is not a plain file name"),
     ({"files": [{"name": "..", "content": "x"}]}, "is not a plain file name"),
     ({"files": [{"name": "", "content": "x"}]}, "is not a plain file name"),
+    ({"files": [{"name": "a\nb", "content": "x"}]}, "files[0].name: 'a\\nb' is not a plain file name"),
+    ({"files": [{"name": "a\tb", "content": "x"}]}, "is not a plain file name"),
     ({"files": [{"name": "a", "content": "x"}, {"name": "a", "content": "y"}]},
      "files[1].name: a is given twice"),
     ({"files": [{"name": "a"}]}, "files[0].content: a text is required"),

@@ -61,7 +61,8 @@ def spec_problems(dest: str, specs: list[FileSpec], folder_mode: object) -> list
     for i, spec in enumerate(specs):
         where = "files[%d]" % i
         name = spec.get("name")
-        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name \
+                or any(ord(c) < 32 or c == "\x7f" for c in name):
             problems.append("%s.name: %r is not a plain file name" % (where, name))
             continue
         if name in seen:
