@@ -24,13 +24,27 @@ description:
     on the controller) into nodes dead or unreachable, pairs broken through a dead
     gateway or one with forwarding off, pairs that arrive by another path and pairs
     that do not arrive.
+  - With I(collect=true), reads, and changes nothing, what decides this node's IPv4
+    forwarding and returns it as C(state), for the beonet_verify_live module on the
+    controller, which proves every ordered pair from all nodes' states. One call runs
+    C(ip -j) (links, IPv4 addresses, the main table's routes with every next hop,
+    neighbours, policy rules) and C(nft -j list ruleset) and reads the forwarding
+    sysctls; a neighbour still resolving is read again after I(settle) seconds.
 options:
   node:
-    description: This node's name in the plan (required unless I(summarise=true)).
+    description: This node's name in the plan (required unless I(summarise=true) or I(collect=true)).
     type: str
   plan:
-    description: This node's plan (required unless I(summarise=true)).
+    description: This node's plan (required unless I(summarise=true) or I(collect=true)).
     type: dict
+  collect:
+    description: Return this node's live forwarding state (C(state)) instead of tracing.
+    type: bool
+    default: false
+  settle:
+    description: With I(collect), seconds to wait before reading neighbours again while one is INCOMPLETE.
+    type: float
+    default: 3
   targets:
     description: Destination node name to its address (empty with I(trace=false)).
     type: dict
@@ -71,6 +85,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read this node's live forwarding state (for beonet_verify_live)
+  beonet_verify:
+    collect: true
+  register: beonet_verify_state
+
 - name: Verify the paths from this node
   beonet_verify:
     node: "{{ inventory_hostname }}"
@@ -160,6 +179,12 @@ summary:
   returned: when summarise
   type: list
   elements: str
+state:
+  description:
+    - With I(collect), this node's live forwarding state (links, addrs, routes, neigh, sysctl,
+      rules, filter, errors; see module_utils/beonet/agent/collect.py).
+  returned: when collect
+  type: dict
 """
 
 import json
@@ -168,7 +193,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet_node
-from ansible.module_utils.beonet.agent import diagnose, verify
+from ansible.module_utils.beonet.agent import collect, diagnose, verify
 from ansible.module_utils.beonet.agent.files import read_text
 
 ARGUMENT_SPEC = {
@@ -182,6 +207,8 @@ ARGUMENT_SPEC = {
     "results": {"type": "dict", "default": {}},
     "unreachable": {"type": "list", "elements": "str", "default": []},
     "nodes": {"type": "dict", "default": {}},
+    "collect": {"type": "bool", "default": False},
+    "settle": {"type": "float", "default": 3.0},
 }
 
 
@@ -261,12 +288,34 @@ def _summarise(module: AnsibleModule) -> None:
                      problems=[], route_diff=[], summary=out.pop("lines"), **out)
 
 
+def _runner(module: AnsibleModule) -> Any:
+    """argv -> (rc, stdout, stderr); a program the node lacks exits 127 and says so."""
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        path = module.get_bin_path(argv[0])
+        if path is None:
+            return 127, "", "%s is not installed" % argv[0]
+        rc, out, err = module.run_command([path] + argv[1:])
+        return rc, out, err
+    return run
+
+
+def _collect(module: AnsibleModule) -> None:
+    state = collect.collect(_runner(module), read_text, max(0.0, module.params["settle"]))
+    module.exit_json(changed=False, mismatches=[], checked=0, targets=[], silent=[], forwarding=None,
+                     problems=[], route_diff=[], state=state)
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
-                           required_if=[("summarise", False, ("node", "plan"))])
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if p["summarise"]:
         _summarise(module)
+    if p["collect"]:
+        _collect(module)
+    missing = [k for k in ("node", "plan") if p[k] is None]
+    if missing:
+        module.fail_json(msg="summarise and collect are False but all of the following are missing: %s"
+                         % ", ".join(missing))
     name = p["node"]
     silent = _silent(module) if p["trace"] else []
     seen = _trace_all(module, silent) if p["trace"] else {}

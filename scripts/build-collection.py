@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE, NAME = "beonet", "cluster"
 FQCN = "%s.%s" % (NAMESPACE, NAME)
-MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_benchmark",
+MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_verify_live", "beonet_benchmark",
            "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm", "beonet_files")
 ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark", "beonet_mpi",
          "beonet_slurm")

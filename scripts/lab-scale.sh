@@ -2,7 +2,7 @@
 # Push at scale on the Docker lab: bring up a large lab (default the 128-node
 # meta-graph, topologies/benchmarks/lab-metagraph-128.yml), time site.yml (first
 # run, then a second run that must change nothing) at each number of forks in
-# SCALE_FORKS, and verify.yml (every pair) at SCALE_VERIFY_FORKS (default the
+# SCALE_FORKS, and verify.yml (traceroute of every pair) at SCALE_VERIFY_FORKS (default the
 # last); record the load average with every figure, memory per container and the
 # cost per node, each figure with its target. The lab is taken down at the end.
 # Exits non-zero when a figure misses its target.
@@ -70,10 +70,10 @@ for forks in $forks_list; do
   [ "$ch" = 0 ] || { echo "FAIL: the second site.yml run changed $ch hosts"; exit 1; }
 done
 vforks=${SCALE_VERIFY_FORKS:-$forks}
-play "verify-$vforks" "$vforks" verify.yml -e beonet_verify_max_targets=1000
+play "verify-$vforks" "$vforks" verify.yml -e beonet_verify_mode=traceroute -e beonet_verify_max_targets=1000
 [ "$rc" = 0 ] || miss=1
 echo "forks $vforks: verify.yml $took s ($(per "$took" "$nodes") s per node; load before $before):" \
-  "$(grep -o '[0-9]* pairs traced; [0-9]* mismatches' "$log/verify-$vforks" | head -1)" \
+  "$(grep -oE '[0-9]* pairs traced in [0-9.]* s; [0-9]* mismatches' "$log/verify-$vforks" | head -1)" \
   "(target 0 mismatches; rc $rc)"
 # Memory per container, as the engine's cgroup accounting reports it.
 mapfile -t ids < <(docker ps -q --filter "label=beonet.lab=$name")

@@ -213,27 +213,34 @@ def test_the_module_summarises_without_reading_a_node(monkeypatch):
 # The playbook's summary and failure, through Ansible ---------------------------
 
 def _verify_tasks():
+    """verify.yml's second play: its vars, and its tasks with the ones that read nodes
+    (collect, prove, trace) replaced by facts given (``fake``, ``fake_proof``)."""
     plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
-    tasks = plays[1]["tasks"]
-    assert tasks[0]["beonet_verify"]["node"] == "{{ inventory_hostname }}"
-    return plays[1]["vars"], tasks[1:]
+    tasks = []
+    for task in plays[1]["tasks"]:
+        if "beonet_verify_live" in task:
+            tasks.append({"name": "Prove (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_proof": "{{ fake_proof }}"}, "run_once": True, "when": task["when"]})
+        elif "beonet_verify" in task and task["beonet_verify"].get("collect"):
+            assert task["when"] == "beonet_verify_is_live | bool"
+        elif "beonet_verify" in task and "node" in task["beonet_verify"]:
+            assert task["beonet_verify"]["expected"] == "{{ beonet_verify_expected }}"
+            tasks.append({"name": "Trace (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_result": "{{ fake[inventory_hostname] }}"}})
+        else:
+            tasks.append(task)
+    return plays[1]["vars"], tasks
 
 
-def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_path):
-    """verify.yml's summary and failure tasks, run by Ansible on three local hosts whose
-    trace results are given (d fails first, as an unreachable node would drop out)."""
+def _play(tmp_path, results, mode, proof=None, plan_result=None):
+    """Run verify.yml's second play on hosts a, b, c, d (d fails first, as an unreachable
+    node drops out); (return code, {task name: host results})."""
     pvars, tasks = _verify_tasks()
-    stop = ["*", "*", "*", "*"]
-    results = {"a": dict(_result("bcd", "d", [_row("a", "d", [VIA_B, VIA_C], stop)]), checked=3,
-                         problems=[]),
-               "b": dict(_result("acd", "d"), checked=3, problems=[]),
-               "c": dict(_result("abd", "d"), checked=3, problems=["c: forwarding is off, the plan says on"])}
     play = {"hosts": "all", "gather_facts": False,
-            "vars": dict(pvars, beonet_plan_result={"plan": {"nodes": NODES}}, fake=results),
+            "vars": dict(pvars, beonet_plan_result=plan_result or {"plan": {"nodes": NODES}}, fake=results,
+                         fake_proof=proof or {}, beonet_verify_mode=mode),
             "tasks": [{"name": "d is down", "ansible.builtin.fail": {"msg": "unreachable"},
-                       "when": "inventory_hostname == 'd'"},
-                      {"name": "Trace (given)", "ansible.builtin.set_fact": {
-                          "beonet_verify_result": "{{ fake[inventory_hostname] }}"}}] + tasks}
+                       "when": "inventory_hostname == 'd'"}] + tasks}
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LIBRARY=str(ROOT / "library"),
@@ -244,13 +251,61 @@ def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_pa
                           str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
                          check=False)
     out = json.loads(res.stdout[res.stdout.index("{"):])
-    by_name = {t["task"]["name"]: t["hosts"] for t in out["plays"][0]["tasks"]}
-    summary = next(iter(by_name["Summary"].values()))["msg"]
-    assert summary[0] == "9 pairs traced; 1 mismatches; 1 state problems"
-    assert summary[1] == "nodes dead or unreachable (1): d"
-    assert summary[-1] == "pairs to or from dead nodes (1)"
+    return res.returncode, {t["task"]["name"]: t["hosts"] for t in out["plays"][0]["tasks"]}
+
+
+def _failure(by_name):
     failed = next(h for h in by_name.values() if any(v.get("failed") and "msg" in v and
                                                      isinstance(v["msg"], list) for v in h.values()))
-    assert next(iter(failed.values()))["msg"] == [
+    return next(iter(failed.values()))["msg"]
+
+
+def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_path):
+    """verify.yml's summary and failure tasks in traceroute mode, run by Ansible on local
+    hosts whose trace results are given."""
+    stop = ["*", "*", "*", "*"]
+    results = {"a": dict(_result("bcd", "d", [_row("a", "d", [VIA_B, VIA_C], stop)]), checked=3,
+                         problems=[]),
+               "b": dict(_result("acd", "d"), checked=3, problems=[]),
+               "c": dict(_result("abd", "d"), checked=3, problems=["c: forwarding is off, the plan says on"])}
+    returncode, by_name = _play(tmp_path, results, "traceroute",
+                                plan_result={"plan": {"nodes": NODES}, "paths": {n: {} for n in "abcd"}})
+    summary = next(iter(by_name["Summary"].values()))["msg"]
+    assert summary[0].startswith("9 pairs traced in ")
+    assert summary[0].endswith(" s; 1 mismatches; 1 state problems")
+    assert summary[1] == "nodes dead or unreachable (1): d"
+    assert summary[-1] == "pairs to or from dead nodes (1)"
+    assert _failure(by_name) == [
         "a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | * * * *", "c: forwarding is off, the plan says on"]
-    assert res.returncode == 2
+    assert returncode == 2
+
+
+def test_the_playbook_in_live_mode_prints_both_summaries_and_fails_on_a_live_mismatch(tmp_path):
+    """The default mode: the live proof's line and diagnosis first, then the sample's
+    traces; a pair the live state breaks fails the play in the traceroute rows' shape."""
+    row = dict(_row("a", "d", [VIA_B, VIA_C], ["10.0.2.3", "*"]), why="c (forwarding off)", kind="broken")
+    proof = {"proven": 5, "mismatched": 1, "unjudged": 0, "seconds": 0.01, "mismatches": [row],
+             "problems": ["c: link down on NIC eth2 (no carrier)"], "dead": ["d"], "unjudged_nodes": [],
+             "summary": ["nodes dead or unreachable (1): d",
+                         "pairs broken through a dead gateway or one with forwarding off (1):",
+                         "  stops before c (forwarding off): 1 pair, e.g. a -> d"],
+             "sample": {"a": {"b": [["10.0.1.2"]]}}}
+    results = {"a": dict(_result("b"), checked=1, problems=[]),
+               "b": dict(_result(""), checked=0, problems=[]),
+               "c": dict(_result(""), checked=0, problems=[])}
+    returncode, by_name = _play(tmp_path, results, "live", proof)
+    summary = next(iter(by_name["Summary"].values()))["msg"]
+    assert summary[0].startswith("5 pairs proven from the live state in ")
+    assert summary[0].endswith(" s (the walk 0.0 s); 1 mismatches; 0 not judged; 1 state problems")
+    assert summary[1:4] == proof["summary"]
+    assert summary[4].startswith("1 pairs traced in ")
+    assert summary[4].endswith("0 mismatches; 0 state problems")
+    assert _failure(by_name) == ["a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | 10.0.2.3 *",
+                                 "c: link down on NIC eth2 (no carrier)"]
+    assert returncode == 2
+
+
+def test_the_live_mode_traces_the_sample_only(tmp_path):
+    pvars, _tasks = _verify_tasks()
+    assert pvars["beonet_verify_mode"] == "live"
+    assert "beonet_verify_proof.sample[inventory_hostname]" in pvars["beonet_verify_expected"]

@@ -78,8 +78,14 @@ class _Class:
 
 
 def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
-    """Group destination nodes by the prefixes (shorter than /32) that match
-    their address anywhere; host routes are applied afterwards as corrections."""
+    """destination_classes of the graph's nodes."""
+    return destination_classes([node.address for node in graph.nodes], tables)
+
+
+def destination_classes(addresses: list[int], tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
+    """Group destination nodes (by index; addresses[i] is node i's) by the prefixes
+    (shorter than /32) that match their address anywhere; host routes are applied
+    afterwards as corrections. Also what the live-state proof groups by."""
     prefixes: defaultdict[int, set[int]] = defaultdict(set)
     for t in tables:
         for plen, bucket in t.by_len.items():
@@ -87,10 +93,9 @@ def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, li
                 prefixes[plen].update(bucket)
     lens = sorted(prefixes, reverse=True)
     classes: defaultdict[Signature, list[int]] = defaultdict(list)
-    for node in graph.nodes:
-        a = node.address
+    for index, a in enumerate(addresses):
         sig = tuple((plen, a & mask(plen)) for plen in lens if (a & mask(plen)) in prefixes[plen])
-        classes[sig].append(node.index)
+        classes[sig].append(index)
     return sorted(classes.items())
 
 
@@ -207,7 +212,7 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
     if problems:
         return None, problems
     walker = Walker(graph.nodes, tables, problems)
-    hosts = _host_route_holders(tables)
+    hosts = host_route_holders(tables)
     tally = _Tally([0] * n, [0] * n)
     buckets: dict[int, list[dict[int, Hop]]] = {}
     for sig, dests in _classes(graph, tables):
@@ -227,7 +232,7 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
     return (None if problems else proof), problems
 
 
-def _host_route_holders(tables: list[RouteTable]) -> dict[int, list[int]]:
+def host_route_holders(tables: list[RouteTable]) -> dict[int, list[int]]:
     """Address -> nodes holding a /32 route for it."""
     hosts: defaultdict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(tables):
@@ -241,13 +246,7 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
     """Next hop and distance to the exit of every node towards one class (no
     host routes); None, with the problems added, on a missing route or a loop."""
     rep = nodes[dests[0]]
-    # Next hop of every node for this class: the longest of the class's
-    # prefixes (all of those that contain its addresses) in the node's table.
-    if len(sig) == 1:
-        plen, net = sig[0]
-        entries = list(map(dict.get, _buckets(tables, plen, cache), repeat(net)))
-    else:
-        entries = [_longest(t, sig) for t in tables]
+    entries = class_entries(tables, sig, cache)
     if None in entries:
         for i, entry in enumerate(entries):
             if entry is None:
@@ -255,7 +254,7 @@ def _walk_class(nodes: list[Node], tables: list[RouteTable], sig: Signature, des
                              % (ip_text(rep.address), rep.name))
         return None
     found = cast("list[Hop]", entries)
-    cls = _exits(nodes, list(map(_NEXT, found)), rep.address, dests, problems)
+    cls = exits(nodes, list(map(_NEXT, found)), rep.address, dests, problems)
     if cls is not None:
         cls.alt = list(map(_ALT, found))
     return cls
@@ -265,6 +264,22 @@ _NEXT, _ALT = itemgetter(0), itemgetter(2)      # of a Hop: the next node, the f
 
 
 _NONE: dict[int, Hop] = {}
+
+
+def class_entries(tables: list[RouteTable], sig: Signature,
+                  cache: dict[int, list[dict[int, Hop]]]) -> list[Hop | None]:
+    """Every table's entry towards one class of destinations (host routes aside):
+    the longest of the class's prefixes (all of those that contain its addresses)
+    that the table holds; None where it holds none. Each table is looked up in
+    the longest prefix's bucket at once, the rest of sig only where that misses."""
+    if not sig:
+        return [None] * len(tables)
+    plen, net = sig[0]
+    entries: list[Hop | None] = list(map(dict.get, _buckets(tables, plen, cache), repeat(net)))
+    if len(sig) > 1 and None in entries:
+        rest = sig[1:]
+        entries = [e if e is not None else _longest(t, rest) for e, t in zip(entries, tables)]
+    return entries
 
 
 def _buckets(tables: list[RouteTable], plen: int,
@@ -289,8 +304,8 @@ def _longest(table: RouteTable, sig: Signature) -> Hop | None:
     return None
 
 
-def _exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
-           problems: Problems) -> _Class | None:
+def exits(nodes: list[Node], nxt: list[int], addr: int, dests: list[int],
+          problems: Problems) -> _Class | None:
     """Follow the next hops of every node to its exit, memoising each node's
     distance on the way; None, with the problem added, on a routing loop."""
     n = len(nodes)
@@ -368,7 +383,7 @@ def _reverse(cls: _Class) -> dict[int, list[int]]:
 def _mixed_pairs(cls: _Class, split: list[int]) -> None:
     """The exits of every branch of the nodes upstream of a split, and the
     (source, dest) pairs whose branches end both at the dest and elsewhere."""
-    region = _upstream(_reverse(cls), split)
+    region = upstream(_reverse(cls), split)
     nxt, alt, exit_, steps = cls.nxt, cls.alt, cls.exit_, cls.steps
     ends: dict[int, frozenset[int]] = {}
     single: dict[int, frozenset[int]] = {}
@@ -430,7 +445,7 @@ def _correct_host_routes(nodes: list[Node], cls: _Class, hosts: dict[int, list[i
         mixed = cls.mixed.get(d, [])
         if not holders and not mixed:
             continue
-        ups = _upstream(_reverse(cls), holders) if holders else set()
+        ups = upstream(_reverse(cls), holders) if holders else set()
         loose = [i for i in mixed if i not in ups]
         if loose:
             walker.problems.add("nodes.%s.routes" % nodes[loose[0]].name,
@@ -511,7 +526,7 @@ def _branch_lengths(walker: Walker, cls: _Class, d: int, ups: set[int],
     return length
 
 
-def _upstream(rev: dict[int, list[int]], holders: list[int]) -> set[int]:
+def upstream(rev: dict[int, list[int]], holders: list[int]) -> set[int]:
     """The holders and every node whose next hops lead through one of them."""
     todo = list(holders)
     seen = set(todo)
@@ -663,4 +678,5 @@ def expected_paths(graph: Graph, tables: list[RouteTable], src: int, dst: int,
     return out
 
 
-__all__ = ["PATHS_CAP", "prove", "expected_paths", "Proof", "shortest_sums"]
+__all__ = ["PATHS_CAP", "prove", "expected_paths", "Proof", "shortest_sums", "destination_classes",
+           "class_entries", "host_route_holders", "upstream", "exits"]

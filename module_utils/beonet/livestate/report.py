@@ -1,0 +1,151 @@
+"""What the live-state proof tells: the state problems of each node, the pairs
+not proven as rows (pair, expected hop lists, seen hop list, why: the shape of
+the traceroute check's rows) and the summary, grouped by cause under the
+traceroute diagnosis's headings (agent/diagnose.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..agent.nodeplan import NodePlan
+from ..compiler.model import Graph, RouteTable, ip_text
+from ..compiler.prove import expected_paths
+from .tables import Net, lookup
+from .walk import BROKEN, EXAMPLES, LOST, OTHER, UNJUDGED, Finding, Tally, unjudged_why
+
+HEADINGS = ((BROKEN, "pairs broken through a dead gateway or one with forwarding off", "stops before %s"),
+            (OTHER, "pairs that arrive by another path", "%s"),
+            (LOST, "pairs that do not arrive", "%s"))
+
+
+def seen(live: Net, f: Finding) -> list[str]:
+    """The hop addresses a traceroute of the finding's branch would show: each node
+    answers from its route back to the source, '*' where nothing answers (a dead
+    node, one that does not forward, and after where the branch stops)."""
+    first = lookup(live, f.source, live.address[f.dest])
+    saddr = first[2][1] if first is not None else live.address[f.source]
+    out = []
+    for y in f.path:
+        if y == f.dest:
+            out.append("*" if f.stopped else ip_text(live.address[y]))
+        elif live.states[y] is None or (f.kind == BROKEN and y == f.path[-1]):
+            out.append("*")
+        else:
+            back = live.tables[y].lookup(saddr)
+            out.append(ip_text(back[1]) if back is not None else "*")
+    if f.stopped and (not out or out[-1] != "*"):
+        out.append("*")
+    return out
+
+
+def expected(skel: Graph, plan_tables: list[RouteTable], s: int, d: int) -> list[list[str]]:
+    """The plan's allowed hop lists of a pair (what beonet_plan's ``paths`` holds)."""
+    return [[h["address"] for h in branch] for branch in expected_paths(skel, plan_tables, s, d) or []]
+
+
+def row(live: Net, skel: Graph, plan_tables: list[RouteTable], f: Finding) -> dict[str, Any]:
+    names = live.names
+    return {"pair": "%s -> %s" % (names[f.source], names[f.dest]), "source": names[f.source],
+            "destination": names[f.dest], "expected": expected(skel, plan_tables, f.source, f.dest),
+            "seen": seen(live, f), "why": f.why, "kind": f.kind}
+
+
+def _pairs(names: list[str], found: list[Finding]) -> str:
+    return ", ".join("%s -> %s" % (names[f.source], names[f.dest]) for f in found[:EXAMPLES])
+
+
+def _group_lines(tally: Tally, names: list[str], kind: str, detail: str) -> list[str]:
+    groups = sorted(((n, why) for (k, why), n in tally.counts.items() if k == kind),
+                    key=lambda g: (-g[0], g[1]))
+    return ["  %s: %d pair%s, e.g. %s" % (detail % why, n, "" if n == 1 else "s",
+                                           _pairs(names, tally.examples[(kind, why)])) for n, why in groups]
+
+
+def summary_lines(tally: Tally, names: list[str], dead: list[str]) -> list[str]:
+    """The diagnosis as text: dead nodes, each kind of pair grouped by cause, the pairs
+    to or from dead nodes, and those through nodes that could not be judged."""
+    lines = ["nodes dead or unreachable (%d)%s" % (len(dead), ": " + ", ".join(dead) if dead else "")]
+    for kind, title, detail in HEADINGS:
+        n = tally.count(kind)
+        lines.append("%s (%d)%s" % (title, n, ":" if n else ""))
+        lines += _group_lines(tally, names, kind, detail)
+    lines.append("pairs to or from dead nodes (%d)" % tally.dead_pairs)
+    n = tally.count(UNJUDGED)
+    if n:
+        lines.append("pairs through nodes whose forwarding beonet cannot judge (%d):" % n)
+        lines += _group_lines(tally, names, UNJUDGED, "%s")
+    return lines
+
+
+def state_problems(live: Net, plan_nodes: Mapping[str, NodePlan], refused: list[str | None]) -> list[str]:
+    """What each node's state differs in from its plan beyond its routes (which the
+    node's own check compares): NICs down or missing, addresses missing, forwarding off
+    on a NIC, neighbours in the cluster that do not answer, beonet's filter missing
+    or dropping cluster traffic, what could not be read; and addresses held twice."""
+    out = list(live.problems)
+    for i, name in enumerate(live.names):
+        st = live.states[i]
+        if st is None:
+            continue
+        n = plan_nodes[name]
+        out += _link_problems(live, i, n) + _forwarding_problems(live, i, n) + _neighbour_problems(live, i)
+        out += _filter_problems(live, i, n, refused[i])
+        out += ["%s: could not read %s" % (name, e) for e in st.errors]
+    return out
+
+
+def _link_problems(live: Net, i: int, n: NodePlan) -> list[str]:
+    """The planned NICs (bond members too) without link, and the planned addresses missing."""
+    st, name = live.states[i], live.names[i]
+    if st is None:
+        return []
+    out = []
+    for iface in n["interfaces"]:
+        for nic in [iface["name"]] + list(iface.get("members", [])):
+            state = st.links.get(nic, "no such NIC")
+            if state != "up":
+                out.append("%s: link down on NIC %s (%s)" % (name, nic, state.replace("-", " ")))
+        mine = {ip_text(a) + "/%d" % p for a, p in st.addrs.get(iface["name"], [])}
+        out += ["%s: address %s missing on NIC %s" % (name, a, iface["name"])
+                for a in iface["addresses"] if a not in mine]
+    return out
+
+
+def _forwarding_problems(live: Net, i: int, n: NodePlan) -> list[str]:
+    """NICs with forwarding off where the node forwards (the node's own check compares
+    the global switch)."""
+    st = live.states[i]
+    if st is None or not n["forwarding"] or st.forwarding.get("all") != 1:
+        return []
+    return ["%s: forwarding off on NIC %s, the plan says on" % (live.names[i], iface["name"])
+            for iface in n["interfaces"] if iface["addresses"] and st.forwarding.get(iface["name"]) == 0]
+
+
+def _neighbour_problems(live: Net, i: int) -> list[str]:
+    st = live.states[i]
+    out = []
+    for (a, dev), state in sorted(st.unresolved.items()) if st is not None else ():
+        holder = live.owner.get(a)
+        if holder is not None:
+            out.append("%s: neighbour %s (%s) on NIC %s is %s" % (live.names[i], ip_text(a),
+                                                                 live.names[holder], dev, state))
+    return out
+
+
+def _filter_problems(live: Net, i: int, n: NodePlan, why: str | None) -> list[str]:
+    verdict, name = live.verdicts[i], live.names[i]
+    if not n["forwarding"] or verdict.unjudged is not None:
+        return []
+    if not verdict.beonet:
+        return ["%s: beonet's forward filter (nftables table inet beonet) is not loaded" % name]
+    return ["%s: beonet's forward filter drops cluster traffic: %s" % (name, why)] if why else []
+
+
+def unjudged_nodes(live: Net, forwards: list[bool]) -> list[str]:
+    """The forwarding nodes whose filter or policy routing beonet cannot judge."""
+    out = []
+    for i, st in enumerate(live.states):
+        if st is not None and forwards[i] and (live.verdicts[i].unjudged is not None or st.rules):
+            out.append("%s: %s" % (live.names[i], unjudged_why(st.rules, live.verdicts[i].unjudged)))
+    return out

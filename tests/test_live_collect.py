@@ -1,0 +1,188 @@
+"""The node's half of the live-state proof (agent/collect.py): real `ip -j` and `nft -j`
+output recorded from network namespaces set up like a beonet node
+(tests/livestate/capture.py) reduced to the compact state, golden; the commands run
+once each and read-only; what goes wrong on a node (no nft, a failing command,
+output that is not JSON, junk of every shape) is said, never raised."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, golden, needs_host
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from beonet.agent import collect
+
+HERE = ROOT / "tests/livestate"
+
+
+def _raw(name):
+    return json.loads((HERE / name).read_text())
+
+
+def _state(name):
+    raw = _raw(name)
+    return collect.state_of(raw["commands"], raw["files"].get)
+
+
+def test_a_beonet_node_recorded_from_the_kernel_reduces_to_its_golden_state():
+    state = _state("raw-node.json")
+    golden(HERE / "state-node.json", json.dumps(state, indent=1, sort_keys=True) + "\n")
+    routes = {r["dst"]: r for r in state["routes"]}
+    assert routes["10.0.3.0/24"]["hops"] == [{"via": "10.0.1.2", "dev": "eth1"},
+                                            {"via": "10.0.2.3", "dev": "eth2"}]
+    assert routes["10.0.10.0/24"]["hops"][1] == {"via": "10.0.4.4", "dev": "eth3", "flags": ["linkdown"]}
+    assert routes["10.0.6.0/24"]["hops"] == [{"via": "10.0.9.9", "dev": "eth1", "flags": ["onlink"]}]
+    assert routes["10.0.7.7/32"]["src"] == "10.0.2.1" and routes["0.0.0.0/0"]["proto"] == "boot"
+    assert routes["10.0.8.0/24"] == {"dst": "10.0.8.0/24", "type": "blackhole", "proto": "boot", "hops": []}
+    assert "10.0.12.0/24" not in routes          # through eth4, which is down: the kernel dropped it
+    assert state["links"]["eth3"] == {"state": "no-carrier"} and state["links"]["eth4"] == {"state": "down"}
+    assert state["neigh"] == [{"dst": "10.0.1.99", "dev": "eth1", "state": "FAILED"}]
+    assert state["sysctl"]["forwarding"]["eth3"] == 0 and state["sysctl"]["linkdown"]["eth1"] == 1
+    assert state["filter"]["sets"] == {"inet beonet cluster": ["10.0.0.0/16", "172.16.5.0/24"]}
+    assert state["errors"] == [] and state["rules"] == []
+
+
+def test_a_foreign_forward_chain_is_kept_for_the_controller_to_judge():
+    state = _state("raw-foreign.json")
+    golden(HERE / "state-foreign.json", json.dumps(state["filter"], indent=1, sort_keys=True) + "\n")
+    chains = {(c["table"], c["chain"]): c for c in state["filter"]["chains"]}
+    assert set(chains) == {("inet beonet", "forward"), ("ip filter", "FORWARD"), ("inet idle", "fw")}
+    assert chains[("ip filter", "FORWARD")]["count"] == 1 and chains[("inet idle", "fw")]["rules"] == []
+
+
+class _Node:
+    """Commands answered from a recording; every command is logged."""
+
+    def __init__(self, raw, broken=(), missing=(), later=None):
+        self.raw, self.broken, self.missing, self.later = raw, set(broken), set(missing), later
+        self.commands = []
+
+    def run(self, argv):
+        self.commands.append(argv)
+        key = next(k for k, a in collect.COMMANDS if a == argv)
+        if argv[0] in self.missing:
+            return 127, "", "%s is not installed" % argv[0]
+        if key in self.broken:
+            return 1, "", "Error: something failed\n"
+        if key == "neigh" and self.later is not None and self.commands.count(argv) > 1:
+            return 0, json.dumps(self.later), ""
+        return 0, json.dumps(self.raw["commands"][key]), ""
+
+
+def test_each_command_runs_once_and_only_reads():
+    raw = _raw("raw-node.json")
+    node = _Node(raw)
+    slept = []
+    state = collect.collect(node.run, raw["files"].get, sleep=slept.append)
+    assert node.commands == [argv for _key, argv in collect.COMMANDS] and slept == []
+    assert all(a[1] == "-j" and ("show" in a or a[-1] == "ruleset") for a in node.commands)
+    assert state == _state("raw-node.json")
+
+
+def test_a_resolving_neighbour_is_read_again_after_it_settles():
+    raw = _raw("raw-node.json")
+    raw["commands"]["neigh"].append({"dst": "10.0.2.77", "dev": "eth2", "state": ["INCOMPLETE"]})
+    answered = [n for n in raw["commands"]["neigh"] if n["dst"] != "10.0.2.77"]
+    node, slept = _Node(raw, later=answered), []
+    state = collect.collect(node.run, raw["files"].get, settle=2.5, sleep=slept.append)
+    assert slept == [2.5] and len(node.commands) == len(collect.COMMANDS) + 1
+    assert state["neigh"] == [{"dst": "10.0.1.99", "dev": "eth1", "state": "FAILED"}]
+    still = _Node(raw, later=raw["commands"]["neigh"])
+    assert {"dst": "10.0.2.77", "dev": "eth2", "state": "INCOMPLETE"} in collect.collect(
+        still.run, raw["files"].get, sleep=lambda s: None)["neigh"]
+
+
+def test_a_node_without_nft_or_with_a_failing_command_says_so():
+    raw = _raw("raw-node.json")
+    state = collect.collect(_Node(raw, missing={"nft"}).run, raw["files"].get)
+    assert state["filter"] == {"error": "nft -j list ruleset: nft is not installed", "legacy": []}
+    assert state["errors"] == ["nft -j list ruleset: nft is not installed"]
+    state = collect.collect(_Node(raw, broken={"routes"}).run, raw["files"].get)
+    assert state["routes"] == []
+    assert state["errors"] == ["ip -j -4 -d route show table main: Error: something failed",
+                               "routes: no usable output"]
+
+
+def test_output_that_is_not_json_is_an_error_not_a_crash():
+    def run(argv):
+        return 0, "<html>", ""
+    state = collect.collect(run, lambda path: None, sleep=lambda s: None)
+    assert state["links"] == {}
+    assert state["filter"]["error"].startswith("nft -j list ruleset: output is not JSON")
+    assert len(state["errors"]) == len(collect.COMMANDS) + 3
+
+
+def test_legacy_iptables_tables_are_reported():
+    raw = _raw("raw-node.json")
+    files = dict(raw["files"], **{collect.IPTABLES_NAMES: "filter\nnat\n"})
+    assert collect.state_of(raw["commands"], files.get)["filter"]["legacy"] == ["filter", "nat"]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                  max_size=4), max_leaves=20)
+KEYS = st.sampled_from(["ifname", "flags", "dst", "gateway", "dev", "nexthops", "addr_info", "state", "chain",
+                        "rule", "set", "nftables", "hook", "family", "elem", "expr", "priority", "master"])
+NEAR = st.recursive(JSON, lambda inner: st.lists(st.dictionaries(KEYS, inner, max_size=5), max_size=4)
+                    | st.dictionaries(KEYS, inner, max_size=5), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from([k for k, _a in collect.COMMANDS]), NEAR))
+def test_junk_of_any_shape_reduces_without_raising(raw):
+    state = collect.state_of(raw, lambda path: "1\n")
+    json.dumps(state)
+    assert state["format"] == collect.STATE_FORMAT
+
+
+in_a_namespace = needs_host("the collector on a kernel (a fresh network namespace: veths, routes, "
+                            "neighbours)", "unshare", "ip", netns=True)
+
+KERNEL_SCRIPT = """
+import json, subprocess, sys, socket, time
+sys.path.insert(0, %(path)r)
+from beonet.agent import collect
+def sh(cmd):
+    subprocess.run(cmd, shell=True, check=True)
+sh("ip link set lo up")
+sh("ip link add eth1 type veth peer name peer1; ip link add eth2 type veth peer name peer2")
+sh("ip link set eth1 up; ip link set peer1 up; ip link set eth2 up")
+sh("ip addr add 10.0.1.1/24 dev eth1; ip addr add 10.0.2.1/24 dev eth2")
+sh("ip route add 10.0.3.0/24 src 10.0.1.1 proto 250 "
+   "nexthop via 10.0.1.2 dev eth1 nexthop via 10.0.2.3 dev eth2")
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(b"x", ("10.0.1.9", 9))
+def run(argv):
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        return 127, "", "%%s is not installed" %% argv[0]
+    return res.returncode, res.stdout, res.stderr
+def read(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return None
+print(json.dumps(collect.collect(run, read, settle=3.5)))
+"""
+
+
+@in_a_namespace
+def test_the_collector_reads_a_kernel():
+    """In a fresh network namespace (root; the host's network is untouched): a multipath
+    route, a NIC without carrier (its peer down), a neighbour that never answers."""
+    code = KERNEL_SCRIPT % {"path": str(ROOT / "module_utils")}
+    res = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False, timeout=60)
+    assert res.returncode == 0, res.stderr
+    state = json.loads(res.stdout)
+    routes = {r["dst"]: r for r in state["routes"]}
+    assert [h["via"] for h in routes["10.0.3.0/24"]["hops"]] == ["10.0.1.2", "10.0.2.3"]
+    assert routes["10.0.3.0/24"]["hops"][1]["flags"] == ["linkdown"]
+    assert state["links"]["eth1"]["state"] == "up" and state["links"]["eth2"]["state"] == "no-carrier"
+    assert state["neigh"] == [{"dst": "10.0.1.9", "dev": "eth1", "state": "FAILED"}]
+    forwarding = state["sysctl"]["forwarding"]
+    assert set(forwarding) == {"all", "lo", "eth1", "eth2"} and len(set(forwarding.values())) == 1

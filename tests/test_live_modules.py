@@ -1,0 +1,118 @@
+"""The two modules of the live-state proof, thin over module_utils: beonet_verify's
+collect mode (one read-only call on each node) and beonet_verify_live (the proof on
+the controller); their documentation parses."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from beonet.agent import collect
+from beonet.compiler import pipeline
+from beonet.livestate import synthetic
+from beonet.outputs import plan as render
+
+RAW = json.loads((ROOT / "tests/livestate/raw-node.json").read_text())
+
+
+def _load(name):
+    import ansible.module_utils
+    if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+    spec = importlib.util.spec_from_file_location(name + "_module", ROOT / "library" / ("%s.py" % name))
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    return lib
+
+
+VERIFY = _load("beonet_verify")
+LIVE = _load("beonet_verify_live")
+
+
+class _Exit(Exception):
+    def __init__(self, result):
+        super().__init__(result.get("msg", ""))
+        self.result = result
+
+
+class _Module:
+    """An AnsibleModule whose commands answer from the recording (nft missing when asked)."""
+
+    def __init__(self, params, spec, no_nft=False):
+        self.params = {k: v.get("default") for k, v in spec.items()}
+        self.params.update(params)
+        self.no_nft, self.commands = no_nft, []
+
+    def get_bin_path(self, name):
+        return None if name == "nft" and self.no_nft else "/usr/sbin/" + name
+
+    def run_command(self, cmd, **_):
+        self.commands.append(list(cmd))
+        argv = [os.path.basename(cmd[0])] + list(cmd[1:])
+        key = next(k for k, a in collect.COMMANDS if a == argv)
+        return 0, json.dumps(RAW["commands"][key]), ""
+
+    def fail_json(self, **result):
+        raise _Exit(dict(result, failed=True))
+
+    def exit_json(self, **result):
+        raise _Exit(result)
+
+
+def _run(lib, monkeypatch, params, spec, **kw):
+    fake = _Module(params, spec, **kw)
+    monkeypatch.setattr(lib, "AnsibleModule", lambda **_: fake)
+    with pytest.raises(_Exit) as exc:
+        lib.main()
+    return exc.value.result, fake.commands
+
+
+def test_collect_mode_runs_each_command_once_and_returns_the_state(monkeypatch):
+    monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    result, commands = _run(VERIFY, monkeypatch, {"collect": True}, VERIFY.ARGUMENT_SPEC)
+    assert [c[1:] for c in commands] == [argv[1:] for _k, argv in collect.COMMANDS]
+    assert result["changed"] is False
+    assert result["state"] == collect.state_of(RAW["commands"], RAW["files"].get)
+
+
+def test_collect_mode_on_a_node_without_nft_says_so(monkeypatch):
+    monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    result, commands = _run(VERIFY, monkeypatch, {"collect": True}, VERIFY.ARGUMENT_SPEC, no_nft=True)
+    assert not any("nft" in c[0] for c in commands)
+    assert result["state"]["filter"]["error"] == "nft -j list ruleset: nft is not installed"
+
+
+def test_the_trace_mode_still_needs_node_and_plan(monkeypatch):
+    result, _commands = _run(VERIFY, monkeypatch, {}, VERIFY.ARGUMENT_SPEC)
+    assert result["failed"] and result["msg"] == ("summarise and collect are False but all of the following "
+                                                  "are missing: node, plan")
+
+
+SPEC = {"plan": {}, "prefixes": {}, "states": {}, "keep": {"default": 100}, "sample": {"default": True}}
+
+
+def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/custom-example.yml")))
+    prefixes = render.prefixes(plan)
+    states = {n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}
+    result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
+    assert result["changed"] is False and result["proven"] == result["pairs"] == 42
+    assert result["mismatches"] == [] and result["sampled"] >= 1 and result["seconds"] >= 0
+
+
+def test_the_live_module_refuses_a_plan_with_a_message(monkeypatch):
+    result, _ = _run(LIVE, monkeypatch, {"plan": {"nodes": "x"}, "prefixes": [], "states": {}}, SPEC)
+    assert result["failed"] and result["msg"].startswith("beonet_verify_live: plan.nodes: must be a mapping")
+
+
+@pytest.mark.parametrize("module, word", [("beonet_verify", "collect"), ("beonet_verify_live", "unjudged")])
+def test_the_documentation_parses(module, word):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    doc = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
+    res = subprocess.run([doc, "-M", "library", module],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and word in res.stdout, res.stderr

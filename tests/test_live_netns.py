@@ -1,0 +1,140 @@
+"""The live-state proof against real kernels: the 2x3 routed mesh built from network
+namespaces (one per node, veths and bridges for its segments), each node given its
+plan with `ip` (addresses, routes with every next hop, forwarding, the failover
+sysctls, beonet's nftables filter where nft is installed), then each node's state
+collected by the agent inside its namespace and every ordered pair proven on the
+controller; then faults made in the kernels: forwarding off on a node, a NIC taken
+down. Needs root, `ip` and network namespaces (the host's own network is not
+touched); skipped elsewhere."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, needs_host
+
+from beonet.agent import apply, routes
+from beonet.compiler import pipeline
+from beonet.livestate import proof
+from beonet.outputs import plan as render
+
+in_namespaces = needs_host("the live-state proof on kernels: a mesh of network namespaces (veths, bridges)",
+                           "ip", netns=True)
+PREFIX = "blv%d" % (os.getpid() % 10000)
+COLLECT = ("import json, subprocess, sys\nsys.path.insert(0, sys.argv[1])\nfrom beonet.agent import collect\n"
+           "def run(argv):\n    try:\n        r = subprocess.run(argv, capture_output=True, text=True)\n"
+           "    except FileNotFoundError:\n        return 127, '', '%s is not installed' % argv[0]\n"
+           "    return r.returncode, r.stdout, r.stderr\n"
+           "def read(path):\n    try:\n        with open(path) as fh:\n            return fh.read()\n"
+           "    except OSError:\n        return None\n"
+           "print(json.dumps(collect.collect(run, read, settle=0)))\n")
+
+
+def _run(*argv, stdin=None):
+    return subprocess.run(list(argv), input=stdin, capture_output=True, text=True, check=True, timeout=60)
+
+
+class Mesh:
+    """The namespaces of one plan: a namespace per node, one for the bridges."""
+
+    def __init__(self, plan):
+        self.plan, self.made = plan, []
+        self.ns = {name: "%s-%d" % (PREFIX, k) for k, name in enumerate(plan["nodes"])}
+
+    def sh(self, node, cmd, stdin=None):
+        return _run("ip", "netns", "exec", self.ns.get(node, node), "sh", "-c", cmd, stdin=stdin)
+
+    def build(self):
+        for ns in list(self.ns.values()) + ["%s-sw" % PREFIX]:
+            _run("ip", "netns", "add", ns)
+            self.made.append(ns)
+            _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        for k, seg in enumerate(self.plan["segments"].values()):
+            self._segment(k, seg)
+        for name, n in self.plan["nodes"].items():
+            self._apply(name, n)
+
+    def _segment(self, k, seg):
+        members = [(m["node"], m["interface"]) for m in seg["members"]]
+        if len(members) == 2:
+            (a, nic_a), (b, nic_b) = members
+            _run("ip", "link", "add", nic_a, "netns", self.ns[a], "type", "veth", "peer", "name", nic_b,
+                 "netns", self.ns[b])
+            return
+        sw = "%s-sw" % PREFIX
+        self.sh(sw, "ip link add br%d type bridge && ip link set br%d up" % (k, k))
+        for j, (node, nic) in enumerate(members):
+            port = "p%d-%d" % (k, j)
+            _run("ip", "link", "add", nic, "netns", self.ns[node], "type", "veth", "peer", "name", port,
+                 "netns", sw)
+            self.sh(sw, "ip link set %s master br%d && ip link set %s up" % (port, k, port))
+
+    def _apply(self, name, n):
+        lines = ["echo %d > /proc/sys/net/ipv4/ip_forward" % (1 if n["forwarding"] else 0)]
+        for iface in n["interfaces"]:
+            lines.append("ip link set %s up" % iface["name"])
+            lines += ["ip addr add %s dev %s" % (a, iface["name"]) for a in iface["addresses"]]
+        lines += ["echo %s > %s" % (v, apply.sysctl_path(k)) for k, v in apply.failover_sysctls(n)]
+        lines += [" ".join(routes.replace_command(routes.planned_key(r))) for r in n["routes"]]
+        self.sh(name, " && ".join(lines))
+        if n["forwarding"] and shutil.which("nft"):
+            self.sh(name, "nft -f -", stdin=apply.forward_ruleset(render.prefixes(self.plan))[1])
+
+    def states(self):
+        cmd = "%s -c '%s' %s" % (sys.executable, COLLECT.replace("'", "'\\''"), ROOT / "module_utils")
+        return {name: json.loads(self.sh(name, cmd).stdout) for name in self.plan["nodes"]}
+
+    def delete(self):
+        for ns in self.made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x3.yml")))
+    made = Mesh(plan)
+    try:
+        made.build()
+        yield made
+    finally:
+        made.delete()
+
+
+@in_namespaces
+def test_the_kernels_holding_the_plan_prove_every_pair(mesh):
+    result = proof.prove(mesh.plan, render.prefixes(mesh.plan), mesh.states())
+    assert (result["pairs"], result["proven"], result["mismatched"]) == (30, 30, 0), result["summary"]
+    assert result["problems"] == [] and result["dead"] == []
+
+
+@in_namespaces
+def test_a_node_whose_kernel_stops_forwarding_breaks_the_pairs_through_it(mesh):
+    mesh.sh("node-1-1", "echo 0 > /proc/sys/net/ipv4/ip_forward")
+    try:
+        result = proof.prove(mesh.plan, render.prefixes(mesh.plan), mesh.states())
+    finally:
+        mesh.sh("node-1-1", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+    assert result["mismatched"] > 0
+    assert {r["why"] for r in result["mismatches"]} == {"node-1-1 (forwarding off)"}
+
+
+@in_namespaces
+def test_a_nic_taken_down_is_named(mesh):
+    nic = mesh.plan["nodes"]["node-1-1"]["interfaces"][0]["name"]
+    mesh.sh("node-1-1", "ip link set %s down" % nic)
+    try:
+        result = proof.prove(mesh.plan, render.prefixes(mesh.plan), mesh.states())
+    finally:
+        mesh.sh("node-1-1", "ip link set %s up" % nic)
+        node = mesh.plan["nodes"]["node-1-1"]
+        for r in node["routes"]:                  # taking a NIC down drops the routes through it
+            mesh.sh("node-1-1", " ".join(routes.replace_command(routes.planned_key(r))))
+    assert "node-1-1: link down on NIC %s (down)" % nic in result["problems"]
+    assert result["mismatched"] > 0
+    # the NIC at the other end of the link (a veth) has lost its carrier too
+    assert {r["why"] for r in result["mismatches"]} == {"link down on node node-1-1 NIC %s" % nic,
+                                                        "link down on node node-0-1 NIC eth1"}, \
+        "\n".join(result["summary"])
