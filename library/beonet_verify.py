@@ -29,7 +29,11 @@ description:
     controller, which proves every ordered pair from all nodes' states. One call runs
     C(ip -j) (links, IPv4 addresses, the main table's routes with every next hop,
     neighbours, policy rules) and C(nft -j list ruleset) and reads the forwarding
-    sysctls; a neighbour still resolving is read again after I(settle) seconds.
+    sysctls. A neighbour the kernel marks FAILED or INCOMPLETE is asked once more (one
+    C(ping) echo request out of its NIC, all at once, at most 1 s) and the table read
+    again, then once more after I(settle) seconds while one is still resolving; a FAILED
+    entry is what the kernel remembers of an earlier failure, and it asks again as soon
+    as traffic goes that way. Configuration is never changed.
 options:
   node:
     description: This node's name in the plan (required unless I(summarise=true) or I(collect=true)).
@@ -300,7 +304,8 @@ def _runner(module: AnsibleModule) -> Any:
 
 
 def _collect(module: AnsibleModule) -> None:
-    state = collect.collect(_runner(module), read_text, max(0.0, module.params["settle"]))
+    state = collect.collect(_runner(module), read_text, max(0.0, module.params["settle"]),
+                            ask=collect.ask_neighbours)
     module.exit_json(changed=False, mismatches=[], checked=0, targets=[], silent=[], forwarding=None,
                      problems=[], route_diff=[], state=state)
 

@@ -186,3 +186,55 @@ def test_the_collector_reads_a_kernel():
     assert state["neigh"] == [{"dst": "10.0.1.9", "dev": "eth1", "state": "FAILED"}]
     forwarding = state["sysctl"]["forwarding"]
     assert set(forwarding) == {"all", "lo", "eth1", "eth2"} and len(set(forwarding.values())) == 1
+
+
+def test_a_neighbour_that_failed_once_is_asked_again_before_it_is_judged():
+    # a FAILED entry is the kernel's memory of an earlier failure (a node since started
+    # again): it is asked once more and the table read again
+    raw = _raw("raw-node.json")
+    answered = [n for n in raw["commands"]["neigh"] if n["dst"] != "10.0.1.99"]
+    asked = []
+    node = _Node(raw, later=answered)
+    state = collect.collect(node.run, raw["files"].get, sleep=lambda s: None, ask=asked.append)
+    assert asked == [[("10.0.1.99", "eth1")]] and state["neigh"] == []
+    # still FAILED after it was asked: it does not answer now, and is reported
+    still = _Node(raw, later=raw["commands"]["neigh"])
+    state = collect.collect(still.run, raw["files"].get, sleep=lambda s: None, ask=lambda t: None)
+    assert state["neigh"] == [{"dst": "10.0.1.99", "dev": "eth1", "state": "FAILED"}]
+
+
+def test_only_ipv4_neighbours_on_interface_names_are_asked():
+    neigh = [{"dst": "10.0.0.1", "dev": "eth0", "state": ["FAILED"]},
+             {"dst": "10.0.0.2", "dev": "-f", "state": ["FAILED"]},
+             {"dst": "--help", "dev": "eth0", "state": ["FAILED"]},
+             {"dst": "10.0.0.3", "dev": "eth1", "state": ["REACHABLE"]},
+             {"dst": "10.0.0.4", "dev": "eth1", "state": ["INCOMPLETE"]}]
+    assert collect.unanswered(neigh) == [("10.0.0.1", "eth0"), ("10.0.0.4", "eth1")]
+    many = [{"dst": "10.1.%d.%d" % (i // 250, i % 250 + 1), "dev": "eth0", "state": "FAILED"}
+            for i in range(1000)]
+    assert len(collect.unanswered(many)) == collect.ASK_MAX
+
+
+def test_asking_without_ping_asks_nobody(monkeypatch):
+    started = []
+    monkeypatch.setattr(collect.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(collect.subprocess, "Popen", lambda *a, **k: started.append(a))
+    collect.ask_neighbours([("10.0.0.1", "eth0")])
+    assert started == []
+
+
+def test_asking_sends_one_echo_per_neighbour_out_of_its_nic(monkeypatch):
+    started = []
+
+    class _Proc:
+        def __init__(self, argv, **kwargs):
+            started.append(argv)
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(collect.shutil, "which", lambda name, path=None: "/bin/ping")
+    monkeypatch.setattr(collect.subprocess, "Popen", _Proc)
+    collect.ask_neighbours([("10.0.0.1", "eth0"), ("10.0.1.1", "eth1")])
+    assert started == [["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth0", "10.0.0.1"],
+                       ["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth1", "10.0.1.1"]]

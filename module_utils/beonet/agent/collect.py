@@ -12,8 +12,12 @@ compact state below (a pure function, tested on recorded kernel output):
 * ``routes``: [{"dst": "NET/LEN", "type", "src", "metric", "proto", "flags",
   "hops": [{"via", "dev", "flags"}]}] of the main table, every route (beonet's
   or not); a connected route's hop has no ``via``, a blackhole none at all;
-* ``neigh``: [{"dst", "dev", "state"}], only FAILED and INCOMPLETE entries
-  (re-read once after ``settle`` seconds while any is INCOMPLETE: resolving);
+* ``neigh``: [{"dst", "dev", "state"}], only FAILED and INCOMPLETE entries.
+  A FAILED entry is the kernel's memory of a neighbour that did not answer
+  once (a node that was down, since started again): the kernel asks again as
+  soon as traffic goes its way. So each such neighbour is asked once now (one
+  echo request, all at once, ``ask``) and the table read again; then, while
+  any entry is INCOMPLETE (resolving), once more after ``settle`` seconds;
 * ``sysctl``: {"forwarding": {NIC | "all": 0 | 1}, "linkdown": {...}
   (``ignore_routes_with_linkdown``), "use_neigh": 0 | 1};
 * ``rules``: the ``ip rule`` priorities other than local, main and default;
@@ -26,15 +30,22 @@ compact state below (a pure function, tested on recorded kernel output):
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
+import shutil
+import subprocess
 import time
 from typing import TYPE_CHECKING, Any
+
+from .names import ifname_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     Runner = Callable[[list[str]], "tuple[int, str, str]"]    # argv -> (rc, stdout, stderr)
     Reader = Callable[[str], "str | None"]                    # path -> text, None when unreadable
+    Asker = Callable[[list[tuple[str, str]]], None]           # [(neighbour, NIC)] -> asked
 
 STATE_FORMAT = 1
 COMMANDS = (("links", ["ip", "-j", "link", "show"]),
@@ -49,19 +60,64 @@ DEFAULT_RULES = (0, 32766, 32767)              # local, main, default
 IPTABLES_NAMES = "/proc/net/ip_tables_names"   # the legacy iptables tables in use
 MAX_RULES = 200                                # rules kept per forward chain
 MAX_ELEMENTS = 65536                           # set elements kept per set
+ASK_MAX = 256                                  # neighbours asked again per collection
+ASK_WAIT = 1                                   # seconds an echo request waits for its answer
 
 
 def collect(run: Runner, read: Reader, settle: float = 3.0,
-            sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
-    """Run the commands and read the sysctls; the compact state (see the docstring)."""
+            sleep: Callable[[float], None] = time.sleep,
+            ask: Asker | None = None) -> dict[str, Any]:
+    """Run the commands and read the sysctls; the compact state (see the docstring).
+    ``ask``: asks neighbours once more (default: one ping each); None in tests."""
     raw: dict[str, Any] = {}
     errors: list[str] = []
     for key, argv in COMMANDS:
         raw[key] = _json_of(run, argv, errors)
+    again = unanswered(raw.get("neigh"))
+    if again and ask is not None:
+        ask(again)
+        raw["neigh"] = _json_of(run, dict(COMMANDS)["neigh"], errors)
     if _resolving(raw.get("neigh")) and settle > 0:
         sleep(settle)
         raw["neigh"] = _json_of(run, dict(COMMANDS)["neigh"], errors)
     return state_of(raw, read, errors)
+
+
+def unanswered(neigh: Any) -> list[tuple[str, str]]:
+    """(address, NIC) of the FAILED and INCOMPLETE entries: IPv4 addresses on NICs
+    whose names are interface names, at most ASK_MAX."""
+    out = []
+    for n in reduce_neigh(_listed(neigh)):
+        try:
+            ipaddress.IPv4Address(n["dst"])
+        except ValueError:
+            continue
+        if ifname_problem(n["dev"]) is None:
+            out.append((n["dst"], n["dev"]))
+    return out[:ASK_MAX]
+
+
+def ask_neighbours(targets: list[tuple[str, str]]) -> None:
+    """One echo request to each neighbour out of its NIC, all at once; waits at most
+    ASK_WAIT seconds. Without ping nothing is asked (the entries stay as they are)."""
+    path = os.pathsep.join(filter(None, [os.environ.get("PATH"), "/usr/sbin:/sbin:/usr/bin:/bin"]))
+    ping = shutil.which("ping", path=path)
+    if ping is None:
+        return
+    procs = []
+    for addr, nic in targets:
+        try:
+            procs.append(subprocess.Popen([ping, "-n", "-q", "-c", "1", "-W", str(ASK_WAIT), "-I", nic, addr],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        except OSError:
+            break
+    for proc in procs:
+        try:
+            proc.wait(timeout=ASK_WAIT + 2)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _json_of(run: Runner, argv: list[str], errors: list[str]) -> Any:
