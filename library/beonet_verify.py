@@ -42,7 +42,10 @@ options:
     description: This node's plan (required unless I(summarise=true) or I(collect=true)).
     type: dict
   collect:
-    description: Return this node's live forwarding state (C(state)) instead of tracing.
+    description:
+      - Return this node's live forwarding state (C(state)). Alone, only that; with
+        I(node) and I(plan), read first, then the node's traces and checks as usual, in
+        the same call.
     type: bool
     default: false
   settle:
@@ -303,11 +306,9 @@ def _runner(module: AnsibleModule) -> Any:
     return run
 
 
-def _collect(module: AnsibleModule) -> None:
-    state = collect.collect(_runner(module), read_text, max(0.0, module.params["settle"]),
-                            ask=collect.ask_neighbours)
-    module.exit_json(changed=False, mismatches=[], checked=0, targets=[], silent=[], forwarding=None,
-                     problems=[], route_diff=[], state=state)
+def _collected(module: AnsibleModule) -> dict[str, Any]:
+    return collect.collect(_runner(module), read_text, max(0.0, module.params["settle"]),
+                           ask=collect.ask_neighbours)
 
 
 def main() -> None:
@@ -315,8 +316,10 @@ def main() -> None:
     p = module.params
     if p["summarise"]:
         _summarise(module)
-    if p["collect"]:
-        _collect(module)
+    state = _collected(module) if p["collect"] else None
+    if state is not None and p["node"] is None and p["plan"] is None:
+        module.exit_json(changed=False, mismatches=[], checked=0, targets=[], silent=[], forwarding=None,
+                         problems=[], route_diff=[], state=state)
     missing = [k for k in ("node", "plan") if p[k] is None]
     if missing:
         module.fail_json(msg="summarise and collect are False but all of the following are missing: %s"
@@ -336,9 +339,10 @@ def main() -> None:
         module.fail_json(msg="%s: ip route failed: %s" % (name, err.strip()))
     route_problems, route_diff = verify.route_problems(name, p["plan"], json.loads(out or "[]"))
     problems += route_problems
+    extra = {} if state is None else {"state": state}
     module.exit_json(changed=False, mismatches=mismatches, checked=len(seen), targets=sorted(seen),
                      silent=silent, forwarding=(read_text(beonet_node.FORWARD) or "").strip() == "1",
-                     problems=problems, route_diff=route_diff)
+                     problems=problems, route_diff=route_diff, **extra)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ description:
   - A node whose forward filter holds rules beonet does not write, or which routes by
     policy rules beside the main table, is not judged; the pairs through it are counted
     apart and do not fail the check.
-  - Also picks the pairs traceroute checks end to end (I(sample)).
+  - Also picks the pairs traceroute checks end to end (I(sample)); with I(prove=false)
+    only those, from the plan alone (every node taken as alive), before the nodes are read.
 options:
   plan:
     description: The compiled plan (C(beonet_plan_result.plan)).
@@ -36,8 +37,12 @@ options:
     description:
       - Node name to the C(state) its beonet_verify I(collect=true) returned. A node of the
         plan missing here, or whose state is null or unusable, has no state (dead).
+        Required unless I(prove=false).
     type: dict
-    required: true
+  prove:
+    description: Prove the pairs from I(states); false, pick the traceroute sample only.
+    type: bool
+    default: true
   keep:
     description: The most mismatch rows returned (every mismatch is counted).
     type: int
@@ -71,53 +76,53 @@ EXAMPLES = r"""
 RETURN = r"""
 pairs:
   description: The ordered pairs the plan routes.
-  returned: success
+  returned: when prove
   type: int
 proven:
   description: Pairs each of whose branches arrives on the plan's next hops only.
-  returned: success
+  returned: when prove
   type: int
 mismatched:
   description: Pairs that do not arrive, or arrive by a path the plan does not have.
-  returned: success
+  returned: when prove
   type: int
 unjudged:
   description: Pairs through a node whose filter or policy routing beonet cannot judge (and nothing wrong).
-  returned: success
+  returned: when prove
   type: int
 dead_pairs:
   description: Pairs to or from a node without state.
-  returned: success
+  returned: when prove
   type: int
 walked:
   description: Pairs walked one by one (the others were proven by their class at once).
-  returned: success
+  returned: when prove
   type: int
 dead:
   description: The nodes without state (Ansible could not reach them, or their state was unusable).
-  returned: success
+  returned: when prove
   type: list
   elements: str
 mismatches:
   description:
     - The first I(keep) mismatches (pair, source, destination, expected (the plan's allowed
       hop lists), seen (the branch that shows it, as traceroute would), why, kind).
-  returned: success
+  returned: when prove
   type: list
   elements: dict
 problems:
   description: Live state that differs from the plan beyond the routes (NICs down, addresses, filters).
-  returned: success
+  returned: when prove
   type: list
   elements: str
 unjudged_nodes:
   description: Forwarding nodes whose filter or policy routing is not judged, and why.
-  returned: success
+  returned: when prove
   type: list
   elements: str
 summary:
   description: The diagnosis as text lines, grouped by cause.
-  returned: success
+  returned: when prove
   type: list
   elements: str
 sample:
@@ -142,13 +147,17 @@ def main() -> None:
     module = AnsibleModule(argument_spec={
         "plan": {"type": "dict", "required": True},
         "prefixes": {"type": "list", "elements": "str", "required": True},
-        "states": {"type": "dict", "required": True},
+        "states": {"type": "dict"},
+        "prove": {"type": "bool", "default": True},
         "keep": {"type": "int", "default": 100},
         "sample": {"type": "bool", "default": True},
     }, supports_check_mode=True)
     p = module.params
+    if p["prove"] and p["states"] is None:
+        module.fail_json(msg="beonet_verify_live: states is required unless prove is false")
     try:
-        result = proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
+        result = (proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
+                  if p["prove"] else proof.plan_sample(p["plan"], p["prefixes"]))
     except proof.PlanError as exc:
         module.fail_json(msg="beonet_verify_live: %s" % exc)
     module.exit_json(changed=False, **result)

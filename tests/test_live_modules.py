@@ -53,7 +53,7 @@ class _Module:
     def run_command(self, cmd, **_):
         self.commands.append(list(cmd))
         argv = [os.path.basename(cmd[0])] + list(cmd[1:])
-        key = next(k for k, a in collect.COMMANDS if a == argv)
+        key = next((k for k, a in collect.COMMANDS if a == argv), "routes")   # the route check's read
         return 0, json.dumps(RAW["commands"][key]), ""
 
     def fail_json(self, **result):
@@ -73,14 +73,20 @@ def _run(lib, monkeypatch, params, spec, **kw):
 
 def test_collect_mode_runs_each_command_once_and_returns_the_state(monkeypatch):
     monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    asked = []
+    monkeypatch.setattr(VERIFY.collect, "ask_neighbours", asked.append)
     result, commands = _run(VERIFY, monkeypatch, {"collect": True}, VERIFY.ARGUMENT_SPEC)
-    assert [c[1:] for c in commands] == [argv[1:] for _k, argv in collect.COMMANDS]
+    # the neighbour the kernel marks FAILED is asked once more, then the table read again
+    neigh = dict(collect.COMMANDS)["neigh"]
+    assert [c[1:] for c in commands] == [argv[1:] for _k, argv in collect.COMMANDS] + [neigh[1:]]
+    assert asked == [[("10.0.1.99", "eth1")]]
     assert result["changed"] is False
     assert result["state"] == collect.state_of(RAW["commands"], RAW["files"].get)
 
 
 def test_collect_mode_on_a_node_without_nft_says_so(monkeypatch):
     monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    monkeypatch.setattr(VERIFY.collect, "ask_neighbours", lambda targets: None)
     result, commands = _run(VERIFY, monkeypatch, {"collect": True}, VERIFY.ARGUMENT_SPEC, no_nft=True)
     assert not any("nft" in c[0] for c in commands)
     assert result["state"]["filter"]["error"] == "nft -j list ruleset: nft is not installed"
@@ -92,7 +98,8 @@ def test_the_trace_mode_still_needs_node_and_plan(monkeypatch):
                                                   "are missing: node, plan")
 
 
-SPEC = {"plan": {}, "prefixes": {}, "states": {}, "keep": {"default": 100}, "sample": {"default": True}}
+SPEC = {"plan": {}, "prefixes": {}, "states": {}, "keep": {"default": 100}, "sample": {"default": True},
+        "prove": {"default": True}}
 
 
 def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
@@ -102,6 +109,33 @@ def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
     result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
     assert result["changed"] is False and result["proven"] == result["pairs"] == 42
     assert result["mismatches"] == [] and result["sampled"] >= 1 and result["seconds"] >= 0
+
+
+def test_the_live_module_picks_the_sample_from_the_plan_alone(monkeypatch):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    prefixes = render.prefixes(plan)
+    picked, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "prove": False}, SPEC)
+    states = {n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}
+    proven, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
+    # the same pairs as the proof picks when every node is alive, and no proof
+    assert picked["sample"] == proven["sample"] and picked["sampled"] == proven["sampled"] > 1
+    assert "proven" not in picked and picked["changed"] is False
+    missing, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes}, SPEC)
+    assert missing["failed"] and missing["msg"] == ("beonet_verify_live: states is required unless "
+                                                    "prove is false")
+
+
+def test_collect_and_trace_in_one_call(monkeypatch):
+    monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    monkeypatch.setattr(VERIFY.collect, "ask_neighbours", lambda targets: None)
+    monkeypatch.setattr(VERIFY, "_state_problems", lambda module, name, plan: [])
+    monkeypatch.setattr(VERIFY.verify, "route_problems", lambda name, plan, routes: ([], []))
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    node = next(iter(plan["nodes"]))
+    result, commands = _run(VERIFY, monkeypatch, {"collect": True, "node": node, "plan": plan["nodes"][node],
+                                                  "trace": False}, VERIFY.ARGUMENT_SPEC)
+    assert result["state"]["routes"] and result["checked"] == 0 and result["problems"] == []
+    assert commands[-1] == ["ip", "-j", "-4", "route", "show", "table", "main"]
 
 
 def test_the_live_module_refuses_a_plan_with_a_message(monkeypatch):

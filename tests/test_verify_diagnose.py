@@ -214,16 +214,19 @@ def test_the_module_summarises_without_reading_a_node(monkeypatch):
 
 def _verify_tasks():
     """verify.yml's second play: its vars, and its tasks with the ones that read nodes
-    (collect, prove, trace) replaced by facts given (``fake``, ``fake_proof``)."""
+    (pick the sample, collect and trace, prove) replaced by facts given (``fake``,
+    ``fake_proof``)."""
     plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
     tasks = []
     for task in plays[1]["tasks"]:
         if "beonet_verify_live" in task:
-            tasks.append({"name": "Prove (given)", "ansible.builtin.set_fact": {
-                "beonet_verify_proof": "{{ fake_proof }}"}, "run_once": True, "when": task["when"]})
-        elif "beonet_verify" in task and task["beonet_verify"].get("collect"):
-            assert task["when"] == "beonet_verify_is_live | bool"
+            picks = task["beonet_verify_live"].get("prove") is False
+            tasks.append({"name": "Pick (given)" if picks else "Prove (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_picked" if picks else "beonet_verify_proof": "{{ fake_proof }}"},
+                "run_once": True, "when": task["when"]})
         elif "beonet_verify" in task and "node" in task["beonet_verify"]:
+            # one call per node: read the state (live mode), then trace
+            assert task["beonet_verify"]["collect"] == "{{ beonet_verify_is_live | bool }}"
             assert task["beonet_verify"]["expected"] == "{{ beonet_verify_expected }}"
             tasks.append({"name": "Trace (given)", "ansible.builtin.set_fact": {
                 "beonet_verify_result": "{{ fake[inventory_hostname] }}"}})
@@ -308,4 +311,4 @@ def test_the_playbook_in_live_mode_prints_both_summaries_and_fails_on_a_live_mis
 def test_the_live_mode_traces_the_sample_only(tmp_path):
     pvars, _tasks = _verify_tasks()
     assert pvars["beonet_verify_mode"] == "live"
-    assert "beonet_verify_proof.sample[inventory_hostname]" in pvars["beonet_verify_expected"]
+    assert "beonet_verify_picked.sample[inventory_hostname]" in pvars["beonet_verify_expected"]

@@ -95,6 +95,22 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
                    report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
 
 
+def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
+    """The traceroute sample from the plan alone, every node taken as alive (picked
+    before the nodes are read, so that each node traces its part in the same call)."""
+    start = time.monotonic()
+    plan_nodes = _plan_nodes(plan)
+    names = list(plan_nodes)
+    _, plan_states, _ = _states(names, plan_nodes, prefixes, {})
+    address = [ip_int(plan_nodes[n]["address"]) for n in names]
+    planned = tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
+    component = _components(names, plan)
+    picked = sample(tables.skeleton(names, address), planned.tables, component, set())
+    return {"sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},
+            "sampled": sum(len(ds) for ds in picked.values()),
+            "seconds": round(time.monotonic() - start, 3)}
+
+
 def _refused(live: tables.Net, cluster: list[int]) -> list[str | None]:
     """node -> why beonet's filter there drops some cluster traffic (None: it does not),
     each distinct set checked once."""
