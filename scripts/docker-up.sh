@@ -15,7 +15,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "beonet: starting dockerd (log: /var/log/beonet-dockerd.log)"
-  nohup dockerd >/var/log/beonet-dockerd.log 2>&1 &
+  # its own session: the engine outlives the shell (and the job control) that started it
+  setsid nohup dockerd >/var/log/beonet-dockerd.log 2>&1 < /dev/null &
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break
     sleep 1

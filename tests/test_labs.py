@@ -12,10 +12,12 @@ import pytest
 from conftest import ROOT
 
 from beonet import cli
-from beonet.labs import base, faults
+from beonet.compiler import pipeline
+from beonet.labs import base, faults, hostlimits
 from beonet.labs import docker as dlab
 from beonet.labs import vm as vmlab
 from beonet.labs.base import LabError
+from beonet.outputs import plan as render
 
 
 class FakeDockerHost:
@@ -26,6 +28,7 @@ class FakeDockerHost:
         self.log = []
         self.containers = {}      # name -> {"label": lab, "networks": [net, ...]}
         self.networks = {}        # name -> lab label
+        self.subnets = {}         # name -> subnet
         self.links = set()
         self.rules = set()
 
@@ -43,10 +46,12 @@ class FakeDockerHost:
             want = cmd[-1].split("=", 2)[2] if cmd[-1].count("=") == 2 else None
             return "\n".join(n for n, lab in self.networks.items() if want in (None, lab))
         if cmd[:3] == ["docker", "network", "inspect"]:
-            return json.dumps([{"Name": n, "Labels": {dlab.LABEL: lab}, "IPAM": {"Config": []}}
+            return json.dumps([{"Name": n, "Labels": {dlab.LABEL: lab}, "IPAM": {"Config": (
+                [{"Subnet": self.subnets[n]}] if n in self.subnets else [])}}
                                for n, lab in self.networks.items() if n in cmd[3:]])
         if cmd[:3] == ["docker", "network", "create"]:
             self.networks[cmd[-1]] = cmd[cmd.index("--label") + 1].split("=", 1)[1]
+            self.subnets[cmd[-1]] = cmd[cmd.index("--subnet") + 1]
         elif cmd[:2] == ["docker", "run"]:
             first = cmd[cmd.index("--network") + 1]
             self.containers[cmd[cmd.index("--name") + 1]] = {
@@ -104,21 +109,51 @@ class FakeDockerHost:
         if cmd[:3] == ["docker", "network", "rm"]:
             for n in cmd[3:]:
                 del self.networks[n]
+                self.subnets.pop(n, None)
         return True
 
 
-def _install(monkeypatch, fake):
-    """The lab's host commands go to fake."""
+GC1, GC2, GC3 = hostlimits.GC_THRESH
+DEFAULTS = {GC1: 128, GC2: 512, GC3: 1024}
+
+
+class FakeSysctl:
+    """The host's /proc/sys (the neighbour table's limits): a dict, and the
+    writes made; read-only ones refuse a write as a non-root process would."""
+
+    def __init__(self, values=None, readonly=()):
+        self.values = dict(DEFAULTS if values is None else values)
+        self.readonly = set(readonly)
+        self.writes = []
+
+    def read(self, name):
+        return self.values[name]
+
+    def write(self, name, value):
+        if name in self.readonly:
+            raise PermissionError(13, "Permission denied", "/proc/sys/" + name.replace(".", "/"))
+        self.writes.append((name, value))
+        self.values[name] = value
+
+
+def _install(monkeypatch, fake, run_dir):
+    """The lab's host commands go to fake, its kernel settings to fake.sysctl
+    and the host-wide record of them to run_dir."""
     monkeypatch.setattr(dlab, "_run", fake.run)
     monkeypatch.setattr(faults, "_run", fake.run)
     monkeypatch.setattr(dlab, "_ok", fake.ok)
     monkeypatch.setattr(dlab.time, "sleep", lambda s: None)
+    fake.sysctl = FakeSysctl()
+    fake.record = run_dir / "host-sysctl.json"
+    monkeypatch.setattr(hostlimits, "read_sysctl", fake.sysctl.read)
+    monkeypatch.setattr(hostlimits, "write_sysctl", fake.sysctl.write)
+    monkeypatch.setattr(hostlimits, "HOST_RECORD", str(fake.record))
     return fake
 
 
 @pytest.fixture
-def host(monkeypatch):
-    return _install(monkeypatch, FakeDockerHost())
+def host(monkeypatch, tmp_path_factory):
+    return _install(monkeypatch, FakeDockerHost(), tmp_path_factory.mktemp("run"))
 
 
 def _copy(tmp_path, topology, name):
@@ -281,9 +316,11 @@ def test_docker_up_takes_the_saved_lab_down_first(host, tree, tmp_path):
     assert host.links == first[2] and host.rules == first[3]
 
 
-def test_docker_up_command_sequence(host, tree, tmp_path):
+def test_docker_up_command_sequence(host, tree, tmp_path, monkeypatch):
     """A tree lab: look for an old lab, networks, containers, the root bridge
-    with its DOCKER-USER rule, shaped veth uplinks, then the NICs per node."""
+    with its DOCKER-USER rule, shaped veth uplinks, then the NICs per node
+    (one container at a time: in plan order)."""
+    monkeypatch.setenv("BEONET_LAB_WORKERS", "1")
     dlab.up(str(tree), str(tmp_path))
     kinds = []
     for c in host.log:
@@ -338,6 +375,7 @@ def test_docker_inventory_uses_the_docker_connection(host, tree, tmp_path):
 
 def test_cli_lab_down_without_state_exits_0(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(hostlimits, "HOST_RECORD", str(tmp_path / "run" / "host-sysctl.json"))
     cli.main(["lab", "down", "missing.yml"])
     assert "nothing to do" in capsys.readouterr().out
 
@@ -701,8 +739,8 @@ class LinkedDockerHost(FakeDockerHost):
 
 
 @pytest.fixture
-def linked(monkeypatch):
-    return _install(monkeypatch, LinkedDockerHost())
+def linked(monkeypatch, tmp_path_factory):
+    return _install(monkeypatch, LinkedDockerHost(), tmp_path_factory.mktemp("run"))
 
 
 @pytest.fixture
@@ -757,3 +795,327 @@ def test_docker_host_end_carries_the_planned_mtu():
     assert dlab._host_end("veth9", nic) == ["ip link set dev veth9 mtu 9000", base.tbf("veth9", 100, 9000)]
     assert dlab._host_end("veth9", dict(nic, rate=None)) == ["ip link set dev veth9 mtu 9000"]
     assert dlab._host_end("veth9", dict(nic, ifb="bm1"))[1:] == base.port_commands("veth9", "bm1")
+
+
+# ------------------------------------------------------------------ underlay subnets
+
+def _metagraph(groups, per_group):
+    """{network: containers} of a meta-graph lab with C=1: a LAN per group and
+    a point-to-point network per pair of nodes."""
+    lans = {"lab-group%d" % g: per_group for g in range(groups)}
+    links = {"lab-node%04d--node%04d" % (k, k + 1): 2 for k in range(groups * per_group // 2)}
+    return {**lans, **links}
+
+
+def _spans(subnets):
+    return sorted(dlab._span(s) for s in subnets.values())
+
+
+def test_subnet_size_counts_the_containers_and_three_more():
+    assert [dlab.subnet_size(n) for n in (0, 1, 2, 5, 6, 13, 32, 61, 62)] == [4, 4, 8, 8, 16, 16, 64, 64, 128]
+
+
+def test_networks_are_sized_aligned_and_packed_in_the_lab_16():
+    first = dlab.UNDERLAY + (7 << 16)
+    members = _metagraph(32, 32)                 # 1,024 nodes: 32 LANs, 512 links
+    subnets = dlab.allocate(members, first)
+    assert len(subnets) == 544
+    assert {s.split("/")[1] for n, s in subnets.items() if "group" in n} == {"26"}
+    assert {s.split("/")[1] for n, s in subnets.items() if "--" in n} == {"29"}
+    spans = _spans(subnets)
+    assert all(lo % (hi - lo) == 0 for lo, hi in spans)                       # aligned on their size
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))                # no overlap
+    assert spans[0][0] == first and spans[-1][1] == first + 32 * 64 + 512 * 8  # packed, no gap
+
+
+def test_allocation_is_deterministic():
+    members = _metagraph(4, 9)
+    shuffled = dict(sorted(members.items(), key=lambda kv: hashlib.sha1(kv[0].encode()).digest()))
+    assert dlab.allocate(members, dlab.UNDERLAY) == dlab.allocate(shuffled, dlab.UNDERLAY)
+    # largest first, then by name
+    subnets = dlab.allocate({"b": 2, "a": 2, "c": 29}, dlab.UNDERLAY)
+    assert subnets == {"c": "100.64.0.0/27", "a": "100.64.0.32/29", "b": "100.64.0.40/29"}
+
+
+def test_allocation_keeps_a_kept_network_and_avoids_taken_subnets():
+    taken = {"a": "100.64.0.8/29", "other": "100.64.0.32/27", "small": "100.64.1.0/30"}
+    subnets = dlab.allocate({"a": 2, "b": 2, "c": 29, "small": 2}, dlab.UNDERLAY, taken)
+    assert subnets["a"] == "100.64.0.8/29"                    # the engine kept it: reused
+    assert subnets["small"] != "100.64.1.0/30"                # too small for 2 containers: not reused
+    # packed after what is taken (a gap before it is not filled again: kept networks are rare)
+    assert (subnets["c"], subnets["b"], subnets["small"]) == ("100.64.0.64/27", "100.64.0.96/29",
+                                                              "100.64.0.104/29")
+    spans = _spans({**subnets, "other": taken["other"], "old": taken["small"]})
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_networks_that_do_not_fit_the_16_are_refused():
+    links = {"l%05d" % k: 2 for k in range(8192)}
+    assert len(dlab.allocate(links, dlab.UNDERLAY)) == 8192           # exactly 65,536 addresses
+    links["l99999"] = 2
+    with pytest.raises(LabError, match="8193 networks .* need 65544 underlay addresses, more than the "
+                                       "/16 100.64.0.0 holds \\(65536\\).* at most 8192"):
+        dlab.allocate(links, dlab.UNDERLAY)
+
+
+def test_docker_lab_networks_get_their_sized_subnets(host, testbed, tmp_path):
+    dlab.up(str(testbed), str(tmp_path), "t1")
+    dlab.up(str(testbed), str(tmp_path), "t2")
+    mine = {n: s for n, s in host.subnets.items() if host.networks[n] == "t1"}
+    assert {s.split("/")[1] for n, s in mine.items() if "group" in n} == {"28"}     # 9 nodes + 3
+    assert {s.split("/")[1] for n, s in mine.items() if "--" in n} == {"29"}
+    spans = _spans(host.subnets)                         # both labs: never overlapping
+    assert len(spans) == 44 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert len({s.split(".")[1] for s in host.subnets.values()}) == 2       # a /16 each
+
+
+def test_docker_lab_reuses_a_network_the_engine_kept(host, testbed, tmp_path, capsys):
+    host.networks["t1-group0"], host.subnets["t1-group0"] = "t1", "100.73.0.16/28"
+    dlab.up(str(testbed), str(tmp_path), "t1")
+    assert "reusing network t1-group0" in capsys.readouterr().out
+    assert not any(c[:3] == ["docker", "network", "create"] and c[-1] == "t1-group0" for c in host.log)
+    assert host.subnets["t1-group0"] == "100.73.0.16/28"
+    assert all(s.startswith("100.73.") for s in host.subnets.values())     # the lab's /16
+    assert all(a[1] <= b[0] for a, b in zip(_spans(host.subnets), _spans(host.subnets)[1:]))
+
+
+def test_docker_lab_refuses_a_kept_network_too_small(host, testbed, tmp_path):
+    host.networks["t1-group0"], host.subnets["t1-group0"] = "t1", "100.73.0.16/29"
+    with pytest.raises(LabError, match="network t1-group0, which the engine kept, has "
+                                       "100.73.0.16/29: too small for its 9 containers"):
+        dlab.up(str(testbed), str(tmp_path), "t1")
+    assert not any(c[:2] == ["docker", "run"] or c[:3] == ["docker", "network", "create"] for c in host.log)
+
+
+def test_docker_lab_too_big_for_its_16_fails_before_creating_anything(host, testbed, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr(dlab, "subnet_size", lambda containers: 4096)   # 22 networks of 4,096
+    host.sysctl.values = {GC1: 8, GC2: 16, GC3: 32}                     # so the lab raises them
+    with pytest.raises(LabError, match="lab t1: 22 networks .* more than the /16"):
+        dlab.up(str(testbed), str(tmp_path), "t1")
+    assert not any(c[:2] == ["docker", "run"] or c[:3] == ["docker", "network", "create"] for c in host.log)
+    assert not (tmp_path / ".lab" / "t1").exists()
+    assert host.sysctl.values == {GC1: 8, GC2: 16, GC3: 32} and not host.record.exists()   # put back
+
+
+# ------------------------------------------------------------------ containers in parallel
+
+def test_each_runs_every_job_and_names_every_failure(monkeypatch):
+    monkeypatch.setenv("BEONET_LAB_WORKERS", "3")
+    ran = []
+
+    def job(k):
+        ran.append(k)
+        if k in (2, 5):
+            raise LabError("docker run failed: no space")
+        if k == 7:
+            raise KeyError("02:42:00:00:00:07")
+        return k * k
+
+    jobs = {"c%d" % k: (lambda k=k: job(k)) for k in range(10)}
+    with pytest.raises(LabError) as exc:
+        dlab._each("starting", jobs)
+    assert str(exc.value) == ("starting failed on 3 of 10 containers: c2: docker run failed: no space; "
+                              "c5: docker run failed: no space; c7: KeyError: '02:42:00:00:00:07'")
+    assert sorted(ran) == list(range(10))
+    del jobs["c2"], jobs["c5"], jobs["c7"]
+    assert list(dlab._each("starting", jobs).items()) == [("c%d" % k, k * k) for k in (0, 1, 3, 4, 6, 8, 9)]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_workers_from_the_environment(monkeypatch, value):
+    monkeypatch.setenv("BEONET_LAB_WORKERS", value)
+    with pytest.raises(LabError, match="BEONET_LAB_WORKERS=%s: not a number" % value):
+        dlab._workers()
+    monkeypatch.setenv("BEONET_LAB_WORKERS", "3")
+    assert dlab._workers() == 3
+    monkeypatch.delenv("BEONET_LAB_WORKERS")
+    assert dlab._workers() == dlab.WORKERS == 8
+
+
+@pytest.mark.parametrize("wiring", ["plan", "scrambled"])
+def test_parallel_lab_is_the_same_as_the_sequential_one(monkeypatch, testbed, tmp_path, tmp_path_factory,
+                                                        wiring):
+    """State record, inventory and wiring truth do not depend on the workers."""
+    out = []
+    for workers in ("1", "8"):
+        fake = _install(monkeypatch, FakeDockerHost(), tmp_path_factory.mktemp("run"))
+        monkeypatch.setenv("BEONET_LAB_WORKERS", workers)
+        root = tmp_path / workers
+        root.mkdir()
+        dlab.up(str(testbed), str(root), "t", wiring=wiring, miswire=2 if wiring == "scrambled" else 0)
+        folder = root / ".lab" / "t"
+        files = {f.name: f.read_text().replace(str(root), "ROOT") for f in sorted(folder.iterdir())}
+        out.append((files, sorted(fake.containers), fake.subnets))
+    assert out[0] == out[1]
+
+
+class FailingDockerHost(FakeDockerHost):
+    """A host where two containers do not start."""
+
+    def run(self, cmd, check=True):
+        if cmd[:2] == ["docker", "run"] and cmd[cmd.index("--name") + 1] in ("t-node05", "t-node30"):
+            self.log.append(cmd)
+            raise LabError("docker run -d --name failed: no space left on device")
+        return super().run(cmd, check)
+
+
+def test_containers_that_fail_to_start_are_named_together(monkeypatch, testbed, tmp_path, tmp_path_factory):
+    fake = _install(monkeypatch, FailingDockerHost(), tmp_path_factory.mktemp("run"))
+    with pytest.raises(LabError, match="^starting failed on 2 of 36 containers: t-node05: docker run -d "
+                                       "--name failed: no space left on device; t-node30: "):
+        dlab.up(str(testbed), str(tmp_path), "t")
+    assert len(fake.containers) == 34                 # the others were started all the same
+    dlab.down(str(testbed), str(tmp_path), "t")       # and the saved state takes them down
+    assert not fake.containers and not fake.networks and fake.sysctl.values == DEFAULTS
+
+
+# ------------------------------------------------------------------ the host's neighbour table
+
+def test_neighbour_need_is_every_node_times_its_neighbours():
+    def need(name):
+        return hostlimits.neighbour_need(render.plan(pipeline.compile_file(str(ROOT / "topologies" / name))))
+    assert need("metanode-testbed.yml") == 4 * 9 * 8 + 18 * 2        # 4 LANs of 9, 18 links
+    assert need("switch-tree.yml") == 32 * 31                        # one LAN over 4 leaf switches
+    assert need("bonded-dual-net.yml") == 16 * 15                    # the bond's LAN, not its channels
+    assert need("benchmarks/lab-metagraph-128.yml") == 8 * 16 * 15 + 64 * 2
+
+
+def test_limits_wanted_and_never_lowered():
+    assert hostlimits.wanted(4096) == {GC1: 1152, GC2: 4608, GC3: 9216}      # need + 1/8, 1 : 4 : 8
+    assert hostlimits.wanted(324) == {GC1: 113, GC2: 452, GC3: 904}          # a 36-node lab: defaults hold it
+    assert hostlimits.targets(DEFAULTS, 324) == DEFAULTS
+    assert hostlimits.targets(DEFAULTS, 4096) == {GC1: 1152, GC2: 4608, GC3: 9216}
+    assert hostlimits.targets({GC1: 9000, GC2: 600, GC3: 20000}, 4096) == {GC1: 9000, GC2: 9000, GC3: 20000}
+
+
+def _gc(fake):
+    return tuple(fake.sysctl.values[k] for k in (GC1, GC2, GC3))
+
+
+def test_docker_lab_raises_the_neighbour_table_and_puts_it_back(host, tree, tmp_path, capsys):
+    dlab.up(str(tree), str(tmp_path), "t1")                 # 32 nodes on one LAN: 992 entries
+    assert _gc(host) == (280, 1120, 2240)
+    assert host.sysctl.writes == [(GC3, 2240), (GC2, 1120), (GC1, 280)]     # highest first
+    saved = json.loads((tmp_path / ".lab" / "t1" / base.DOCKER_STATE).read_text())
+    assert saved["host_limits"] == {"need": 992, "total": 992, "found": DEFAULTS,
+                                    "set": {GC1: 280, GC2: 1120, GC3: 2240}}
+    assert "net.ipv4.neigh.default.gc_thresh3 1024 -> 2240" in capsys.readouterr().out
+    record = json.loads(host.record.read_text())
+    assert record["original"] == DEFAULTS and list(record["holders"]) == [str(tmp_path / ".lab" / "t1")]
+    host.sysctl.writes.clear()
+    dlab.down(str(tree), str(tmp_path), "t1")
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+    assert host.sysctl.writes == [(GC1, 128), (GC2, 512), (GC3, 1024)]      # lowest first
+    assert "gc_thresh3 put back to 1024" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("first_down", ["t1", "t2"])
+def test_two_labs_keep_the_true_originals(host, tree, tmp_path, first_down):
+    dlab.up(str(tree), str(tmp_path), "t1")
+    dlab.up(str(tree), str(tmp_path), "t2")                 # both labs' entries: 1,984
+    assert _gc(host) == (558, 2232, 4464)
+    saved = json.loads((tmp_path / ".lab" / "t2" / base.DOCKER_STATE).read_text())
+    assert saved["host_limits"]["found"] == {GC1: 280, GC2: 1120, GC3: 2240}  # what t1 had set
+    assert json.loads(host.record.read_text())["original"] == DEFAULTS       # the true ones
+    dlab.down(str(tree), str(tmp_path), first_down)
+    assert _gc(host) == (558, 2232, 4464)                   # the other lab is up: never lowered
+    dlab.down(str(tree), str(tmp_path), {"t1": "t2", "t2": "t1"}[first_down])
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+
+
+def test_a_small_lab_changes_nothing_but_holds_a_bigger_ones_limits(host, tree, hub, tmp_path):
+    dlab.up(str(hub), str(tmp_path), "small")
+    assert host.sysctl.writes == [] and _gc(host) == (128, 512, 1024)
+    dlab.up(str(tree), str(tmp_path), "big")               # 24 + 992 entries
+    assert _gc(host) == (286, 1144, 2288)
+    dlab.down(str(tree), str(tmp_path), "big")
+    assert _gc(host) == (286, 1144, 2288)                   # the small lab is still up
+    dlab.down(str(hub), str(tmp_path), "small")
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+
+
+def test_limits_high_enough_are_left_alone_even_read_only(host, tree, tmp_path):
+    host.sysctl.values = {GC1: 4096, GC2: 8192, GC3: 16384}
+    host.sysctl.readonly = {GC1, GC2, GC3}
+    dlab.up(str(tree), str(tmp_path))
+    dlab.down(str(tree), str(tmp_path))
+    assert host.sysctl.writes == [] and _gc(host) == (4096, 8192, 16384)
+
+
+def test_limits_that_cannot_be_raised_are_refused_before_anything_is_created(host, tree, tmp_path):
+    host.sysctl.readonly = {GC2}                            # gc_thresh3 is written first, then put back
+    with pytest.raises(LabError) as exc:
+        dlab.up(str(tree), str(tmp_path), "t1")
+    msg = str(exc.value)
+    assert "net.ipv4.neigh.default.gc_thresh2 is 512, the lab needs 1120" in msg
+    assert "net.ipv4.neigh.default.gc_thresh3 is 1024, the lab needs 2240" in msg
+    assert "Permission denied" in msg
+    assert ("sysctl -w net.ipv4.neigh.default.gc_thresh1=280 net.ipv4.neigh.default.gc_thresh2=1120 "
+            "net.ipv4.neigh.default.gc_thresh3=2240") in msg
+    assert host.log == [] and not (tmp_path / ".lab" / "t1").exists()
+    assert host.sysctl.writes == [(GC3, 2240), (GC3, 1024)] and _gc(host) == (128, 512, 1024)
+    assert not host.record.exists()
+
+
+def test_a_limit_changed_since_is_left_as_it_is(host, tree, tmp_path, capsys):
+    dlab.up(str(tree), str(tmp_path))
+    host.sysctl.values[GC3] = 50000                         # someone else raised it further
+    dlab.down(str(tree), str(tmp_path))
+    assert _gc(host) == (128, 512, 50000)
+    assert "gc_thresh3 left at 50000 (changed since the lab set 2240)" in capsys.readouterr().out
+
+
+def test_a_lab_gone_without_down_does_not_hold_the_limits(host, tree, hub, tmp_path, monkeypatch):
+    """An interrupted `lab up` (its process ended, no state record) is dropped."""
+    dlab.up(str(tree), str(tmp_path), "gone")
+    record = json.loads(host.record.read_text())
+    record["holders"][str(tmp_path / ".lab" / "gone")]["pid"] = 999999999
+    host.record.write_text(json.dumps(record))
+    base.remove_state(str(tmp_path / ".lab" / "gone"))
+    monkeypatch.setattr(hostlimits, "_alive", lambda pid: pid != 999999999)
+    dlab.up(str(hub), str(tmp_path), "small")
+    dlab.down(str(hub), str(tmp_path), "small")
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+
+
+def _interrupt(*args):
+    raise KeyboardInterrupt
+
+
+def test_an_interrupted_up_leaves_the_limits_to_its_down(host, tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(dlab, "_start_containers", _interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        dlab.up(str(tree), str(tmp_path))
+    assert _gc(host) == (280, 1120, 2240)                   # the saved state's lab still holds them
+    dlab.down(str(tree), str(tmp_path))
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists() and not host.containers
+
+
+def test_up_stopped_before_its_state_is_saved_puts_the_limits_back(host, tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(dlab, "_lab_subnets", _interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        dlab.up(str(tree), str(tmp_path))
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+    # killed there (no `finally` ran): `lab down` finds no state and puts them back all the same
+    hostlimits.acquire(str(tmp_path / ".lab" / "beonet-tree"), "beonet-switch-tree", 992)
+    assert _gc(host) == (280, 1120, 2240)
+    dlab.down(str(tree), str(tmp_path))
+    assert _gc(host) == (128, 512, 1024) and not host.record.exists()
+
+
+def test_a_host_record_that_cannot_be_kept_is_a_lab_error(host, tree, tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(hostlimits, "HOST_RECORD", str(tmp_path / "file" / "host-sysctl.json"))
+    with pytest.raises(LabError, match="gc_thresh3 is 1024, the lab needs 2240; they cannot be raised "
+                                       "from here \\(cannot keep the host's record .* needs root\\)"
+                                       "\\. As root run `sysctl -w "):
+        dlab.up(str(tree), str(tmp_path))            # not root: the settings it needs are named
+    host.sysctl.values = {GC1: 4096, GC2: 8192, GC3: 16384}
+    with pytest.raises(LabError, match="^cannot keep the host's record .* a Docker lab needs root$"):
+        dlab.up(str(tree), str(tmp_path))
+    host.record.write_text("{not json")
+    monkeypatch.setattr(hostlimits, "HOST_RECORD", str(host.record))
+    with pytest.raises(LabError, match="host-sysctl.json: unreadable"):
+        dlab.up(str(tree), str(tmp_path))
+    assert host.log == [] and host.sysctl.writes == []

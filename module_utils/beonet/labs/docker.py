@@ -4,14 +4,17 @@ both ends. A tree's leaf switches are Docker bridges joined to a root bridge
 by veth uplinks, shaped to the uplink rate, so the uplink is a real bottleneck.
 
 Docker networks are only the wire: their addresses come from an underlay pool
-and are flushed in the containers; the role adds the plan's addresses. Each
+(a /16 of 100.64.0.0/10 per lab, each network's subnet sized by the containers
+on it) and are flushed in the containers; the role adds the plan's addresses. Each
 container NIC is matched to the plan by MAC address (never by order) and the
 generated inventory maps the plan's logical names to the container's names.
 
 `lab up` records in .lab/NAME/state.json what it creates on the host (lab
-name, containers, networks, bridges, veths, DOCKER-USER rules); `lab down`
+name, containers, networks, bridges, veths, DOCKER-USER rules, the host's
+neighbour-table limits it found and raised: hostlimits.py); `lab down`
 works from that record alone, so it needs neither the topology file nor the
-plan it was built from.
+plan it was built from. The per-container work (start, connect, wire) runs
+BEONET_LAB_WORKERS (default 8) containers at a time.
 
 With `--wiring scrambled` the lab looks like a new bare-metal cluster: NICs
 named as firmware and udev name them (enp3s0f1, ens5, eno2, enx<MAC>, eth7),
@@ -26,18 +29,23 @@ moved cables) is saved in .lab/NAME/wiring.json.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import random
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
 
 from ..cabling.sheet import NicEnd, Sheet
 from ..cabling.sheet import sheet as cabling_sheet
 from ..compiler import pipeline
 from ..outputs import plan as render
+from . import hostlimits
 from .base import (
     DEFAULT_MTU,
     DOCKER_STATE,
@@ -73,7 +81,10 @@ SUITE = os.environ.get("BEONET_SUITE") or "trixie"
 IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-2"}
 IMAGE = (os.environ.get("BEONET_IMAGE")
          or IMAGES.get(os.environ.get("BEONET_IMAGE_VARIANT", ""), IMAGES[""]) % SUITE)
-UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab, a /24 per network
+UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab
+LAB_PREFIX = 16          # each lab's share of the underlay
+RESERVED_ADDRESSES = 3   # addresses of a subnet no container gets: network, broadcast, Docker's gateway
+WORKERS = 8              # containers started or wired at a time (BEONET_LAB_WORKERS)
 LABEL = "beonet.lab"
 STATE = DOCKER_STATE
 WIRING = "wiring.json"
@@ -81,6 +92,7 @@ WIRINGS = ("plan", "scrambled")
 Nets = dict[str, tuple[str, str]]
 Nic = dict[str, Any]          # one container NIC: logical, segment, name, mac, carrier, up
 Layout = dict[str, list[Nic]]  # node -> its NICs, in the order they are attached
+T = TypeVar("T")
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
@@ -116,27 +128,21 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         layout, moved = scramble(plan, nets, lab, miswire, seed)
     else:
         layout = {name: _plan_nics(plan, name, nets) for name in plan["nodes"]}
-    _take_down_existing(lab, folder)
-    if not _ok(["docker", "image", "inspect", IMAGE]):
-        raise LabError("image %s missing: run scripts/build-image.sh %s"
-                       % (IMAGE, os.environ.get("BEONET_IMAGE_VARIANT", "")))
-    save_state(folder, STATE, _record(plan, lab, nets, topology, layout))
-    _create_networks(lab, nets)
+    held = _hold_host(plan, lab, folder)
+    try:
+        subnets, kept = _make_room(lab, folder, nets, layout)
+    except BaseException:
+        _release_host(folder)
+        raise
+    record = _record(plan, lab, nets, topology, layout)
+    record["host_limits"] = held
+    save_state(folder, STATE, record)
+    _create_networks(lab, nets, subnets, kept)
     _create_media(plan, lab)
     _start_containers(lab, nets, layout)
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
-    _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
-    shared = media(plan, lab)
-    host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
-    hosts: dict[str, Any] = {}
-    record = _record(plan, lab, nets, topology, layout)
-    for name in plan["nodes"]:
-        mapping, record["wired"][name] = _prepare_node(plan, name, lab, nets, host_links, layout[name],
-                                                       shared)
-        hosts[name] = {"ansible_host": "%s-%s" % (lab, name)}
-        if wiring == "plan":
-            hosts[name]["beonet_interfaces"] = mapping
+    hosts = _wire_nodes(plan, lab, nets, layout, record["wired"], wiring == "plan")
     save_state(folder, STATE, record)
     _set_delays(plan, lab, {n: _logical_map(w) for n, w in record["wired"].items()})
     inv = inventory(topology, lab, hosts)
@@ -149,6 +155,97 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     _say("up: %d containers (%s wiring); inventory %s"
          % (len(hosts), wiring, os.path.relpath(path, root)))
     return path
+
+
+def _hold_host(plan: Plan, lab: str, folder: str) -> Record:
+    """Raise the host's neighbour-table limits to what the lab (and every other
+    lab up) needs, before anything is created; what the state record keeps."""
+    held = hostlimits.acquire(os.path.abspath(folder), lab, hostlimits.neighbour_need(plan))
+    if held["set"]:
+        _say("host: %s raised (its nodes can hold %d neighbour entries, all labs up %d)"
+             % (", ".join("%s %d -> %d" % (k, held["found"][k], v) for k, v in sorted(held["set"].items())),
+                held["need"], held["total"]))
+    return held
+
+
+def _release_host(folder: str) -> None:
+    for line in hostlimits.release(os.path.abspath(folder)):
+        _say("host: " + line)
+
+
+def _make_room(lab: str, folder: str, nets: Nets, layout: Layout) -> tuple[dict[str, str], set[str]]:
+    """Take down what is left of the lab, check the image, and place its
+    networks in its /16: ({network: subnet}, the networks the engine kept)."""
+    _take_down_existing(lab, folder)
+    if not _ok(["docker", "image", "inspect", IMAGE]):
+        raise LabError("image %s missing: run scripts/build-image.sh %s"
+                       % (IMAGE, os.environ.get("BEONET_IMAGE_VARIANT", "")))
+    existing = _lab_subnets()
+    kept = {net for net, (owner, _) in existing.items() if owner == lab}
+    first = _underlay(lab, existing)
+    taken = {net: subnet for net, (_, subnet) in existing.items() if subnet}
+    members = _members(nets, layout)
+    try:
+        subnets = allocate(members, first, taken)
+    except LabError as exc:
+        raise LabError("lab %s: %s" % (lab, exc)) from exc
+    for net in sorted(kept & set(members)):
+        if subnets[net] != taken.get(net, subnets[net]):
+            raise LabError("network %s, which the engine kept, has %s: too small for its %d "
+                           "containers (restarting dockerd removes it)" % (net, taken[net], members[net]))
+    return subnets, kept & set(members)
+
+
+def _wire_nodes(plan: Plan, lab: str, nets: Nets, layout: Layout, wired: dict[str, list[Record]],
+                mapped: bool) -> dict[str, Any]:
+    """Wire every container (_prepare_node, several at a time) once all are
+    connected; fills wired (node -> its wired NICs) in plan order and returns
+    the inventory's hosts (with their NIC mapping when mapped)."""
+    _say("matching NICs by MAC, flushing Docker's addresses and default route, shaping links")
+    shared = media(plan, lab)
+    # The host ends of every container's veths: read once all are connected.
+    host_links = {link["ifindex"]: link["ifname"] for link in json.loads(_run(["ip", "-j", "link"]))}
+    done = _each("wiring", {"%s-%s" % (lab, name): partial(_prepare_node, plan, name, lab, nets, host_links,
+                                                           layout[name], shared)
+                            for name in plan["nodes"]})
+    hosts: dict[str, Any] = {}
+    for name in plan["nodes"]:
+        mapping, wired[name] = done["%s-%s" % (lab, name)]
+        hosts[name] = {"ansible_host": "%s-%s" % (lab, name)}
+        if mapped:
+            hosts[name]["beonet_interfaces"] = mapping
+    return hosts
+
+
+def _workers() -> int:
+    """How many containers are started or wired at a time: BEONET_LAB_WORKERS, else 8."""
+    value = os.environ.get("BEONET_LAB_WORKERS", "").strip()
+    if not value:
+        return WORKERS
+    if not value.isdigit() or int(value) < 1:
+        raise LabError("BEONET_LAB_WORKERS=%s: not a number of workers (1 or more)" % value)
+    return int(value)
+
+
+def _each(what: str, jobs: Mapping[str, Callable[[], T]]) -> dict[str, T]:
+    """Run jobs ({container: job}) _workers() at a time; their results, in the
+    jobs' order. Every job runs even when others fail; the failures make one
+    LabError naming each failed container and why."""
+    results: dict[str, T] = {}
+    errors: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=min(_workers(), max(1, len(jobs)))) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        for name, future in futures.items():
+            try:
+                results[name] = future.result()
+            except Exception as exc:      # each container's failure is reported, the others go on
+                errors[name] = str(exc) if isinstance(exc, LabError) else "%s: %s" % (type(exc).__name__, exc)
+    if errors:
+        shown = ["%s: %s" % (name, errors[name]) for name in list(errors)[:10]]
+        more = " (and %d more)" % (len(errors) - 10) if len(errors) > 10 else ""
+        raise LabError("%s failed on %d of %d containers%s: %s"
+                       % (what, len(errors), len(jobs), more, "; ".join(shown)))
+    return results
 
 
 def _plan_nics(plan: Plan, node: str, nets: Nets) -> list[Nic]:
@@ -345,17 +442,69 @@ def _record(plan: Plan, lab: str, nets: Nets, topology: str, layout: Layout) -> 
             "wired": {}, "faults": {"nodes": [], "links": []}}
 
 
-def _create_networks(lab: str, nets: Nets) -> None:
+def subnet_size(containers: int) -> int:
+    """Addresses a Docker network for so many containers needs: theirs, the
+    network and broadcast addresses and Docker's gateway, rounded up to a power
+    of two (a point-to-point link: 8, a /29; a LAN of 32 nodes: 64, a /26)."""
+    return 1 << (containers + RESERVED_ADDRESSES - 1).bit_length()
+
+
+def allocate(members: Mapping[str, int], first: int, taken: Mapping[str, str] | None = None,
+             prefix: int = LAB_PREFIX) -> dict[str, str]:
+    """{network: subnet} for networks of members[network] containers each,
+    packed in the /prefix from first: largest first (then by name), each
+    aligned on its size, so the same networks always get the same subnets.
+    Subnets in taken ({network: subnet} already on the engine) are avoided; a
+    network of taken keeps its subnet when it has room enough (`lab up` reuses
+    it). LabError when they do not fit."""
+    taken = taken or {}
+    end = first + (1 << (32 - prefix))
+    busy = sorted(_span(subnet) for subnet in taken.values())
+    out = {net: taken[net] for net, count in members.items()
+           if net in taken and _span(taken[net])[1] - _span(taken[net])[0] >= subnet_size(count)}
+    cursor = first
+    for net in sorted(set(members) - set(out), key=lambda n: (-subnet_size(members[n]), n)):
+        size = subnet_size(members[net])
+        start = -(-cursor // size) * size
+        for lo, hi in busy:
+            if lo < start + size and start < hi:
+                start = -(-hi // size) * size
+        if start + size > end:
+            need = sum(subnet_size(c) for c in members.values())
+            raise LabError("%d networks (%d containers' NICs) need %d underlay addresses, more than the "
+                           "/%d %s holds (%d): a Docker lab holds at most %d point-to-point links"
+                           % (len(members), sum(members.values()), need, prefix,
+                              ipaddress.ip_address(first), end - first, (end - first) // subnet_size(2)))
+        out[net] = "%s/%d" % (ipaddress.ip_address(start), 32 - (size.bit_length() - 1))
+        cursor = start + size
+    return out
+
+
+def _span(subnet: str) -> tuple[int, int]:
+    """A subnet's first address and the one after its last, as integers."""
+    net = ipaddress.ip_network(subnet, strict=False)
+    return int(net.network_address), int(net.network_address) + net.num_addresses
+
+
+def _members(nets: Nets, layout: Layout) -> dict[str, int]:
+    """{Docker network: containers attached to it}, from the layout (a moved
+    cable counts where it is plugged)."""
+    key = {k: net for k, (net, _) in nets.items()}
+    out = dict.fromkeys(sorted(key.values()), 0)
+    for nics in layout.values():
+        for nic in nics:
+            if nic["segment"]:
+                out[key[nic["segment"]]] += 1
+    return out
+
+
+def _create_networks(lab: str, nets: Nets, subnets: Mapping[str, str], kept: set[str]) -> None:
     _say("creating %d networks for %s" % (len(nets), lab))
-    existing = _lab_subnets()
-    first = _underlay(lab, existing)
-    for i, (_, (net, bridge)) in enumerate(sorted(nets.items())):
-        if existing.get(net, (None,))[0] == lab:
+    for _, (net, bridge) in sorted(nets.items()):
+        if net in kept:
             _say("reusing network %s (the engine kept it, see `lab down`)" % net)
             continue
-        base = first + (i << 8)
-        sub = "%d.%d.%d.0/24" % (base >> 24, (base >> 16) & 255, (base >> 8) & 255)
-        _run(["docker", "network", "create", "--driver", "bridge", "--subnet", sub,
+        _run(["docker", "network", "create", "--driver", "bridge", "--subnet", subnets[net],
               "--label", "%s=%s" % (LABEL, lab),
               "-o", "com.docker.network.bridge.name=%s" % bridge,
               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", net])
@@ -372,22 +521,28 @@ def _create_media(plan: Plan, lab: str) -> None:
 
 
 def _start_containers(lab: str, nets: Nets, layout: Layout) -> None:
-    _say("starting %d containers" % len(layout))
-    for name, nics in layout.items():
-        cont = "%s-%s" % (lab, name)
-        wires = [nets[n["segment"]][0] for n in nics if n["segment"]]
-        _run(["docker", "run", "-d", "--name", cont, "--hostname", name,
-              "--label", "%s=%s" % (LABEL, lab), "--network", wires[0] if wires else "none",
-              # PID 1 that reaps zombies (daemonized benchmark servers leave them)
-              "--init", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
-              "--sysctl", "net.ipv4.ip_forward=0",
-              "--sysctl", "net.ipv4.icmp_ratelimit=0",
-              "--sysctl", "net.ipv4.conf.all.rp_filter=0",
-              "--sysctl", "net.ipv4.conf.default.rp_filter=0",
-              IMAGE, "sleep", "infinity"])
-        for net in wires[1:]:
-            _run(["docker", "network", "connect", net, cont])
-        _add_spares(cont, [n for n in nics if "host_end" in n])
+    _say("starting %d containers (%d at a time)" % (len(layout), min(_workers(), len(layout))))
+    _each("starting", {"%s-%s" % (lab, name): partial(_start_container, lab, name, nets, nics)
+                       for name, nics in layout.items()})
+
+
+def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic]) -> None:
+    """Run one node's container on its first network, connect the others and
+    add its spare NICs."""
+    cont = "%s-%s" % (lab, name)
+    wires = [nets[n["segment"]][0] for n in nics if n["segment"]]
+    _run(["docker", "run", "-d", "--name", cont, "--hostname", name,
+          "--label", "%s=%s" % (LABEL, lab), "--network", wires[0] if wires else "none",
+          # PID 1 that reaps zombies (daemonized benchmark servers leave them)
+          "--init", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
+          "--sysctl", "net.ipv4.ip_forward=0",
+          "--sysctl", "net.ipv4.icmp_ratelimit=0",
+          "--sysctl", "net.ipv4.conf.all.rp_filter=0",
+          "--sysctl", "net.ipv4.conf.default.rp_filter=0",
+          IMAGE, "sleep", "infinity"])
+    for net in wires[1:]:
+        _run(["docker", "network", "connect", net, cont])
+    _add_spares(cont, [n for n in nics if "host_end" in n])
 
 
 def _add_spares(cont: str, spares: list[Nic]) -> None:
@@ -439,10 +594,10 @@ def _set_delays(plan: Plan, lab: str, nics: dict[str, dict[str, str]]) -> None:
              "this lab; the VM lab (--provider vm) emulates them in its VMs' kernels" % missing)
         return
     _say("per-hop delays: netem in each container")
-    for name, mapping in nics.items():
-        commands = node_delay_commands(plan, name, mapping)
-        if commands:
-            _run(["docker", "exec", "%s-%s" % (lab, name), "sh", "-ec", "\n".join(commands)])
+    scripts = {"%s-%s" % (lab, name): "\n".join(commands) for name, mapping in nics.items()
+               if (commands := node_delay_commands(plan, name, mapping))}
+    _each("per-hop delays", {cont: partial(_run, ["docker", "exec", cont, "sh", "-ec", script])
+                             for cont, script in scripts.items()})
 
 
 def _wire(cont: str, nics: list[Nic], host_links: dict[int, str]) -> None:
@@ -626,11 +781,13 @@ def down(topology: str, root: str, name: str | None = None) -> None:
     folder = state_dir(root, topology, name)
     record = load_state(folder, STATE)
     if record is None:
+        _release_host(folder)           # what a `lab up` stopped before its state was saved raised
         _say("down: nothing to do, no lab state in %s (0 containers, 0 networks)"
              % os.path.relpath(folder, root))
         return
     conts, nets = _teardown(record)
     remove_state(folder)
+    _release_host(folder)
     _say("down: %s removed (%d containers, %d networks)" % (record["lab"], conts, nets))
 
 
