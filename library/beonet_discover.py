@@ -14,8 +14,12 @@ description:
   - Unless I(probe_only), sends for I(window) seconds a beacon frame (broadcast,
     EtherType 0x88B5, a small JSON payload naming run, node, NIC and MAC) on every
     candidate NIC every quarter second, and records the beacons of the same run each
-    NIC receives. Run it on every node at once (C(async) and C(poll=0), as
-    C(playbooks/discover.yml) does) with windows that overlap.
+    NIC receives. Every node's window must overlap every other's. Where all nodes fit
+    in one batch of forks one call does it; otherwise (as C(playbooks/discover.yml)
+    does) I(background=true) starts each node's listener and returns at once, and once
+    every node is started (and a few seconds more) I(collect=true) stops it and returns
+    its report. The background listener ends by itself after I(window) seconds (its
+    cap) if it is never collected.
   - Touches no address and never the management NICs. A NIC that was down is brought
     up for the window, with IPv6 off on it so that it gets no link-local address, and
     put back down as it was afterwards, also on error or SIGTERM. It changes nothing
@@ -31,7 +35,9 @@ options:
     type: str
     default: ""
   window:
-    description: Seconds to send and listen; every node's window must overlap every other's.
+    description:
+      - Seconds to send and listen; every node's window must overlap every other's.
+        With I(background), the most the listener runs if it is not collected.
     type: float
     default: 10
   management:
@@ -54,19 +60,43 @@ options:
     description: Send no beacons; only list the NICs with their MAC and carrier.
     type: bool
     default: false
+  background:
+    description:
+      - Start the listener in the background (its own session, files under
+        C(/run/beonet/discover/), named by I(run), which must then be 1 to 64 letters,
+        digits, C(_) or C(-)) and return its C(pid) at once.
+    type: bool
+    default: false
+  collect:
+    description:
+      - Stop this node's background listener of I(run), wait for its report (10 s at
+        most), remove its files and return it (C(discovery), C(ended), C(listened)).
+    type: bool
+    default: false
 author:
   - beonet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
-- name: Discover this node's cabling while every other node does
+- name: Discover this node's cabling while every other node does (all in one batch)
   beonet_discover:
     node: "{{ inventory_hostname }}"
     run: "{{ beonet_discover_run }}"
     window: 12
-  async: 60
-  poll: 0
-  register: beonet_discover_job
+
+- name: Start listening in the background (more nodes than forks)
+  beonet_discover:
+    node: "{{ inventory_hostname }}"
+    run: "{{ beonet_discover_run }}"
+    window: 600
+    background: true
+
+- name: Stop listening and collect the report, once every node is started
+  beonet_discover:
+    node: "{{ inventory_hostname }}"
+    run: "{{ beonet_discover_run }}"
+    collect: true
+  register: beonet_discover_done
 
 - name: List the NICs and their carrier only
   beonet_discover:
@@ -85,8 +115,22 @@ discovery:
       C(name) and C(why) (C(loopback), C(management), C(excluded), C(bridge), C(bond),
       C(vlan), C(tun), C(veth (include_virtual admits it)), C(not Ethernet (type N)),
       or the driver of another virtual device).
-  returned: success
+  returned: success, unless I(background)
   type: dict
+pid:
+  description: The background listener's process id.
+  returned: with I(background)
+  type: int
+ended:
+  description:
+    - C(stopped) (by I(collect)) or C(cap) (its window ran out first, so it may have
+      missed nodes started later).
+  returned: with I(collect)
+  type: str
+listened:
+  description: Seconds the background listener sent and listened.
+  returned: with I(collect)
+  type: float
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -100,6 +144,8 @@ ARGUMENT_SPEC = {
     "include_virtual": {"type": "bool", "default": False},
     "exclude": {"type": "list", "elements": "str", "default": []},
     "probe_only": {"type": "bool", "default": False},
+    "background": {"type": "bool", "default": False},
+    "collect": {"type": "bool", "default": False},
 }
 
 
@@ -109,7 +155,17 @@ def main() -> None:
     problem = names.node_name_problem(p["node"])
     if problem:   # the name goes into every beacon, and from there into the discovery file
         module.fail_json(msg="node: %s" % names.escaped(problem), changed=False)
+    if p["background"] and p["collect"]:
+        module.fail_json(msg="background and collect are mutually exclusive", changed=False)
     try:
+        if p["background"]:
+            pid = discover.start_background(p["node"], p["run"], p["window"], p["management"],
+                                            p["include_virtual"], p["exclude"])
+            module.exit_json(changed=False, pid=pid)
+        if p["collect"]:
+            got = discover.collect_background(p["node"], p["run"])
+            module.exit_json(changed=False, discovery=got["discovery"], ended=got["ended"],
+                             listened=got["listened"])
         report = discover.discover(p["node"], p["run"], p["window"], p["management"],
                                    p["include_virtual"], p["exclude"], p["probe_only"])
     except discover.DiscoveryError as exc:

@@ -129,6 +129,64 @@ def _driver(name):
     return {"dummy0": "dummy", "veth1a2b": "veth"}.get(name)
 
 
+# -- the background run: start, stop and collect ------------------------------------------
+
+def _fake_discover(ends):
+    """A discover() that listens until told to stop (ends "stopped"), returns at once
+    (its cap), or fails."""
+    def fake(node, run, window, management, include_virtual, exclude, stop):
+        if ends == "fails":
+            raise d.DiscoveryError("%s: no such device" % node)
+        deadline = time.monotonic() + 20
+        while ends == "stopped" and not stop() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return {"format": 1, "node": node, "run": run, "nics": [], "window": window}
+    return fake
+
+
+@pytest.mark.parametrize("ends", ["stopped", "cap"])
+def test_a_background_listener_runs_until_it_is_collected_or_its_cap(tmp_path, monkeypatch, ends):
+    monkeypatch.setattr(d, "discover", _fake_discover(ends))
+    pid = d.start_background("A", "1764201234", 30.0, ["eth9"], True, [], folder=str(tmp_path))
+    assert pid > 0 and pid != os.getpid()
+    assert (tmp_path / "1764201234-A.pid").read_text() == "%d\n" % pid
+    got = d.collect_background("A", "1764201234", folder=str(tmp_path))
+    assert got["discovery"] == {"format": 1, "node": "A", "run": "1764201234", "nics": [], "window": 30.0}
+    assert got["ended"] == ends and got["listened"] >= 0
+    assert list(tmp_path.iterdir()) == []          # its files are gone
+
+
+def test_a_background_listener_that_fails_is_reported_by_collect(tmp_path, monkeypatch):
+    monkeypatch.setattr(d, "discover", _fake_discover("fails"))
+    d.start_background("A", "r1", 30.0, folder=str(tmp_path))
+    with pytest.raises(d.DiscoveryError, match="^A: the background discovery failed: A: no such device$"):
+        d.collect_background("A", "r1", folder=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_collect_without_a_started_listener_or_report_says_so(tmp_path):
+    with pytest.raises(d.DiscoveryError, match="^A: no discovery run r2 was started here"):
+        d.collect_background("A", "r2", folder=str(tmp_path))
+    (tmp_path / "r3-A.pid").write_text("1\n")        # started, but it never writes a report
+    with pytest.raises(d.DiscoveryError, match="wrote no report within 0 s"):
+        d.collect_background("A", "r3", folder=str(tmp_path), wait=0.0, sleep=lambda s: None)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("run", ["", "../x", "a/b", "r\n", "x" * 65, "a b"])
+def test_a_background_run_needs_a_plain_name_for_its_files(tmp_path, run):
+    with pytest.raises(d.DiscoveryError, match="run must be 1 to 64 letters, digits"):
+        d.start_background("A", run, 30.0, folder=str(tmp_path))
+    with pytest.raises(d.DiscoveryError, match="run must be 1 to 64 letters, digits"):
+        d.collect_background("A", run, folder=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_background_cap_out_of_range_is_refused(tmp_path):
+    with pytest.raises(d.DiscoveryError, match="window must be more than 0"):
+        d.start_background("A", "r4", 0.0, folder=str(tmp_path))
+
+
 def test_only_physical_ethernet_nics_are_candidates(fake_sys):
     chosen, skipped = d.candidates(str(fake_sys), ["eno1"], False, [], _driver)
     assert chosen == ["enp3s0f0", "enp3s0f1"]
@@ -435,9 +493,10 @@ def _inventory(lab, tmp_path, nodes):
 
 
 @needs_netns
-@pytest.mark.parametrize("check", [False, True], ids=["run", "check mode"])
+@pytest.mark.parametrize("check, forks", [(False, 5), (True, 5), (False, 2)],
+                         ids=["run", "check mode", "in the background (more nodes than forks)"])
 def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabling_check(
-        lab, tmp_path, check):
+        lab, tmp_path, check, forks):
     lab.cable("A", "enp1s0", "B", "enp1s0")
     lab.switch("br0")
     lab.port("B", "enp2s0", "br0", "pb")
@@ -451,7 +510,7 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
          "-i", str(_inventory(lab, tmp_path, "ABC")), "playbooks/discover.yml",
-         "-e", "beonet_discover_settle=2", "-e", "beonet_discover_launch=1",
+         "-f", str(forks), "-e", "beonet_discover_settle=2", "-e", "beonet_discover_window=3",
          "-e", "beonet_host_vars_dir=%s" % (tmp_path / "host_vars")] + (["--check"] if check else []),
         cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -469,3 +528,10 @@ def test_the_playbook_runs_every_node_at_once_and_hands_the_reports_to_the_cabli
     assert len({report["run"] for report in written.values()}) == 1
     assert [r["management"] for r in written.values()] == [[], [], ["eth9"]]
     assert "UP" not in _flags(lab, "C", "enp2s0")
+
+
+@pytest.mark.parametrize("node", ["../etc", "a/b", "", "1abc"])
+def test_a_background_run_needs_a_node_name_for_its_files(tmp_path, node):
+    with pytest.raises(d.DiscoveryError, match="is not a name"):
+        d.start_background(node, "r5", 30.0, folder=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []

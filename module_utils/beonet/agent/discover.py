@@ -24,6 +24,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import select
 import signal
 import socket
@@ -34,7 +35,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .names import IFNAME_RULE, ifname_problem
+from .files import atomic_write
+from .names import IFNAME_RULE, escaped, ifname_problem, node_name_problem
 
 FORMAT = 1
 ETHERTYPE = 0x88B5                 # IEEE local experimental EtherType 1
@@ -55,6 +57,9 @@ CARRIER_WAIT = 3.0                 # seconds a NIC brought up gets to find its c
 MAX_WINDOW = 3600.0
 SYS = "/sys/class/net"
 PROC = "/proc"
+RUN_DIR = "/run/beonet/discover"   # a background run's pid, stop mark and report (emptied at boot)
+RUN_RULE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+COLLECT_WAIT = 10.0                # seconds a stopped background listener gets to write its report
 # uevent DEVTYPE of the virtual devices that are never candidates
 DEVTYPES = {"bridge": "bridge", "bond": "bond", "vlan": "vlan", "wlan": "wireless",
             "macvlan": "macvlan", "ipvlan": "ipvlan", "vxlan": "vxlan"}
@@ -385,10 +390,11 @@ def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbo
 
 
 def exchange(node: str, run: str, socks: dict[str, socket.socket], frames: dict[str, bytes],
-             window: float, sysfs: str = SYS) -> tuple[dict[str, set[Neighbour]], set[str]]:
-    """Send every NIC's beacon every INTERVAL (jittered) for window seconds and record,
-    per NIC, the beacons it receives; and the NICs that had their carrier at some send
-    (a peer may go down before this window ends)."""
+             window: float, sysfs: str = SYS,
+             stop: Callable[[], bool] | None = None) -> tuple[dict[str, set[Neighbour]], set[str]]:
+    """Send every NIC's beacon every INTERVAL (jittered) for window seconds, or until
+    stop() is true, and record, per NIC, the beacons it receives; and the NICs that had
+    their carrier at some send (a peer may go down before this window ends)."""
     heard: dict[str, set[Neighbour]] = {name: set() for name in socks}
     carried: set[str] = set()
     by_fd = {s.fileno(): name for name, s in socks.items()}
@@ -396,7 +402,7 @@ def exchange(node: str, run: str, socks: dict[str, socket.socket], frames: dict[
     next_send = time.monotonic()
     while True:
         now = time.monotonic()
-        if now >= end:
+        if now >= end or (stop is not None and stop()):
             return heard, carried
         if now >= next_send:
             carried.update(name for name in socks if carrier(sysfs, name))
@@ -428,15 +434,15 @@ def _sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _listen(node: str, run: str, nics: list[str], sysfs: str,
-            window: float) -> tuple[dict[str, set[Neighbour]], set[str]]:
+def _listen(node: str, run: str, nics: list[str], sysfs: str, window: float,
+            stop: Callable[[], bool] | None = None) -> tuple[dict[str, set[Neighbour]], set[str]]:
     socks: dict[str, socket.socket] = {}
     try:
         for name in nics:
             socks[name] = open_socket(node, name)
         frames = {name: encode_beacon(run, node, name, _read(os.path.join(sysfs, name, "address"))
                                       or "00:00:00:00:00:00") for name in nics}
-        return exchange(node, run, socks, frames, window, sysfs)
+        return exchange(node, run, socks, frames, window, sysfs, stop)
     finally:
         for s in socks.values():
             s.close()
@@ -450,8 +456,10 @@ def check_window(window: float) -> str | None:
 
 def discover(node: str, run: str, window: float, management: Iterable[str] = (),
              include_virtual: bool = False, exclude: Iterable[str] = (),
-             probe_only: bool = False, sysfs: str = SYS, proc: str = PROC) -> dict[str, Any]:
-    """The discovery report of this node (see the module's RETURN)."""
+             probe_only: bool = False, sysfs: str = SYS, proc: str = PROC,
+             stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """The discovery report of this node (see the module's RETURN); the window ends
+    early when stop() is true (a background run told to stop)."""
     problem = check_window(window)
     if problem and not probe_only:
         raise DiscoveryError("%s: %s" % (node, problem))
@@ -463,7 +471,7 @@ def discover(node: str, run: str, window: float, management: Iterable[str] = (),
         if probe_only:
             wait_for_carrier(sysfs, raised)
         else:
-            heard, carried = _listen(node, run, nics, sysfs, window)
+            heard, carried = _listen(node, run, nics, sysfs, window, stop)
         carriers = {name: name in carried or bool(heard[name]) or carrier(sysfs, name)
                     for name in nics}
     return {"format": FORMAT, "node": node, "run": run, "management": mgmt,
@@ -473,3 +481,118 @@ def discover(node: str, run: str, window: float, management: Iterable[str] = (),
                       "neighbours": [{"node": n, "nic": i, "mac": m} for n, i, m in sorted(heard[name])]}
                      for name in nics],
             "skipped": skipped}
+
+
+# -- in the background: one call starts the listener, another stops it and collects ---------
+# With more nodes than Ansible runs at once, the nodes are started batch by batch; a
+# listener that runs until it is told to stop (or its cap) overlaps every other one
+# however long the starting takes, where a fixed window would have to guess it.
+
+def run_problem(run: str) -> str | None:
+    """Why run cannot name a background run's files (None: it can)."""
+    if not RUN_RULE.match(run):
+        return "run must be 1 to 64 letters, digits, _ or - for a background run, not %s" % escaped(run)
+    return None
+
+
+def run_paths(node: str, run: str, folder: str = RUN_DIR) -> dict[str, str]:
+    """The files of a node's background run: pid, stop (the mark that ends it), report
+    (named by run and node: a node name starts with a letter and has no '/');
+    DiscoveryError when either cannot name a file."""
+    problem = run_problem(run) or node_name_problem(node)
+    if problem:
+        raise DiscoveryError("%s: %s" % (escaped(node), problem))
+    return {k: os.path.join(folder, "%s-%s.%s" % (run, node, k)) for k in ("pid", "stop", "report")}
+
+
+def _listen_detached(paths: dict[str, str], args: dict[str, Any]) -> None:
+    """The listener's body, in its own session with the standard streams on /dev/null:
+    discover until the stop mark appears or the cap, then write the report (or the
+    error) for collect_background; never returns."""
+    started = time.monotonic()
+    told: list[bool] = []
+
+    def stop() -> bool:
+        if os.path.exists(paths["stop"]):
+            told.append(True)
+        return bool(told)
+    try:
+        report: dict[str, Any] = {"discovery": discover(stop=stop, **args)}
+        report["ended"] = "stopped" if told else "cap"
+    except BaseException as exc:      # noqa: BLE001 - whatever ended it is reported, never lost
+        report = {"error": str(exc) or type(exc).__name__}
+    report["listened"] = round(time.monotonic() - started, 1)
+    with contextlib.suppress(OSError):
+        atomic_write(paths["report"], json.dumps(report), mode=0o600, durable=False)
+    os._exit(0)
+
+
+def _detach() -> None:
+    """Standard streams to /dev/null (the caller waits for their end), a new session."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.setsid()
+
+
+def start_background(node: str, run: str, cap: float, management: Iterable[str] = (),
+                     include_virtual: bool = False, exclude: Iterable[str] = (),
+                     folder: str = RUN_DIR) -> int:
+    """Start this node's listener in the background (a grandchild in its own session) and
+    return its pid at once; it listens until collect_background marks it to stop, or for
+    cap seconds at most."""
+    paths = run_paths(node, run, folder)
+    problem = check_window(cap)
+    if problem:
+        raise DiscoveryError("%s: %s" % (node, problem))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    for path in paths.values():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    args = {"node": node, "run": run, "window": cap, "management": list(management),
+            "include_virtual": include_virtual, "exclude": list(exclude)}
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        _detach()
+        if os.fork():
+            os._exit(0)
+        os.write(write, b"%d" % os.getpid())
+        os.close(write)
+        _listen_detached(paths, args)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        pid = int(fh.read() or b"0")
+    os.waitpid(child, 0)
+    atomic_write(paths["pid"], "%d\n" % pid, mode=0o600, durable=False)
+    return pid
+
+
+def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float = COLLECT_WAIT,
+                       sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Mark the background run to stop, wait for its report (at most wait seconds),
+    remove its files and return {"discovery", "ended" ("stopped" | "cap"), "listened"}."""
+    paths = run_paths(node, run, folder)
+    if not os.path.exists(paths["pid"]) and not os.path.exists(paths["report"]):
+        raise DiscoveryError("%s: no discovery run %s was started here (or the node restarted since)"
+                             % (node, run))
+    atomic_write(paths["stop"], "", mode=0o600, durable=False)
+    waited = 0.0
+    while not os.path.exists(paths["report"]) and waited < wait:
+        sleep(0.1)
+        waited += 0.1
+    try:
+        with open(paths["report"], encoding="utf-8") as fh:
+            report: dict[str, Any] = json.load(fh)
+    except (OSError, ValueError):
+        raise DiscoveryError("%s: the background discovery of run %s wrote no report within %.0f s"
+                             % (node, run, wait)) from None
+    finally:
+        for path in paths.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    if "error" in report:
+        raise DiscoveryError("%s: the background discovery failed: %s" % (node, report["error"]))
+    return report
