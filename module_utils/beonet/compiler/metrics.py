@@ -773,10 +773,11 @@ def _correct(pair_counts: list[list[int]], templates: list[_Template], class_of:
     pair when both ways do."""
     known: dict[tuple[int, int], _Way] = {}
 
-    def template(s: int, t: int) -> _Way:
-        key = (class_of[t], s)
+    def template(src: int, dst: int) -> _Way:
+        """The template's way from src to dst's class."""
+        key = (class_of[dst], src)
         if key not in known:
-            known[key] = templates[key[0]].way(s)
+            known[key] = templates[key[0]].way(src)
         return known[key]
 
     for t, ways in exceptions.items():

@@ -101,7 +101,7 @@ def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
     start = time.monotonic()
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
-    _, plan_states, _ = _states(names, plan_nodes, prefixes, {})
+    plan_states = _states(names, plan_nodes, prefixes, {})[1]
     address = [ip_int(plan_nodes[n]["address"]) for n in names]
     planned = tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
     component = _components(names, plan)

@@ -58,8 +58,9 @@ def _pairs(names: list[str], found: list[Finding]) -> str:
 def _group_lines(tally: Tally, names: list[str], kind: str, detail: str) -> list[str]:
     groups = sorted(((n, why) for (k, why), n in tally.counts.items() if k == kind),
                     key=lambda g: (-g[0], g[1]))
-    return ["  %s: %d pair%s, e.g. %s" % (detail % why, n, "" if n == 1 else "s",
-                                           _pairs(names, tally.examples[(kind, why)])) for n, why in groups]
+    return ["  %s: %d pair%s, e.g. %s"
+            % (detail % why, n, "" if n == 1 else "s", _pairs(names, tally.examples[(kind, why)]))
+            for n, why in groups]
 
 
 def summary_lines(tally: Tally, names: list[str], dead: list[str]) -> list[str]:
@@ -128,8 +129,8 @@ def _neighbour_problems(live: Net, i: int) -> list[str]:
     for (a, dev), state in sorted(st.unresolved.items()) if st is not None else ():
         holder = live.owner.get(a)
         if holder is not None:
-            out.append("%s: neighbour %s (%s) on NIC %s is %s" % (live.names[i], ip_text(a),
-                                                                 live.names[holder], dev, state))
+            out.append("%s: neighbour %s (%s) on NIC %s is %s"
+                       % (live.names[i], ip_text(a), live.names[holder], dev, state))
     return out
 
 

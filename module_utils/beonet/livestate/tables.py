@@ -87,8 +87,8 @@ def _owners(net: Net, fallback: list[list[int]]) -> None:
                 mine.setdefault(a, nic)
                 holder = net.owner.setdefault(a, i)
                 if holder != i and a in planned:
-                    net.problems.append("%s and %s both hold %s" % (net.names[holder], net.names[i],
-                                                                     ip_text(a)))
+                    net.problems.append("%s and %s both hold %s"
+                                        % (net.names[holder], net.names[i], ip_text(a)))
                     if planned[a] == i:
                         net.owner[a] = i
         net.nic_of.append(mine)
@@ -232,4 +232,3 @@ def skeleton(names: list[str], address: list[int]) -> Graph:
         iface = Interface("live", "ethernet", seg, [addr])
         graph.add_node(Node(name, k, k, interfaces=[iface], primary=iface))
     return graph
-
