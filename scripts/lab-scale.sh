@@ -7,7 +7,10 @@
 # state, and a traceroute sample), and the lab taken down. Each figure is printed with
 # its target and the load average before it; the last line sums the run up. Exits
 # non-zero when a run fails or a figure misses its target. Per-task times
-# (profile_tasks) are kept in the logs.
+# (profile_tasks) are kept in the logs. Each step's line ends with where the host's CPU
+# went meanwhile (beonet.labs.cpusplit): the controller (ansible-playbook and all it
+# ran), the nodes (the containers) and the rest (the container engine): on the lab all
+# three share this machine's cores, on a cluster the nodes' share is spent on the nodes.
 #   NODES=1024 bash scripts/lab-scale.sh        # or: make lab-scale NODES=1024
 #   SCALE_TOPOLOGY=FILE SCALE_FORKS=20 SCALE_LOG=DIR bash scripts/lab-scale.sh
 set -euo pipefail
@@ -73,8 +76,16 @@ play() {
   local out=$log/$1 book=$2 a b
   shift 2
   before=$(load); a=$(stamp); rc=0
-  ANSIBLE_FORKS=$forks ansible-playbook -i "$inv" "playbooks/$book" "$@" >"$out" 2>&1 || rc=$?
+  ANSIBLE_FORKS=$forks python -m beonet.labs.cpusplit --out "$out.cpu" -- \
+    ansible-playbook -i "$inv" "playbooks/$book" "$@" >"$out" 2>&1 || rc=$?
   b=$(stamp); took=$(secs "$a" "$b")
+}
+# cpu NAME: the CPU split of the last play (controller CPU per node too)
+cpu() {
+  local line
+  line=$(cat "$log/$1.cpu" 2>/dev/null || echo "cpu: not measured")
+  echo "  $line ($(awk -v l="$line" -v n="$nodes" 'BEGIN { split(l, w, "controller ");
+    printf "%.3f", (w[2] + 0) / n }') s controller CPU per node)"
 }
 # must NAME: stop with the log's tail when the last play failed
 must() { [ "$rc" = 0 ] || { tail -40 "$log/$1"; echo "lab-scale: $1 failed (log $log/$1)"; exit 1; }; }
@@ -89,11 +100,13 @@ echo "up: $nodes containers in $up s ($(per "$up" "$nodes") s per node); $(grep 
 miss=0
 play site1 site.yml; must site1; first=$took
 echo "site.yml first run: $first s ($(per "$first" "$nodes") s per node; load before $before)"
+cpu site1
 play site2 site.yml; must site2; second=$took
 ch=$(changed_hosts "$log/site2") cost=$(per "$second" "$nodes")
 ok=$(verdict "$cost" "$again_target"); [ "$ok" = met ] || miss=1
 echo "site.yml second run: $second s ($cost s per node, target <= $again_target: $ok; load before $before)," \
   "$ch hosts changed (target 0)"
+cpu site2
 [ "$ch" = 0 ] || { echo "lab-scale: the second site.yml run changed $ch hosts"; exit 1; }
 play discover discover.yml; disc=$took drc=$rc
 ok=$(verdict "$disc" "$discover_target")
@@ -102,6 +115,7 @@ if [ "$drc" = 0 ]; then found="the cabling matches"
 else found="FAILED (rc $drc): $(grep -c 'kind: ' "$log/discover" || true) faults, e.g. $(grep -m1 -oE 'text: .*' "$log/discover" || true)"
 fi
 echo "discover.yml: $disc s (target <= $discover_target: $ok; load before $before); $found"
+cpu discover
 play verify verify.yml; ver=$took vrc=$rc
 proven=$(grep -oE '[0-9]+ pairs proven from the live state' "$log/verify" | head -1 | cut -d' ' -f1)
 mism=$(grep -oE 'live state in [0-9.]+ s \(the walk [0-9.]+ s\); [0-9]+ mismatches' "$log/verify" \
@@ -112,6 +126,7 @@ if [ "$ok" != met ] || [ "$vrc" != 0 ] || [ "$mism" != 0 ]; then miss=1; fi
 echo "verify.yml: $ver s (target <= $verify_target: $ok; load before $before; rc $vrc):" \
   "$(grep -oE '[0-9]+ pairs proven from the live state[^"]*' "$log/verify" | head -1)" \
   "| $(grep -oE '[0-9]+ pairs traced in [^"]*' "$log/verify" | head -1)"
+cpu verify
 [ "$vrc" = 0 ] || tail -40 "$log/verify"
 # Memory per container, as the engine's cgroup accounting reports it.
 mapfile -t ids < <(docker ps -q --filter "label=beonet.lab=$name")
