@@ -266,14 +266,28 @@ def test_metrics_text_by_default(capsys):
                   "3 hops     432 pairs  34.3%",
                   "1 hop      324 pairs  25.7%",
                   "max 9, mean 9.0, total 324",
-                  "1200 Mbit/s across the worst bisection found (structure-aligned cuts)",
-                  "33.333 Mbit/s per node = 0.3333 of one 100 Mbit/s link",
-                  "paper closed form: 0.3333",
+                  "900 Mbit/s across the worst bisection found (structure-aligned cuts and "
+                  "local search: an upper bound)",
+                  "25.0 Mbit/s per node = 0.25 of one 100 Mbit/s link",
+                  "the papers' closed form (C/4)(L/(L-1)), whole groups on each side: 0.3333 of",
+                  "structure-aligned cuts (whole groups, mesh halves): 1200 Mbit/s",
+                  "local search (Fiduccia-Mattheyses, 10 starts,",
                   "weights: group0-group1 3,",
                   "uneven pairs: none"):
         assert words in out, words
     with pytest.raises(json.JSONDecodeError):
         json.loads(out)
+
+
+def test_metrics_bisection_budget(capsys):
+    """A budget stops the local search early and says so; 0 lets it run to the end."""
+    _, out, _ = run(capsys, "metrics", METANODE, "--bisection-budget", "10")
+    assert "stopped by its budget (--bisection-budget)" in out
+    _, out, _ = run(capsys, "metrics", METANODE, "--bisection-budget", "0", "--format", "json")
+    search = json.loads(out)["bisection"]["search"]
+    assert not search["budget_spent"] and search["crossing_mbit"] == 900
+    code, _, err = run(capsys, "metrics", METANODE, "--bisection-budget", "-1")
+    assert code == 2 and "--bisection-budget: a whole number from 0 to 1000000000, not '-1'" in err
 
 
 def test_metrics_json_and_yaml_unchanged(capsys):

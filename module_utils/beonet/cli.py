@@ -15,7 +15,7 @@ from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
 from .compiler.heal import DownError, warning
-from .compiler.metrics import RESILIENCE_STEPS
+from .compiler.metrics import BISECTION_EVALUATIONS, RESILIENCE_STEPS
 from .compiler.model import Graph
 from .compiler.schema import SCHEMA
 from .labs import VM_IMAGES
@@ -61,7 +61,8 @@ def _compiled(args: argparse.Namespace) -> pipeline.Compiled:
     nodes is a warning on stderr."""
     try:
         compiled = pipeline.compile_file(args.topology, down=getattr(args, "down", None),
-                                         resilience=getattr(args, "resilience", False))
+                                         resilience=getattr(args, "resilience", False),
+                                         bisection_budget=getattr(args, "bisection_budget", None))
     except DownError as exc:
         raise UsageError("--down: " + "; ".join(p.message for p in exc.problems)) from None
     if len(compiled.components) > 1:
@@ -179,12 +180,24 @@ def _named(key: str, value: Any) -> str:
 
 def _bisection_lines(b: dict[str, Any]) -> list[str]:
     rest = {k: v for k, v in b.items() if k not in (
-        "crossing_mbit", "per_node_mbit", "link_mbit", "fraction_of_link", "method")}
-    return (["%s Mbit/s across the worst bisection found (%s)" % (b.get("crossing_mbit"),
-                                                                 b.get("method")),
-             "%s Mbit/s per node = %s of one %s Mbit/s link" % (
-                 b.get("per_node_mbit"), b.get("fraction_of_link"), b.get("link_mbit"))]
-            + [_named(k, v) for k, v in rest.items()])
+        "crossing_mbit", "per_node_mbit", "link_mbit", "fraction_of_link", "method",
+        "paper_closed_form", "structure_aligned_mbit", "search")}
+    out = ["%s Mbit/s across the worst bisection found (%s)" % (b.get("crossing_mbit"), b.get("method")),
+           "%s Mbit/s per node = %s of one %s Mbit/s link" % (
+               b.get("per_node_mbit"), b.get("fraction_of_link"), b.get("link_mbit"))]
+    if "paper_closed_form" in b:
+        out.append("the papers' closed form (C/4)(L/(L-1)), whole groups on each side: %s of a link "
+                   "per node" % b["paper_closed_form"])
+    if "structure_aligned_mbit" in b:
+        out.append("structure-aligned cuts (whole groups, mesh halves): %s Mbit/s"
+                   % b["structure_aligned_mbit"])
+    search = b.get("search")
+    if isinstance(search, dict):
+        out.append("local search (%s, %s starts, %s passes, %s gain evaluations%s): %s Mbit/s" % (
+            search.get("method"), search.get("starts"), search.get("passes"), search.get("evaluations"),
+            "; stopped by its budget (--bisection-budget)" if search.get("budget_spent") else "",
+            search.get("crossing_mbit")))
+    return out + [_named(k, v) for k, v in rest.items()]
 
 
 RESILIENCE_ROWS = 20     # nodes listed in the text table, the worst first
@@ -559,6 +572,11 @@ def _inspect_commands(add: Any) -> None:
                    "(where routes towards a destination differ from node to node, as in "
                    "large 3D meshes: about 14 s for 16x16x16 with failover routes)"
                    % format(RESILIENCE_STEPS, ","))
+    s.add_argument("--bisection-budget", type=_count(0, 10 ** 9), metavar="N",
+                   help="gain evaluations the worst bisection's local search may take (default "
+                   "%s, about 7 microseconds each; 0: until no pass gains): a larger budget "
+                   "can find a cheaper cut on clusters of thousands of nodes"
+                   % format(BISECTION_EVALUATIONS, ","))
 
 
 MAX_SLOTS = 65536        # processes per node in a hostfile: far beyond any node's cores

@@ -1,12 +1,15 @@
 """Stage 6: metrics of the compiled network.
 
 Bisection follows the papers' convention: the capacity across the worst
-bisection of the nodes divided by the number of nodes (SC98: a fully
-connected meta-graph gives (C/4)(L/(L-1)) of one link for even L). Capacity
-across a cut: a switched LAN or channel split a/b carries min(a, b) links, a
+bisection of the nodes divided by the number of nodes. Capacity across a cut
+(partition.py): a switched LAN or channel split a/b carries min(a, b) links, a
 point-to-point link carries one; a tree's switches carry what their uplinks
-allow. The worst bisection is searched exhaustively up to 16 nodes and over
-structure-aligned cuts (groups, mesh dimensions, leaves) above that.
+allow. The worst bisection is exact for trees and up to 16 nodes; above, it is
+the least of the structure-aligned cuts (whole groups, mesh halves: the papers'
+cuts; SC98's closed form (C/4)(L/(L-1)) of one link for a meta-graph with even
+L counts whole groups) and of a Fiduccia-Mattheyses local search, each reported
+with its label. Splitting groups is often cheaper than the papers' cut: a
+group's switch split a/b carries only min(a, b).
 """
 
 from __future__ import annotations
@@ -22,16 +25,21 @@ from typing import NamedTuple, TypedDict, cast
 
 from . import latency
 from .model import ON_LINK, Graph, Hop, RouteTable, Switch
+from .partition import Link, balance, crossing, search
 from .prove import Proof, Signature, class_entries, destination_classes, host_route_holders, upstream
 from .schema import MAX_NODES
 
 EXHAUSTIVE_UP_TO = 16
+# Gain evaluations (about 2 microseconds each) the bisection's local search may take in a
+# compile: all of it up to some thousands of nodes, a pass or two of the largest.
+BISECTION_EVALUATIONS = 40_000
 
-Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 
 
 class _FamilyBisection(TypedDict, total=False):
-    paper_closed_form: float            # meta-graph: (C/4)(L/(L-1))
+    paper_closed_form: float            # meta-graph: (C/4)(L/(L-1)), whole groups on each side
+    structure_aligned_mbit: int         # above EXHAUSTIVE_UP_TO: the least structure-aligned cut
+    search: CutSearch                   # above EXHAUSTIVE_UP_TO: the local search's cut
     uplink_per_node_mbit: float         # tree
     oversubscription: float             # tree: the worst level's
 
@@ -45,6 +53,24 @@ class LevelLoad(TypedDict):
     offered_mbit: int
     uplink_mbit: int
     ratio: float
+
+
+class CutSearch(TypedDict):
+    """What the local search for the worst bisection found and spent."""
+
+    crossing_mbit: int
+    method: str
+    starts: int
+    passes: int
+    evaluations: int                    # gain evaluations (BISECTION_EVALUATIONS at most, about)
+    budget_spent: bool                  # stopped by the budget, not by a pass that gained nothing
+
+
+class _Cut(TypedDict, total=False):
+    crossing_mbit: int
+    method: str
+    structure_aligned_mbit: int
+    search: CutSearch
 
 
 class Bisection(_FamilyBisection):
@@ -105,56 +131,6 @@ def _links(graph: Graph) -> list[Link]:
         kind = "shared" if seg.medium == "shared" else seg.kind
         out.append((kind, seg.rate_mbit, [m[0].index for m in seg.members]))
     return out
-
-
-def _crossing(side: list[int], links: list[Link]) -> int:
-    total = 0
-    for kind, rate, members in links:
-        a = sum(side[m] for m in members)
-        b = len(members) - a
-        total += _cost(kind, rate, a, b)
-    return total
-
-
-def _cost(kind: str, rate: int, a: int, b: int) -> int:
-    if kind in ("p2p", "shared"):     # one wire or one medium: its rate, however split
-        return rate if a and b else 0
-    return min(a, b) * rate
-
-
-def _balance(side: list[int], links: list[Link]) -> int:
-    """Move nodes from the larger side until the sides differ by at most one,
-    each time the node whose move costs least; then return the crossing."""
-    n = len(side)
-    member_of: list[list[int]] = [[] for _node in range(n)]
-    count = []
-    for k, (_kind, _rate, members) in enumerate(links):
-        a = sum(side[m] for m in members)
-        count.append([len(members) - a, a])
-        for m in members:
-            member_of[m].append(k)
-    while abs(2 * sum(side) - n) > 1:
-        big = 1 if 2 * sum(side) > n else 0
-        best = None
-        for i in range(n):
-            if side[i] != big:
-                continue
-            delta = 0
-            for k in member_of[i]:
-                kind, rate, _members = links[k]
-                c = count[k]
-                moved = [c[0] + (1 if big else -1), c[1] + (-1 if big else 1)]
-                delta += _cost(kind, rate, *moved) - _cost(kind, rate, *c)
-            if best is None or delta < best[0]:
-                best = (delta, i)
-        if best is None:
-            raise AssertionError("the larger side of a cut has no node")
-        i = best[1]
-        side[i] = 1 - big
-        for k in member_of[i]:
-            count[k][big] -= 1
-            count[k][1 - big] += 1
-    return _crossing(side, links)
 
 
 def _candidates(graph: Graph) -> Iterator[list[int]]:
@@ -244,7 +220,32 @@ def level_loads(graph: Graph) -> list[LevelLoad]:
     return out
 
 
-def bisection(graph: Graph) -> Bisection:
+def _worst_cut(graph: Graph, links: list[Link], budget: int) -> _Cut:
+    """The least crossing of a balanced cut: exact for a tree of switches (dynamic
+    programming) and up to EXHAUSTIVE_UP_TO nodes (every cut); above, the least of the
+    structure-aligned cuts (the papers' family: whole groups, mesh halves) and of local
+    search from them and from random cuts (partition.search): a cut found, so an upper
+    bound of the true figure."""
+    n = len(graph.nodes)
+    if graph.family == "tree":
+        return {"crossing_mbit": tree_crossing(graph.switches[0]), "method": "exact over the switch tree"}
+    if n <= EXHAUSTIVE_UP_TO:
+        # node 0 on side 1 with every choice of n // 2 - 1 others
+        least = min(crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
+                    for combo in itertools.combinations(range(1, n), max(n // 2 - 1, 0)))
+        return {"crossing_mbit": least, "method": "exhaustive"}
+    starts = [list(s) for s in _candidates(graph)]
+    aligned = min(balance(s, links) for s in starts)
+    found = search(starts, links, n, budget)
+    return {"crossing_mbit": min(aligned, found.crossing),
+            "method": "structure-aligned cuts and local search: an upper bound",
+            "structure_aligned_mbit": aligned,
+            "search": {"crossing_mbit": found.crossing, "method": "Fiduccia-Mattheyses",
+                       "starts": found.starts, "passes": found.passes, "evaluations": found.evaluations,
+                       "budget_spent": found.budget_spent}}
+
+
+def bisection(graph: Graph, budget: int = BISECTION_EVALUATIONS) -> Bisection:
     n = len(graph.nodes)
     links = _links(graph)
     p = graph.params
@@ -256,20 +257,14 @@ def bisection(graph: Graph) -> Bisection:
         rates = sorted(i.rate_mbit for node in graph.nodes for i in node.interfaces
                        if i.kind == "ethernet")
         link = rates[len(rates) // 2]
-    method = "exhaustive"
-    if graph.family == "tree":
-        crossing = tree_crossing(graph.switches[0])
-        method = "exact over the switch tree"
-    elif n <= EXHAUSTIVE_UP_TO:
-        # node 0 on side 1 with every choice of n // 2 - 1 others
-        crossing = min(_crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
-                       for combo in itertools.combinations(range(1, n), max(n // 2 - 1, 0)))
-    else:
-        method = "structure-aligned cuts"
-        crossing = min(_balance(list(s), links) for s in _candidates(graph))
-    out: Bisection = {"crossing_mbit": crossing, "per_node_mbit": round(crossing / n, 3),
-                      "link_mbit": link, "fraction_of_link": round(crossing / n / link, 4),
-                      "method": method}
+    found = _worst_cut(graph, links, budget)
+    least = found["crossing_mbit"]
+    out: Bisection = {"crossing_mbit": least, "per_node_mbit": round(least / n, 3),
+                      "link_mbit": link, "fraction_of_link": round(least / n / link, 4),
+                      "method": found["method"]}
+    if "search" in found:
+        out["structure_aligned_mbit"] = found["structure_aligned_mbit"]
+        out["search"] = found["search"]
     if graph.family == "metagraph":
         L, C = p["groups"], p["p2p_per_node"]
         out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
@@ -912,7 +907,26 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
             "mean": {k: round(statistics.fmean(v), 3) if n else 0.0 for k, v in by.items()}}
 
 
-def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metrics:
+@dataclass(frozen=True)
+class Effort:
+    """What the metrics may cost beyond their budgets: the resilience table whatever its
+    steps; the bisection's local search's gain evaluations (None: the compile's
+    BISECTION_EVALUATIONS; 0: until no pass gains)."""
+
+    resilience: bool = False
+    bisection_budget: int | None = None
+
+    def evaluations(self) -> int:
+        if self.bisection_budget is None:
+            return BISECTION_EVALUATIONS
+        return self.bisection_budget or UNLIMITED
+
+
+UNLIMITED = 1 << 62
+
+
+def metrics(graph: Graph, proof: Proof, effort: Effort | None = None) -> Metrics:
+    effort = effort or Effort()
     routes = [len(n.routes) for n in graph.nodes]
     # load over the preferred branches (those of failover off): gateways of
     # other branches only add nodes with no load
@@ -930,8 +944,8 @@ def metrics(graph: Graph, proof: Proof, force_resilience: bool = False) -> Metri
         "forwarding_nodes": sum(1 for n in graph.nodes if n.forwarding),
         "gateway_load": {"max": max(fwd) if fwd else 0,
                          "mean": round(statistics.fmean(fwd), 3) if fwd else 0.0},
-        "bisection": bisection(graph),
-        "resilience": resilience(graph, proof, force_resilience),
+        "bisection": bisection(graph, effort.evaluations()),
+        "resilience": resilience(graph, proof, effort.resilience),
     }
     if graph.family == "tree":
         out["oversubscription"] = level_loads(graph)

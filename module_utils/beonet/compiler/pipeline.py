@@ -131,12 +131,16 @@ def _stage(what: str) -> None:
 
 
 def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None,
-                   down: str | Iterable[str] | None = None, resilience: bool = False) -> Compiled:
+                   down: str | Iterable[str] | None = None, resilience: bool = False,
+                   bisection_budget: int | None = None) -> Compiled:
     """routed(graph), when given, runs once the routes are in place, before the
     proof: work that needs the routes only (writing each node's files) can
     start there, to be thrown away when the proof fails. down: names of dead
     nodes ('a,b' or a list): the plan of the others (see heal.py). resilience:
-    compute the resilience metrics whatever the size (metrics.RESILIENCE_UP_TO)."""
+    compute the resilience metrics whatever the size (metrics.RESILIENCE_UP_TO).
+    bisection_budget: gain evaluations of the bisection's local search (default
+    metrics.BISECTION_EVALUATIONS; 0: until no pass gains)."""
+    effort = metrics_stage.Effort(resilience, bisection_budget)
     _stage("building the graph")
     graph = _passed(*normalise.normalise(source))
     dead = heal.parse(down)
@@ -146,7 +150,7 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
     _stage("addressing %s" % size)
     _check(address.assign(graph, source))
     if dead:
-        return _compile_live(source, heal.survivors(graph, dead), dead, routed, resilience)
+        return _compile_live(source, heal.survivors(graph, dead), dead, routed, effort)
     _stage("routing %s" % size)
     route.route(graph)
     if routed is not None:
@@ -158,13 +162,13 @@ def compile_source(source: load.Source, routed: Callable[[Graph], None] | None =
     proof = _passed(proof, problems)
     _check(latency.check_forwarding(graph, source.problems()))
     _stage("metrics")
-    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience))
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, effort))
     _stage("compiled; writing the outputs")
     return compiled
 
 
 def _compile_live(source: load.Source, graph: Graph, down: list[str],
-                  routed: Callable[[Graph], None] | None, resilience: bool) -> Compiled:
+                  routed: Callable[[Graph], None] | None, effort: metrics_stage.Effort) -> Compiled:
     """The rest of compile_source for the live graph of a compile with nodes
     down: routed and proved by component (heal.route_and_prove)."""
     size = "%d live nodes, %d segments" % (len(graph.nodes), len(graph.segments))
@@ -177,7 +181,7 @@ def _compile_live(source: load.Source, graph: Graph, down: list[str],
     if routed is not None:
         routed(graph)
     _stage("metrics")
-    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, resilience),
+    compiled = Compiled(graph, source.file, proof, metrics_stage.metrics(graph, proof, effort),
                         down, [[n.name for n in nodes] for nodes in parts])
     _stage("compiled; writing the outputs")
     return compiled
@@ -190,6 +194,7 @@ def compile_text(text: str, file: str = "<topology>",
 
 
 def compile_file(path: str, routed: Callable[[Graph], None] | None = None,
-                 down: str | Iterable[str] | None = None, resilience: bool = False) -> Compiled:
+                 down: str | Iterable[str] | None = None, resilience: bool = False,
+                 bisection_budget: int | None = None) -> Compiled:
     _stage("loading %s" % path)
-    return compile_source(_passed(*load.load_file(path)), routed, down, resilience)
+    return compile_source(_passed(*load.load_file(path)), routed, down, resilience, bisection_budget)
