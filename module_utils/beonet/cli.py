@@ -11,6 +11,7 @@ from typing import Any
 from . import __version__
 from .agent.files import atomic_write, output_problem, too_long
 from .agent.names import quoted, shown
+from .agent.nodeplan import PLAN_FORMAT, plan_format_problem, plan_problems
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
@@ -19,7 +20,7 @@ from .compiler.metrics import BISECTION_EVALUATIONS, RESILIENCE_STEPS
 from .compiler.model import Graph
 from .compiler.schema import SCHEMA
 from .labs import VM_IMAGES
-from .outputs import build, cabling, drawing, dryrun, export, inventory
+from .outputs import build, cabling, diff, drawing, dryrun, export, inventory
 from .outputs import plan as render
 
 EXIT_INPUT = 2
@@ -282,6 +283,51 @@ def metrics_text(name: str, metrics: Mapping[str, Any]) -> str:
         for k, line in enumerate(lines):
             out.append("  %-17s %s" % (label if k == 0 else "", line))
     return "\n".join(out) + "\n"
+
+
+def _plan_file(path: str) -> Plan | None:
+    """The plan in a plan.json file (None: the file is a topology). Every node plan is
+    checked as the node module checks it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(1 << 16).lstrip()[:1]
+            if head != "{":
+                return None
+            fh.seek(0)
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError("cannot read %s: %s" % (quoted(path), why)) from None
+    except ValueError as exc:
+        raise UsageError("%s: not a plan.json: %s" % (quoted(path), exc)) from None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    fmt = data.get("beonet", {}).get("plan_format") if isinstance(data, dict) and \
+        isinstance(data.get("beonet"), dict) else None
+    if not isinstance(nodes, dict) or not nodes or not isinstance(fmt, int):
+        raise UsageError("%s: not a plan.json (no beonet.plan_format and nodes)" % quoted(path))
+    why = plan_format_problem(path, fmt) if fmt != PLAN_FORMAT else None
+    problems = ([why] if why else []) + [p for name, n in nodes.items() for p in plan_problems(name, n)]
+    if problems:
+        raise UsageError("%s: %s" % (quoted(path), "; ".join(problems[:5])
+                                     + ("; and %d more" % (len(problems) - 5) if len(problems) > 5 else "")))
+    return data
+
+
+def _diff_side(path: str, args: argparse.Namespace) -> Plan:
+    plan = _plan_file(path)
+    if plan is not None:
+        return plan
+    return _compile(argparse.Namespace(**{**vars(args), "topology": path}))[1]
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """0: the plans are the same, 1: they differ (as diff(1)); errors exit 2 in main."""
+    found = diff.diff(_diff_side(args.old, args), _diff_side(args.new, args), args.examples)
+    if args.format == "json":
+        _write(json.dumps(found, indent=2) + "\n", args.output)
+    else:
+        _write(diff.text(found, args.old, args.new), args.output)
+    return 0 if found["same"] else 1
 
 
 def cmd_metrics(args: argparse.Namespace) -> None:
@@ -577,6 +623,17 @@ def _inspect_commands(add: Any) -> None:
                    "%s, about 7 microseconds each; 0: until no pass gains): a larger budget "
                    "can find a cheaper cut on clusters of thousands of nodes"
                    % format(BISECTION_EVALUATIONS, ","))
+    s = add("diff", cmd_diff, "what a change of the plan does: nodes added and removed, what "
+            "changes on each node (NICs, addresses, forwarding, routes), addresses renumbered, "
+            "pairs whose path changes; exit 0: the same, 1: they differ, 2: an error",
+            topology=False)
+    s.add_argument("old", help="the plan now: a topology YAML file or a plan.json (beonet build)")
+    s.add_argument("new", help="the plan to push: a topology YAML file or a plan.json")
+    s.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text: to read (default); json: nodes_added, nodes_removed, nodes_changed, "
+                   "renumbered, paths_changed, same")
+    s.add_argument("--examples", type=_count(0, 100000), default=diff.EXAMPLES, metavar="N",
+                   help="pairs whose path changes shown (default %d)" % diff.EXAMPLES)
 
 
 MAX_SLOTS = 65536        # processes per node in a hostfile: far beyond any node's cores
@@ -786,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     try:
         with pipeline.progress(sys.stderr):
-            args.func(args)
+            code = args.func(args)
     except CompileError as exc:
         for p in exc.problems:
             print(str(p), file=sys.stderr)
@@ -809,7 +866,7 @@ def main(argv: list[str] | None = None) -> int:
             args.command, quoted(str(exc.filename or getattr(args, "output", None) or "the output")),
             exc.strerror or exc), file=sys.stderr)
         return EXIT_INPUT
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def run() -> None:

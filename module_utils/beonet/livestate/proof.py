@@ -95,15 +95,21 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
                    report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
 
 
-def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
-    """The traceroute sample from the plan alone, every node taken as alive (picked
-    before the nodes are read, so that each node traces its part in the same call)."""
-    start = time.monotonic()
+def planned_net(plan: Mapping[str, Any], prefixes: list[str]) -> tables.Net:
+    """The plan's route tables as the walks read them (every node taken as alive)."""
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
     plan_states = _states(names, plan_nodes, prefixes, {})[1]
     address = [ip_int(plan_nodes[n]["address"]) for n in names]
-    planned = tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
+    return tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
+
+
+def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
+    """The traceroute sample from the plan alone, every node taken as alive (picked
+    before the nodes are read, so that each node traces its part in the same call)."""
+    start = time.monotonic()
+    planned = planned_net(plan, prefixes)
+    names, address = planned.names, planned.address
     component = _components(names, plan)
     picked = sample(tables.skeleton(names, address), planned.tables, component, set())
     return {"sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},

@@ -1,0 +1,221 @@
+"""What a change of the cluster's plan does, before it is pushed (``beonet diff``).
+
+Two plans (each compiled from a topology, or read from a plan.json that ``beonet
+build`` wrote) are compared node by node, by name:
+
+* ``nodes_added`` and ``nodes_removed``;
+* ``nodes_changed``: for a node in both, the NICs added, removed or changed (kind,
+  segment, addresses, MTU, rate, bond and members, name on the node), forwarding,
+  and the routes added and removed (a route whose next hops change is both);
+* ``renumbered``: an address that changes on a node present in both (its node
+  address or a NIC's): what breaks running jobs, caches and ssh known hosts;
+* ``paths_changed``: the ordered pairs, of nodes in both plans, whose expected path
+  changes, as the nodes a packet crosses (every branch of a multipath route): the
+  route tables of both plans are walked (livestate.tables, the proof's walk), one
+  longest-prefix lookup per node and destination in each plan. A pair whose path
+  keeps its nodes is unchanged even when their addresses change.
+
+Above PATHS_ALL_UP_TO nodes the paths towards a fixed-seed sample of PATHS_SAMPLE
+destinations are compared, and the result says so.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, cast
+
+from ..agent.nodeplan import NodePlan
+from ..compiler.model import ON_LINK
+from ..livestate import tables
+from ..livestate.proof import planned_net
+from .plan import prefixes
+
+PATHS_ALL_UP_TO = 2048
+PATHS_SAMPLE = 256
+EXAMPLES = 10
+IFACE_FIELDS = ("kind", "segment", "addresses", "mtu", "rate_mbit", "bond", "members", "mode", "logical")
+Plan = Mapping[str, Any]
+
+
+def route_text(r: Mapping[str, Any]) -> str:
+    hops = r.get("nexthops") or [{"via": r.get("via"), "dev": r.get("dev")}]
+    return "%s %s" % (r.get("to"), ", ".join("via %s dev %s" % (h.get("via"), h.get("dev")) for h in hops))
+
+
+def _nic_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
+    was = {i["name"]: i for i in old["interfaces"]}
+    now = {i["name"]: i for i in new["interfaces"]}
+    out: dict[str, Any] = {}
+    added, removed = sorted(set(now) - set(was)), sorted(set(was) - set(now))
+    if added:
+        out["interfaces_added"] = added
+    if removed:
+        out["interfaces_removed"] = removed
+    changed = {}
+    for nic in sorted(set(was) & set(now)):
+        fields = {f: [was[nic].get(f), now[nic].get(f)] for f in IFACE_FIELDS
+                  if was[nic].get(f) != now[nic].get(f)}
+        if fields:
+            changed[nic] = fields
+    if changed:
+        out["interfaces_changed"] = changed
+    return out
+
+
+def node_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
+    """What changes on one node (empty: nothing)."""
+    out = _nic_changes(old, new)
+    if old["address"] != new["address"]:
+        out["address"] = [old["address"], new["address"]]
+    if old["forwarding"] != new["forwarding"]:
+        out["forwarding"] = [old["forwarding"], new["forwarding"]]
+    was = {route_text(r) for r in old["routes"]}
+    now = {route_text(r) for r in new["routes"]}
+    if now - was:
+        out["routes_added"] = sorted(now - was)
+    if was - now:
+        out["routes_removed"] = sorted(was - now)
+    return out
+
+
+def renumbered(old: NodePlan, new: NodePlan, name: str) -> list[dict[str, Any]]:
+    """The addresses of a node present in both plans that change."""
+    out = []
+    if old["address"] != new["address"]:
+        out.append({"node": name, "what": "node address", "old": [old["address"]], "new": [new["address"]]})
+    was = {i["name"]: i["addresses"] for i in old["interfaces"]}
+    for i in new["interfaces"]:
+        before = was.get(i["name"])
+        if before and i["addresses"] and before != i["addresses"]:
+            out.append({"node": name, "what": i["name"], "old": before, "new": i["addresses"]})
+    return out
+
+
+class _Walker:
+    """One plan's route tables and, per destination, the nodes each node forwards to."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.net = planned_net(plan, prefixes(plan))
+        self.names, self.address = self.net.names, self.net.address
+        self.index = {n: k for k, n in enumerate(self.names)}
+
+    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
+        """The nodes src hands a packet for dst to ("" : dst is on a shared segment,
+        "!": no route), every branch."""
+        found = tables.lookup(self.net, self.index[src], self.address[self.index[dst]])
+        if found is None:
+            return ("!",)
+        return tuple(sorted(dst if c == ON_LINK else self.names[c] if c >= 0 else "!"
+                            for c in tables.codes(found[2])))
+
+    def path(self, src: str, dst: str) -> list[str]:
+        """The preferred branch's nodes from src to dst (src and dst included)."""
+        out, at = [src], src
+        while at != dst and len(out) <= len(self.names):
+            found = tables.lookup(self.net, self.index[at], self.address[self.index[dst]])
+            code = tables.codes(found[2])[0] if found else -1
+            at = dst if code == ON_LINK else self.names[code] if code >= 0 else "(no route)"
+            out.append(at)
+            if at == "(no route)":
+                break
+        return out
+
+
+def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLES) -> dict[str, Any]:
+    """The ordered pairs of nodes in both plans whose path changes (see the docstring)."""
+    a, b = _Walker(old), _Walker(new)
+    dests = both
+    sampled = len(both) > PATHS_ALL_UP_TO
+    if sampled:
+        dests = sorted(random.Random(len(both)).sample(both, PATHS_SAMPLE))
+    count, shown = 0, cast("list[dict[str, Any]]", [])
+    for d in dests:
+        memo: dict[str, bool] = {}
+        for s in both:
+            if s != d and _changed(a, b, s, d, memo, 0):
+                count += 1
+                if len(shown) < examples:
+                    shown.append({"pair": "%s -> %s" % (s, d), "old": a.path(s, d), "new": b.path(s, d)})
+    return {"count": count, "compared": len(dests) * (len(both) - 1), "sampled": sampled,
+            "examples": shown}
+
+
+def _changed(a: _Walker, b: _Walker, s: str, d: str, memo: dict[str, bool], depth: int) -> bool:
+    """Whether the nodes of any path from s to d differ between the plans."""
+    if s == d:
+        return False
+    if s in memo:
+        return memo[s]
+    memo[s] = True                      # a loop counts as changed
+    was, now = a.next_names(s, d), b.next_names(s, d)
+    result = was != now or depth > len(a.names) or any(
+        _changed(a, b, x, d, memo, depth + 1) for x in now if x not in ("!", d))
+    memo[s] = result
+    return result
+
+
+def diff(old: Plan, new: Plan, examples: int = EXAMPLES) -> dict[str, Any]:
+    """The differences of two plans (the keys of the module docstring), and ``same``."""
+    was, now = old["nodes"], new["nodes"]
+    both = [n for n in now if n in was]
+    changed = {n: c for n in both if (c := node_changes(was[n], now[n]))}
+    renum = [r for n in both for r in renumbered(was[n], now[n], n)]
+    paths = paths_changed(old, new, both, examples)
+    out: dict[str, Any] = {"nodes_added": sorted(set(now) - set(was)),
+                           "nodes_removed": sorted(set(was) - set(now)),
+                           "nodes_changed": changed, "renumbered": renum, "paths_changed": paths}
+    out["same"] = not (out["nodes_added"] or out["nodes_removed"] or changed or paths["count"])
+    return out
+
+
+def _s(n: int, word: str) -> str:
+    return "%d %s%s" % (n, word, "" if n == 1 else "es" if word.endswith("s") else "s")
+
+
+def _v(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value) or "(none)"
+    return "(none)" if value is None else str(value)
+
+
+def _node_lines(name: str, c: Mapping[str, Any]) -> list[str]:
+    out = ["node %s:" % name]
+    out += ["  NIC %s added" % nic for nic in c.get("interfaces_added", [])]
+    out += ["  NIC %s removed" % nic for nic in c.get("interfaces_removed", [])]
+    for nic, fields in c.get("interfaces_changed", {}).items():
+        out += ["  %s %s: %s -> %s" % (nic, f, _v(old), _v(new)) for f, (old, new) in fields.items()]
+    for key in ("address", "forwarding"):
+        if key in c:
+            out.append("  %s: %s -> %s" % (key, c[key][0], c[key][1]))
+    out += ["  + %s" % r for r in c.get("routes_added", [])]
+    out += ["  - %s" % r for r in c.get("routes_removed", [])]
+    return out
+
+
+def text(d: Mapping[str, Any], old: str, new: str) -> str:
+    """The differences to read: a summary line, then each part."""
+    p = d["paths_changed"]
+    head = "beonet diff %s -> %s: %s added, %s removed, %s changed, %s renumbered; " % (
+        old, new, _s(len(d["nodes_added"]), "node"), _s(len(d["nodes_removed"]), "node"),
+        _s(len(d["nodes_changed"]), "node"), _s(len(d["renumbered"]), "address"))
+    lines = [head + "%s of %s take another path%s" % (
+        p["count"], _s(p["compared"], "ordered pair"), " (sampled destinations)" if p["sampled"] else "")]
+    if d["same"]:
+        return lines[0] + "\nthe plans are the same\n"
+    if d["nodes_added"]:
+        lines.append("nodes added: %s" % ", ".join(d["nodes_added"]))
+    if d["nodes_removed"]:
+        lines.append("nodes removed: %s" % ", ".join(d["nodes_removed"]))
+    for name, c in d["nodes_changed"].items():
+        lines += _node_lines(name, c)
+    if d["renumbered"]:
+        lines.append("renumbered (addresses of nodes in both plans):")
+        lines += ["  %s %s: %s -> %s" % (r["node"], r["what"], " ".join(r["old"]), " ".join(r["new"]))
+                  for r in d["renumbered"]]
+    if p["examples"]:
+        lines.append("paths that change (the preferred branch; %d of %d shown):"
+                     % (len(p["examples"]), p["count"]))
+        lines += ["  %s: %s  ->  %s" % (e["pair"], " ".join(e["old"]), " ".join(e["new"]))
+                  for e in p["examples"]]
+    return "\n".join(lines) + "\n"
