@@ -89,3 +89,12 @@ def test_main_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as exit_info:
         cpusplit.main(["--"])
     assert exit_info.value.code == 2 and "give the command" in capsys.readouterr().err
+
+
+def test_an_output_that_cannot_be_written_is_named_not_a_traceback(tmp_path, monkeypatch, capsys):
+    stat = _stat(tmp_path, 1, 1)
+    monkeypatch.setattr(cpusplit.run, "__defaults__", (stat, str(tmp_path)))
+    bad = str(tmp_path / "no" / "such\ndir" / ".." / "line")
+    assert cpusplit.main(["--out", bad, "--", sys.executable, "-c", "pass"]) == 2
+    err = capsys.readouterr().err
+    assert "cpusplit: cannot write" in err and "cpu: wall" in err

@@ -148,3 +148,15 @@ def test_paths_are_sampled_above_the_limit(monkeypatch):
     found = diff.diff(plan, plan)
     assert found["paths_changed"] == {"count": 0, "compared": 5 * 15, "sampled": True, "examples": []}
     assert found["same"]
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "1e9", "../5", str(10 ** 30)])
+def test_examples_must_be_a_small_whole_number(capsys, tmp_path, value):
+    topo = mesh(tmp_path, "m", [2, 2])
+    code, out, err = run(capsys, "diff", topo, topo, "--examples", value)
+    assert code == 2 and out == "" and "--examples: a whole number from 0 to 100000" in err
+
+
+def test_a_file_name_with_a_line_break_is_shown_escaped(capsys, tmp_path):
+    code, _, err = run(capsys, "diff", str(tmp_path / "a\nb.yml"), mesh(tmp_path, "m", [2, 2]))
+    assert code == 2 and "cannot read" in err and "a\nb.yml" not in err

@@ -123,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give the command to run after --")
     rc, line = run(command)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        try:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError as exc:
+            print("cpusplit: cannot write %r: %s (%s)" % (args.out, exc.strerror, line), file=sys.stderr)
+            return rc or 2
     else:
         print(line, file=sys.stderr)
     return rc
