@@ -107,6 +107,39 @@ options:
     description: With I(preflight), count veth NICs as NICs (the Docker lab's NICs are veths).
     type: bool
     default: false
+  confirm_timeout:
+    description:
+      - Seconds a change waits for its confirmation (I(confirm)) before the node rolls it back
+        by itself; 0 applies without a checkpoint.
+      - Before changing anything the node saves what it is about to change (the files, byte
+        for byte, and the live links, addresses, routes, forwarding, sysctls, nftables table
+        and TSO) in C(/var/lib/beonet/checkpoint) and starts a waiter process of its own that
+        restores them unless confirmed; it survives the controller disappearing, not a reboot.
+        Nothing is armed when there is nothing to change.
+    type: float
+    default: 0
+  confirm:
+    description:
+      - Confirm this node's pending change, or roll it back at once when the node fails its
+        local check (every command of its plan in place; each of I(neighbours) answers an echo
+        request on its NIC). Fails, naming the node and why, when the change is rolled back.
+      - A change left unconfirmed by a reboot is checked and confirmed (or restored) the same way.
+    type: bool
+    default: false
+  neighbours:
+    description: With I(confirm), the planned neighbours to ask.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      nic:
+        description: The cluster NIC to ask through.
+        type: str
+        required: true
+      address:
+        description: The neighbour's address on that NIC's segment.
+        type: str
+        required: true
 author:
   - beonet developers (!UNKNOWN)
 """
@@ -149,6 +182,20 @@ in_sync:
   description: Whether applying the plan would change nothing (no command, file, removal or record).
   returned: with preflight
   type: bool
+checkpoint:
+  description:
+    - With I(preflight), the node's checkpoint, C(state) C(none), C(pending) (a change waits for
+      its confirmation; refused) or C(orphaned) (a change left unconfirmed by a reboot).
+  returned: with preflight
+  type: dict
+rolled_back:
+  description: What a rollback did (C(why), C(at), C(files), C(commands), C(errors), C(left)).
+  returned: when a change of this node was rolled back
+  type: dict
+confirmed:
+  description: With I(confirm), whether a pending change was confirmed.
+  returned: with confirm
+  type: bool
 """
 
 import ipaddress
@@ -157,7 +204,16 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
-from ansible.module_utils.beonet.agent import backends, discover, names, netmanager, nodeplan, preflight
+from ansible.module_utils.beonet.agent import (
+    backends,
+    checkpoint,
+    discover,
+    names,
+    netmanager,
+    nodeplan,
+    preflight,
+    probe,
+)
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
@@ -175,6 +231,11 @@ ARGUMENT_SPEC = {
                      "default": ["Debian", "RedHat", "Archlinux", "Suse"]},
     "include_virtual": {"type": "bool", "default": False},
     "down": {"type": "list", "elements": "str", "default": []},
+    "confirm_timeout": {"type": "float", "default": 0},
+    "confirm": {"type": "bool", "default": False},
+    "neighbours": {"type": "list", "elements": "dict", "default": [],
+                   "options": {"nic": {"type": "str", "required": True},
+                               "address": {"type": "str", "required": True}}},
 }
 
 
@@ -363,20 +424,11 @@ def _run(module: AnsibleModule, actions: list[list[str]], result: dict[str, Any]
 
 
 def _tell_managers(module: AnsibleModule, result: dict[str, Any]) -> None:
-    """Let the managers know the files that changed (they read them at boot).
+    """Let the managers know the files that changed (backends.manager_commands).
 
     After the live changes: a profile NetworkManager activates at once then finds
-    its bond and addresses in place instead of racing 'ip link add'. netplan only
-    generates: 'netplan apply' would touch every NIC, the management one too."""
-    changed = result["files"] + result["removed"]
-    commands = []
-    if any(f.endswith(".nmconnection") for f in changed):
-        commands.append(["nmcli", "connection", "reload"])
-    if backends.NM_UNMANAGED in changed:
-        commands.append(["nmcli", "general", "reload", "conf"])
-    if backends.NETPLAN in changed:
-        commands.append(["netplan", "generate"])
-    for cmd in commands:
+    its bond and addresses in place instead of racing 'ip link add'."""
+    for cmd in backends.manager_commands(result["files"] + result["removed"]):
         path = module.get_bin_path(cmd[0])
         if path:
             rc, _out, err = module.run_command([path] + cmd[1:])
@@ -408,10 +460,92 @@ def _route_diff(name: str, n: nodeplan.NodePlan, live: beonet.LiveState) -> dict
             "before": beonet.routes_text(live["routes"]), "after": beonet.plan_routes_text(n)}
 
 
+def _preflight_exit(module: AnsibleModule, result: dict[str, Any], in_sync: bool) -> None:
+    """preflight's answer: whether the node is in sync, and its checkpoint (a change still
+    waiting for its confirmation is refused; a rollback not reported yet is shown)."""
+    checked = dict(result, changed=False, in_sync=in_sync, checkpoint=checkpoint.status())
+    if checked["checkpoint"]["state"] == "pending":
+        msg = ("%s: a change of an earlier run waits for its confirmation; the node rolls it back by itself "
+               "in %s s (run again after that)" % (module.params["node"], checked["checkpoint"]["left"]))
+        module.fail_json(msg=msg, problems=[msg], changed=False)
+    earlier = checkpoint.peek_result()
+    if earlier:
+        checked["rolled_back"] = earlier
+        module.warn("%s was rolled back at %s: %s"
+                    % (module.params["node"], earlier.get("at"), earlier.get("why")))
+    module.exit_json(**checked)
+
+
+def _scope(n: nodeplan.NodePlan, live: beonet.LiveState) -> list[str]:
+    """The links a change may touch: the plan's, and those of addresses an earlier plan installed."""
+    return sorted(set(_cluster_nics(n)) | {line.split()[-1] for line in live["installed"] if line.split()})
+
+
+def _arm(module: AnsibleModule, live: beonet.LiveState, files: dict[str, str],
+         result: dict[str, Any]) -> None:
+    """Save what the change touches and start the node's rollback waiter; from here on a
+    failure rolls the node back at once (the failure says so)."""
+    p = module.params
+    n, name = p["plan"], p["node"]
+    touched = set(files) | set(backends.stale_paths(read_text(backends.RECORD_PATH), files))
+    saved = checkpoint.checkpoint_of(name, dict(live), touched | {backends.RECORD_PATH, beonet.STATE_PATH},
+                                     _scope(n, live))
+    try:
+        state = checkpoint.status()["state"]
+        if state == "pending":
+            module.fail_json(msg="%s: a change of an earlier run waits for its confirmation" % name, **result)
+        sub = checkpoint.current()
+        older = checkpoint.claim(sub) if state == "orphaned" and sub else None
+        sub = checkpoint.save(checkpoint.merged(older, saved) if older else saved)
+        result["armed"] = checkpoint.arm(sub, p["confirm_timeout"], checkpoint.roll_back)
+    except (OSError, checkpoint.CheckpointError) as exc:
+        module.fail_json(msg="%s: the checkpoint could not be armed, nothing was changed: %s" % (name, exc),
+                         **result)
+    fail = module.fail_json
+
+    def failed(msg: str, **kwargs: Any) -> None:
+        back = checkpoint.roll_back_now(msg, checkpoint.roll_back)
+        kwargs["rolled_back"] = back
+        counts = (len(back.get("files", [])), len(back.get("commands", [])))
+        fail(msg="%s; rolled back (%d files, %d commands)" % ((msg,) + counts), **kwargs)
+    module.fail_json = failed
+
+
+def _neighbours(module: AnsibleModule) -> list[tuple[str, str]]:
+    return [(str(t["address"]), str(t["nic"])) for t in module.params["neighbours"]]
+
+
+def _confirm(module: AnsibleModule) -> None:
+    """Confirm the pending change if the node passes its local check, else roll it back."""
+    p = module.params
+    n, name = p["plan"], p["node"]
+    refused = _param_problems(p)
+    if refused:
+        module.fail_json(msg="; ".join(refused), problems=refused, changed=False)
+    if checkpoint.status()["state"] == "none" or module.check_mode:
+        earlier = None if module.check_mode else checkpoint.take_result()
+        if earlier:
+            module.warn("%s was rolled back at %s: %s" % (name, earlier.get("at"), earlier.get("why")))
+        module.exit_json(changed=False, confirmed=False, **({"rolled_back": earlier} if earlier else {}))
+    live = _live_state(module, n)
+    left, problems = beonet.node_actions(n, name, p["prefixes"], live)
+    problems += checkpoint.check_problems(name, left, _neighbours(module), probe.ping_all)
+    if problems:
+        back = checkpoint.roll_back_now("; ".join(problems), checkpoint.roll_back)
+    else:
+        back = checkpoint.confirm()
+    if back is None:
+        module.exit_json(changed=False, confirmed=True)
+    module.fail_json(msg="%s: rolled back: %s" % (name, back.get("why")), rolled_back=back, confirmed=False,
+                     changed=True)
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     n, name = p["plan"], p["node"]
+    if p["confirm"]:
+        _confirm(module)
     p["management_interface"], p["management_address"] = _management(module)
     actions, live, decision = _checked_actions(module)
     takeovers = _nm_takeovers(module, n, decision)
@@ -432,9 +566,9 @@ def main() -> None:
     state = beonet.installed_addresses(n)
     state_stale = live["installed"] != state.splitlines()
     if p["preflight"]:
-        checked = dict(result)
-        checked.update(changed=False, in_sync=not (result["changed"] or record_stale or state_stale))
-        module.exit_json(**checked)
+        _preflight_exit(module, result, not (result["changed"] or record_stale or state_stale))
+    if write and p["confirm_timeout"] > 0 and (result["changed"] or record_stale or state_stale):
+        _arm(module, live, files, result)
     if write:
         _run(module, actions, result)
         _tell_managers(module, result)

@@ -96,6 +96,13 @@ paths:
     - With I(down), the live pairs that can reach each other only.
   returned: when paths is true
   type: dict
+rolling:
+  description:
+    - What a rolling, confirmed push needs (docs/changing.md). C(order) the nodes in the order
+      their changes roll out (leaves, then gateways); C(neighbours), for each node, the
+      neighbours it asks before its change is confirmed (C(nic), C(address), C(node)).
+  returned: success
+  type: dict
 live:
   description: The nodes of the plan (all of them unless I(down) is given), in plan order.
   returned: success
@@ -114,7 +121,7 @@ from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 try:
     from ansible.module_utils.beonet.compiler import load, pipeline
     from ansible.module_utils.beonet.compiler.errors import CompileError, Problem
-    from ansible.module_utils.beonet.outputs import dryrun, inventory
+    from ansible.module_utils.beonet.outputs import dryrun, inventory, rolling
     from ansible.module_utils.beonet.outputs import plan as render
     IMPORT_ERROR = load.missing_libraries()
 except ImportError as exc:  # beonet's module_utils incomplete on the controller
@@ -154,6 +161,7 @@ def run(module):
     plan = render.plan(compiled, physical)
     result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
               "live": list(plan["nodes"]),
+              "rolling": {"order": rolling.order(plan), "neighbours": rolling.neighbours(plan)},
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]

@@ -77,26 +77,38 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 KEYS = ("node", "plan", "plan_format", "prefixes", "backend", "management_interface",
-        "management_address", "supported_os", "include_virtual", "down", "preflight", "validate_only")
+        "management_address", "supported_os", "include_virtual", "down", "preflight", "validate_only",
+        "confirm_timeout", "confirm", "neighbours")
+
+
+def listed(name):
+    return os.environ.get(name, "").split(",")
 
 
 def main():
     m = AnsibleModule(argument_spec={k: {"type": "raw"} for k in KEYS}, supports_check_mode=True)
-    node, pre = m.params["node"], bool(m.params["preflight"])
+    node, pre, confirm = m.params["node"], bool(m.params["preflight"]), bool(m.params["confirm"])
+    asked = sorted(t["address"] for t in m.params["neighbours"] or [])
+    what = "preflight" if pre else "confirm %d" % len(asked) if confirm else "apply"
     with open(os.environ["BEONET_STUB_LOG"], "a") as fh:
-        fh.write("%s %s%s\\n" % (node, "preflight" if pre else "apply", " check" if m.check_mode else ""))
-    if pre and node in os.environ.get("BEONET_STUB_REFUSE", "").split(","):
+        fh.write("%s %s%s\\n" % (node, what, " check" if m.check_mode else ""))
+    if pre and node in listed("BEONET_STUB_REFUSE"):
         m.fail_json(msg="%s: refused by the stand-in" % node)
     if pre:
-        m.exit_json(changed=False, in_sync=node in os.environ.get("BEONET_STUB_SYNCED", "").split(","))
-    m.exit_json(changed=True)
+        m.exit_json(changed=False, in_sync=node in listed("BEONET_STUB_SYNCED"), checkpoint={"state": "none"})
+    if confirm and node in listed("BEONET_STUB_ROLLBACK"):
+        m.fail_json(msg="%s: rolled back: %s: no answer from 10.0.0.2 on eth1" % (node, node))
+    if confirm:
+        m.exit_json(changed=False, confirmed=True, asked=m.params["neighbours"])
+    armed = {"armed": 1} if float(m.params["confirm_timeout"] or 0) > 0 and not m.check_mode else {}
+    m.exit_json(changed=True, **armed)
 
 
 main()
 '''
 
 
-def site(tmp_path, *args, refuse="", synced=""):
+def site(tmp_path, *args, refuse="", synced="", rollback=""):
     """site.yml on nodes a, b, c (local connection) with the stand-in beonet_node; its calls."""
     (tmp_path / "lib").mkdir(exist_ok=True)
     (tmp_path / "lib/beonet_node.py").write_text(STUB_NODE)
@@ -110,7 +122,8 @@ def site(tmp_path, *args, refuse="", synced=""):
     log.write_text("")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LIBRARY="%s:%s" % (tmp_path / "lib", ROOT / "library"),
-               BEONET_STUB_LOG=str(log), BEONET_STUB_REFUSE=refuse, BEONET_STUB_SYNCED=synced)
+               BEONET_STUB_LOG=str(log), BEONET_STUB_REFUSE=refuse, BEONET_STUB_SYNCED=synced,
+               BEONET_STUB_ROLLBACK=rollback)
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
                           "playbooks/site.yml", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, check=False)
@@ -120,8 +133,26 @@ def site(tmp_path, *args, refuse="", synced=""):
 def test_site_applies_only_where_the_node_is_out_of_sync(tmp_path):
     res, calls = site(tmp_path, synced="a,c")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert calls == ["a preflight", "b apply", "b preflight", "c preflight"]
+    assert calls == ["a preflight", "b apply", "b confirm 2", "b preflight", "c preflight"]
     assert "Gathering Facts" not in res.stdout
+
+
+def test_site_rolls_out_leaves_first_and_stops_at_the_batch_with_a_rolled_back_node(tmp_path):
+    """a - b - c: b forwards, so the order is a, c, then b; one node a batch; c is rolled
+    back: the run fails naming it and b is never touched."""
+    res, _calls = site(tmp_path, "-e", "beonet_serial=1", rollback="c")
+    order = (tmp_path / "calls.log").read_text().splitlines()
+    assert res.returncode != 0 and "c: rolled back: c: no answer from 10.0.0.2 on eth1" in res.stdout
+    # b is not on the plan yet when a and c confirm: neither asks it
+    assert order[3:] == ["a apply", "a confirm 0", "c apply", "c confirm 0"], order
+
+
+def test_site_confirms_every_node_of_a_batch_asking_only_neighbours_on_the_plan(tmp_path):
+    res, calls = site(tmp_path, "-e", "beonet_serial=2", synced="b")
+    assert res.returncode == 0, res.stdout + res.stderr
+    # b was in sync: a and c ask it
+    assert calls == ["a apply", "a confirm 1", "a preflight", "b preflight", "c apply", "c confirm 1",
+                     "c preflight"]
 
 
 def test_site_one_refusal_stops_every_node_before_any_change(tmp_path):
@@ -136,6 +167,12 @@ def test_site_in_check_mode_still_reports_what_would_change(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert calls == ["a apply check", "a preflight check", "b preflight check",
                      "c apply check", "c preflight check"]
+
+
+def test_site_with_the_confirm_timeout_zero_applies_without_confirming(tmp_path):
+    res, calls = site(tmp_path, "-e", "beonet_confirm_timeout=0", synced="a,c")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["a preflight", "b apply", "b preflight", "c preflight"]
 
 
 def test_mpi_module_gives_each_launcher_its_own_ssh_parameter(tmp_path):

@@ -1073,7 +1073,7 @@ def test_a_lab_gone_without_down_does_not_hold_the_limits(host, tree, hub, tmp_p
     record["holders"][str(tmp_path / ".lab" / "gone")]["pid"] = 999999999
     host.record.write_text(json.dumps(record))
     base.remove_state(str(tmp_path / ".lab" / "gone"))
-    monkeypatch.setattr(hostlimits, "_alive", lambda pid: pid != 999999999)
+    monkeypatch.setattr(hostlimits, "alive", lambda pid: pid != 999999999)
     dlab.up(str(hub), str(tmp_path), "small")
     dlab.down(str(hub), str(tmp_path), "small")
     assert _gc(host) == (128, 512, 1024) and not host.record.exists()

@@ -416,7 +416,8 @@ def beonet_node(monkeypatch, tmp_path):
     """library/beonet_node.py, importing ansible.module_utils.beonet from this tree, on
     a blank node in a folder (never the controller's own files): the network managers
     are probed and /etc/os-release read under NODE_ROOT, an empty folder, and so are the
-    files the module reads; the kernel has the bonding driver."""
+    files the module reads; the kernel has the bonding driver; the checkpoints live in
+    the folder too."""
     import ansible.module_utils
     monkeypatch.setattr(ansible.module_utils, "__path__",
                         [*ansible.module_utils.__path__, str(ROOT / "module_utils")])
@@ -428,6 +429,10 @@ def beonet_node(monkeypatch, tmp_path):
     monkeypatch.setattr(lib, "NODE_ROOT", str(root))
     monkeypatch.setattr(lib, "read_text", lambda path: files.read_text(str(root / path.lstrip("/"))))
     monkeypatch.setattr(lib, "_bonding_driver", lambda module: True)
+    boot = tmp_path / "boot_id"
+    boot.write_text("boot-1\n")
+    monkeypatch.setattr(lib.checkpoint, "BOOT_ID", str(boot))
+    monkeypatch.setattr(lib.checkpoint, "FOLDER", str(tmp_path / "checkpoint"))
     return lib
 
 

@@ -391,9 +391,9 @@ def _write_sysctl(setting: str) -> None:
         fh.write(value + "\n")
 
 
-def _turn_tso_off(dev: str) -> str | None:
-    set_tso(dev, False)
-    return "the kernel keeps TSO on" if get_tso(dev) else None
+def _put_tso(dev: str, on: bool) -> str | None:
+    set_tso(dev, on)
+    return None if get_tso(dev) == on else "the kernel keeps TSO %s" % ("off" if on else "on")
 
 
 def run_action(cmd: Action, run: Runner) -> str | None:
@@ -406,7 +406,7 @@ def run_action(cmd: Action, run: Runner) -> str | None:
             _write_sysctl(cmd[-1])
             return None
         if cmd[0] == "ethtool":
-            return _turn_tso_off(cmd[2])
+            return _put_tso(cmd[2], cmd[-1] == "on")
     except OSError as exc:
         return str(exc)
     rc, err = run(cmd)

@@ -335,5 +335,20 @@ def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
                    and p.strip() not in keep})
 
 
+def manager_commands(changed: Iterable[str]) -> list[list[str]]:
+    """What tells the network managers that these files changed (they read them at boot):
+    NetworkManager reloads its keyfiles and its conf.d; netplan only generates ('netplan
+    apply' would touch every NIC, the management one too)."""
+    changed = list(changed)
+    commands = []
+    if any(f.endswith(".nmconnection") for f in changed):
+        commands.append(["nmcli", "connection", "reload"])
+    if NM_UNMANAGED in changed:
+        commands.append(["nmcli", "general", "reload", "conf"])
+    if NETPLAN in changed:
+        commands.append(["netplan", "generate"])
+    return commands
+
+
 def record_text(paths: Iterable[str]) -> str:
     return "".join(p + "\n" for p in sorted(paths))

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..agent.files import atomic_write
+from ..agent.procs import alive
 from .base import DOCKER_STATE, LabError, Plan, Record
 
 PROC_SYS = "/proc/sys"
@@ -89,21 +90,10 @@ class NoRecord(LabError):
     """The host-wide record cannot be kept (not root)."""
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process is still running."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _stale(folder: str, holder: Mapping[str, Any]) -> bool:
     """A holder whose lab is gone: no state record, and the `lab up` that
     registered it has ended."""
-    return not os.path.exists(os.path.join(folder, DOCKER_STATE)) and not _alive(int(holder["pid"]))
+    return not os.path.exists(os.path.join(folder, DOCKER_STATE)) and not alive(int(holder["pid"]))
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ import sys
 import time
 from typing import Any
 
+from ..agent.procs import alive
 from ..compiler import pipeline
 from ..compiler.errors import CompileError
 from ..outputs import plan as render
@@ -531,9 +532,8 @@ def _pid(state: str, node: str) -> int | None:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """Whether QEMU runs under that pid (not another process given the pid since)."""
+    if not alive(pid):
         return False
     try:
         with open(os.path.join(PROC, str(pid), "cmdline"), "rb") as fh:
