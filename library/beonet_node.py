@@ -360,10 +360,9 @@ def _remove(path: str) -> None:
     os.unlink(path)
 
 
-def _remove_stale(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
-                  diffs: list[dict[str, str]], write: bool) -> bool:
-    """Remove the files an earlier plan wrote that this one does not, and record this
-    plan's; whether the record was (or would be) written."""
+def _stale(files: dict[str, str], result: dict[str, Any], diffs: list[dict[str, str]]) -> bool:
+    """The files an earlier plan wrote that this one does not (to remove), and whether
+    the record of this plan's files is to be written."""
     recorded = read_text(backends.RECORD_PATH)
     for path in backends.stale_paths(recorded, files):
         old = read_text(path)
@@ -372,16 +371,7 @@ def _remove_stale(module: AnsibleModule, files: dict[str, str], result: dict[str
         result["removed"].append(path)
         diffs.append({"before_header": path, "after_header": path + " (removed)",
                       "before": old, "after": ""})
-        if write:
-            try:
-                _remove(path)
-            except OSError as exc:
-                module.fail_json(msg="%s: removing %s failed: %s" % (module.params["node"], path, exc),
-                                 **result)
-    record = backends.record_text(files)
-    if recorded != record and write:
-        _write(module, backends.RECORD_PATH, record, 0o644, result)
-    return recorded != record
+    return recorded != backends.record_text(files)
 
 
 def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
@@ -397,20 +387,30 @@ def _write(module: AnsibleModule, path: str, text: str | None, mode: int,
                          **result)
 
 
-def _persist(module: AnsibleModule, files: dict[str, str], result: dict[str, Any],
-             diffs: list[dict[str, str]], write: bool) -> None:
-    """Write the persistent files that differ, and fix the mode of those that do not."""
+def _differing(files: dict[str, str], result: dict[str, Any], diffs: list[dict[str, str]]) -> None:
+    """The persistent files that differ, or whose mode does (result["files"])."""
     for path, text in sorted(files.items()):
-        mode = beonet.file_mode(path)
         old = read_text(path)
         if old != text:
             diffs.append({"before_header": path, "after_header": path,
                           "before": old or "", "after": text})
-        elif os.stat(path).st_mode & 0o777 == mode:
+        elif os.stat(path).st_mode & 0o777 == beonet.file_mode(path):
             continue
         result["files"].append(path)
-        if write:
-            _write(module, path, text if old != text else None, mode, result)
+
+
+def _put_files(module: AnsibleModule, files: dict[str, str], result: dict[str, Any], record: bool) -> None:
+    """Write the files that differ (or fix their mode), remove the stale ones, write the record."""
+    for path in result["files"]:
+        text = files[path]
+        _write(module, path, text if read_text(path) != text else None, beonet.file_mode(path), result)
+    for path in result["removed"]:
+        try:
+            _remove(path)
+        except OSError as exc:
+            module.fail_json(msg="%s: removing %s failed: %s" % (module.params["node"], path, exc), **result)
+    if record:
+        _write(module, backends.RECORD_PATH, backends.record_text(files), 0o644, result)
 
 
 def _run(module: AnsibleModule, actions: list[list[str]], result: dict[str, Any]) -> None:
@@ -560,16 +560,17 @@ def main() -> None:
     write = not (module.check_mode or p["preflight"])
     diffs: list[dict[str, str]] = []
     files = _files(n, p["prefixes"], decision)
-    _persist(module, files, result, diffs, write)
-    record_stale = _remove_stale(module, files, result, diffs, write)
+    _differing(files, result, diffs)
+    record_stale = _stale(files, result, diffs)
     result["changed"] = bool(result["actions"] or result["files"] or result["removed"])
     state = beonet.installed_addresses(n)
     state_stale = live["installed"] != state.splitlines()
     if p["preflight"]:
         _preflight_exit(module, result, not (result["changed"] or record_stale or state_stale))
     if write and p["confirm_timeout"] > 0 and (result["changed"] or record_stale or state_stale):
-        _arm(module, live, files, result)
+        _arm(module, live, files, result)       # before anything is written
     if write:
+        _put_files(module, files, result, record_stale)
         _run(module, actions, result)
         _tell_managers(module, result)
         # read again once the NICs are configured and the keyfiles reloaded: what holds

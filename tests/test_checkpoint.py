@@ -165,6 +165,7 @@ def test_a_confirmed_change_leaves_no_waiter_and_no_file(folder, tmp_path):
     assert checkpoint.confirm(folder) is None
     assert _until(lambda: not checkpoint.procs.alive(pid)), "the waiter is still running"
     assert not mark.exists() and not os.path.exists(sub) and checkpoint.status(folder) == {"state": "none"}
+    assert os.listdir(folder) == []
 
 
 def test_a_change_not_confirmed_in_time_is_rolled_back_by_the_waiter_alone(folder, tmp_path):

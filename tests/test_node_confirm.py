@@ -26,7 +26,7 @@ def _params(plan, **more):
 @pytest.fixture()
 def armed(lib, monkeypatch):
     """Record what apply saves and arms instead of starting a waiter."""
-    got = {}
+    got = {"events": []}
 
     def save(saved, folder=None):
         got["saved"] = saved
@@ -34,8 +34,8 @@ def armed(lib, monkeypatch):
     monkeypatch.setattr(lib.checkpoint, "save", save)
     monkeypatch.setattr(lib.checkpoint, "arm",
                         lambda sub, timeout, roll_back: got.update(arm=(sub, timeout)) or 4242)
-    monkeypatch.setattr(lib.checkpoint.restore, "copy_of", lambda path: None)
-    monkeypatch.setattr(lib, "atomic_write", lambda path, text, mode: None)
+    monkeypatch.setattr(lib.checkpoint.restore, "copy_of", lambda path: got["events"].append("copy"))
+    monkeypatch.setattr(lib, "atomic_write", lambda path, text, mode: got["events"].append("write"))
     return got
 
 
@@ -49,6 +49,8 @@ def test_apply_saves_what_it_touches_and_arms_the_waiter_before_any_change(lib, 
     assert saved["node"] == "node01" and saved["scope"] == ["eth1"]
     assert set(saved["live"]) == {"links", "addrs", "routes", "forwarding", "nft_table", "tso", "sysctls"}
     assert lib.backends.RECORD_PATH in saved["files"] and lib.beonet.SYSCTL_PATH in saved["files"]
+    events = armed["events"]
+    assert "write" in events and "copy" not in events[events.index("write"):], "a file was written first"
 
 
 def test_a_node_with_nothing_to_change_arms_nothing(lib, monkeypatch, single, armed):

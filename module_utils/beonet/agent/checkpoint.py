@@ -128,7 +128,7 @@ def finish(sub: str, result: dict[str, Any] | None = None) -> None:
     """End a decided checkpoint: keep a rollback's result until a run reads it, remove
     the rest (a confirmed checkpoint leaves nothing behind)."""
     if result is None:
-        shutil.rmtree(sub, ignore_errors=True)
+        _remove(sub)
         return
     atomic_write(paths(sub)["result"], json.dumps(result, sort_keys=True), mode=0o600)
     for name in ("taken", "waiter", "rollback"):
@@ -148,8 +148,17 @@ def take_result(folder: str | None = None) -> dict[str, Any] | None:
     result = peek_result(folder)
     sub = current(folder)
     if result is not None and sub is not None:
-        shutil.rmtree(sub, ignore_errors=True)
+        _remove(sub)
     return result
+
+
+def _remove(sub: str) -> None:
+    """Remove a decided checkpoint's folder, and the name of it as the current one."""
+    shutil.rmtree(sub, ignore_errors=True)
+    name = os.path.join(os.path.dirname(sub), "current")
+    if (read_text(name) or "").strip() == os.path.basename(sub):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
 
 
 # -- the waiter ------------------------------------------------------------------------
@@ -209,7 +218,7 @@ def _wait_result(sub: str, wait: float, sleep: Callable[[float], None]) -> dict[
     while waited < wait:
         result = _load(p["result"])
         if isinstance(result, dict):
-            shutil.rmtree(sub, ignore_errors=True)
+            _remove(sub)
             return result
         sleep(0.1)
         waited += 0.1
@@ -246,7 +255,7 @@ def roll_back_now(why: str, roll_back: RollBack, folder: str | None = None, wait
     if saved is None:
         return _wait_result(sub, wait, sleep) or _late(why, wait)
     result = roll_back(saved, why)
-    shutil.rmtree(sub, ignore_errors=True)
+    _remove(sub)
     return result
 
 
