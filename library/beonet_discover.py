@@ -20,6 +20,16 @@ description:
     every node is started (and a few seconds more) I(collect=true) stops it and returns
     its report. The background listener ends by itself after I(window) seconds (its
     cap) if it is never collected.
+  - A listener running longer than 10 s backs off to one beacon a second (+-20 %) on
+    each NIC and reads its sockets twice a second, not once for every frame; so every
+    node must listen at once for at least 7.8 s (3 s for a NIC brought up to find its
+    carrier, and 4 beacons at that pace), which C(playbooks/discover.yml)'s settle time
+    (8 s) gives.
+  - I(background=true) first tells every listener of this node still running (an
+    earlier run's, never collected) to stop, waits until it has put its NICs back and
+    removed its files (20 s at most, else it fails and starts nothing), and returns
+    their runs in C(superseded). A listener is known to run by the lock it holds on its
+    pid file, never by its pid; no process is killed.
   - Touches no address and never the management NICs. A NIC that was down is brought
     up for the window, with IPv6 off on it so that it gets no link-local address, and
     put back down as it was afterwards, also on error or SIGTERM. It changes nothing
@@ -64,7 +74,8 @@ options:
     description:
       - Start the listener in the background (its own session, files under
         C(/run/beonet/discover/), named by I(run), which must then be 1 to 64 letters,
-        digits, C(_) or C(-)) and return its C(pid) at once.
+        digits, C(_) or C(-)) and return its C(pid) at once, once every earlier listener
+        of this node has stopped.
     type: bool
     default: false
   collect:
@@ -121,6 +132,13 @@ pid:
   description: The background listener's process id.
   returned: with I(background)
   type: int
+superseded:
+  description:
+    - The runs whose listeners were still running on this node and were stopped before
+      this one started (their reports were never collected; they write none).
+  returned: with I(background)
+  type: list
+  elements: str
 ended:
   description:
     - C(stopped) (by I(collect)) or C(cap) (its window ran out first, so it may have
@@ -159,9 +177,9 @@ def main() -> None:
         module.fail_json(msg="background and collect are mutually exclusive", changed=False)
     try:
         if p["background"]:
-            pid = discover.start_background(p["node"], p["run"], p["window"], p["management"],
-                                            p["include_virtual"], p["exclude"])
-            module.exit_json(changed=False, pid=pid)
+            started = discover.start_background(p["node"], p["run"], p["window"], p["management"],
+                                                p["include_virtual"], p["exclude"])
+            module.exit_json(changed=False, pid=started["pid"], superseded=started["superseded"])
         if p["collect"]:
             got = discover.collect_background(p["node"], p["run"])
             module.exit_json(changed=False, discovery=got["discovery"], ended=got["ended"],

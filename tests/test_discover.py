@@ -6,6 +6,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -92,6 +94,167 @@ def test_a_window_out_of_range_is_refused(window):
         d.discover("node07", RUN, window, sysfs="/nonexistent")
 
 
+# -- the pace: cheap when long, and still heard within the settle time ---------------------------
+
+class _Lan:
+    """A simulated clock and the frames on their way to a listener's NICs: each
+    neighbour beacons every `period` seconds from its own phase; wait() (select) moves
+    the clock to the first frame waiting or to its timeout, sleep() moves it on."""
+
+    def __init__(self, neighbours, period, horizon, drops=0):
+        self.now = 5000.0
+        self.wakes = []
+        self.sleeps = []
+        self.nics = {nic: _SimNic(self, nic, k, neighbours, period, horizon, drops) for k, nic in
+                     enumerate(("eth0", "eth1"))}
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def wait(self, socks, _w, _x, timeout):
+        ready = [s for s in socks if s.waiting()]
+        if not ready:
+            first = min(s.next_frame() for s in socks)
+            self.now = min(first, self.now + timeout)
+            ready = [s for s in socks if s.waiting()]
+        self.wakes.append(self.now)
+        return ready, [], []
+
+
+class _SimNic:
+    def __init__(self, lan, name, fd, neighbours, period, horizon, drops):
+        self.lan, self.name, self.fd, self.drops = lan, name, fd + 100, drops
+        self.sent = []
+        beacons = [(lan.now + (k + 0.25 + fd / 2) * period / neighbours + j * period,
+                    d.encode_beacon(RUN, "peer%02d" % k, "eth0", "02:00:00:00:%02x:01" % k))
+                   for k in range(neighbours) for j in range(int(horizon / period) + 1)]
+        self.queue = sorted(beacons)
+
+    def fileno(self):
+        return self.fd
+
+    def waiting(self):
+        return bool(self.queue) and self.queue[0][0] <= self.lan.now
+
+    def next_frame(self):
+        return self.queue[0][0] if self.queue else float("inf")
+
+    def recvfrom(self, _size):
+        if not self.waiting():
+            raise BlockingIOError()
+        return self.queue.pop(0)[1], (self.name, 0x88B5, 1, 1, b"")
+
+    def send(self, _frame):
+        self.sent.append(self.lan.now)
+
+    def getsockopt(self, level, option, size):
+        assert (level, option, size) == (d.SOL_PACKET, d.PACKET_STATISTICS, 8)
+        return struct.pack("II", 0, self.drops)
+
+
+def _exchange(lan, window, tmp_path, **kw):
+    frames = {name: b"beacon of " + name.encode() for name in lan.nics}
+    return d.exchange("me", RUN, lan.nics, frames, window, str(tmp_path), clock=lan.clock, wait=lan.wait,
+                      sleep=lan.sleep, **kw)
+
+
+def _per_second(times, start, end):
+    return sum(1 for t in times if start <= t < end) / (end - start)
+
+
+def test_a_short_run_keeps_a_quarter_second_pace_and_reads_every_frame_at_once(tmp_path):
+    lan = _Lan(31, d.INTERVAL, 12)
+    start = lan.now
+    heard, _carried = _exchange(lan, d.FAST, tmp_path)
+    assert {nic: len(h) for nic, h in heard.items()} == {"eth0": 31, "eth1": 31}
+    gaps = [b - a for a, b in zip(lan.nics["eth0"].sent, lan.nics["eth0"].sent[1:])]
+    assert len(gaps) >= 30 and all(0.8 * d.INTERVAL <= g <= 1.2 * d.INTERVAL + 1e-9 for g in gaps)
+    assert lan.sleeps == [] and _per_second(lan.wakes, start, start + d.FAST) > 2 * 31 * 4 * 0.9
+
+
+def test_a_long_run_backs_off_to_the_ceiling_and_wakes_a_few_times_a_second(tmp_path):
+    """After FAST seconds: one beacon per MAX_INTERVAL (+-JITTER), and the frames of 62
+    neighbours beaconing four times a second read in a few wake-ups a second, none lost."""
+    lan = _Lan(31, d.INTERVAL, 100)
+    start = lan.now
+    heard, _carried = _exchange(lan, 100, tmp_path)
+    assert {nic: len(h) for nic, h in heard.items()} == {"eth0": 31, "eth1": 31}
+    sent = lan.nics["eth1"].sent
+    gaps = [b - a for a, b in zip(sent, sent[1:]) if a >= start + d.FAST + 2 * d.MAX_INTERVAL]
+    assert len(gaps) > 70 and all(0.8 * d.MAX_INTERVAL <= g <= 1.2 * d.MAX_INTERVAL + 1e-9 for g in gaps)
+    slow = _per_second(lan.wakes, start + d.FAST + 5, start + 100)
+    assert slow <= 1 / d.HOLD + 1 / (0.8 * d.MAX_INTERVAL) + 0.5, slow
+    assert not any(nic.queue and nic.queue[0][0] < lan.now - d.HOLD for nic in lan.nics.values())
+
+
+def test_the_settle_time_holds_several_beacons_of_every_listener_at_the_slowest_pace(tmp_path):
+    """The rule of the settle time: a listener started last may wait CARRIER_WAIT for its
+    carrier; in what is left of SETTLE_MIN every other listener sends SETTLE_BEACONS
+    beacons at least, however long it has run; and the playbook settles that long."""
+    lan = _Lan(1, d.INTERVAL, 300)
+    start = lan.now
+    _exchange(lan, 300, tmp_path)
+    sent = lan.nics["eth0"].sent
+    span = d.SETTLE_MIN - d.CARRIER_WAIT
+    fewest = min(sum(1 for t in sent if a <= t < a + span)
+                 for a in (start + k * 0.05 for k in range(int((300 - span) / 0.05))))
+    assert fewest >= d.SETTLE_BEACONS >= 3
+    playbook = (ROOT / "playbooks/discover.yml").read_text()
+    settle = int(re.search(r"beonet_discover_settle \| default\((\d+)\)", playbook).group(1))
+    assert d.SETTLE_MIN <= settle < d.SETTLE_MIN + 1
+
+
+def test_a_receive_queue_that_drops_frames_is_read_more_often(tmp_path):
+    lan = _Lan(31, d.INTERVAL, 30, drops=1)
+    _exchange(lan, 30, tmp_path)
+    held = [s for s in lan.sleeps if s > 0]
+    assert held and max(held) <= d.HOLD / 2 and lan.sleeps[-1] == 0
+
+
+def test_the_stop_mark_ends_a_long_run_within_a_beacon(tmp_path):
+    lan = _Lan(3, d.MAX_INTERVAL, 200)
+    end = lan.now + 150
+    _exchange(lan, 1000, tmp_path, stop=lambda: lan.now >= end)
+    assert end <= lan.now <= end + 1.2 * d.MAX_INTERVAL + d.HOLD
+
+
+class _Opts:
+    """A socket whose options are recorded; SO_RCVBUFFORCE refused unless root."""
+
+    def __init__(self, root):
+        self.root, self.set = root, {}
+
+    def setsockopt(self, level, option, value):
+        if option == d.SO_RCVBUFFORCE and not self.root:
+            raise PermissionError(1, "Operation not permitted")
+        self.set[option] = value
+
+    def getsockopt(self, level, option, size=None):
+        if level != socket.SOL_SOCKET:
+            raise OSError(92, "Protocol not available")       # no PACKET_STATISTICS
+        return 2 * self.set.get(d.SO_RCVBUFFORCE, min(self.set.get(socket.SO_RCVBUF, 0), 212992))
+
+
+@pytest.mark.parametrize("root, granted", [(True, 2 * d.RCVBUF), (False, 2 * 212992)])
+def test_the_receive_queue_is_made_large_enough_for_a_hold(root, granted):
+    assert d.receive_queue(_Opts(root)) == granted
+    assert d.dropped(_Opts(root)) == 0          # no statistics: nothing known dropped
+
+
+def test_a_real_socket_pair_listened_on_in_the_long_pace_hears_every_neighbour():
+    """exchange on real descriptors (select, reads), past FAST at once."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("discover_cost", ROOT / "scripts" / "discover_cost.py")
+    cost = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cost)
+    got = cost.measure(neighbours=5, nics=2, seconds=1.5, interval=0.25, fast=0.0)
+    assert got["heard"] == 10 and got["cpu_per_second"] < 0.5
+
+
 # -- candidate NICs from a fake /sys/class/net ---------------------------------------------------
 
 def _nic(root, name, kind="1", devtype=None, entries=(), physical=False):
@@ -147,9 +310,10 @@ def _fake_discover(ends):
 @pytest.mark.parametrize("ends", ["stopped", "cap"])
 def test_a_background_listener_runs_until_it_is_collected_or_its_cap(tmp_path, monkeypatch, ends):
     monkeypatch.setattr(d, "discover", _fake_discover(ends))
-    pid = d.start_background("A", "1764201234", 30.0, ["eth9"], True, [], folder=str(tmp_path))
-    assert pid > 0 and pid != os.getpid()
-    assert (tmp_path / "1764201234-A.pid").read_text() == "%d\n" % pid
+    started = d.start_background("A", "1764201234", 30.0, ["eth9"], True, [], folder=str(tmp_path))
+    pid = started["pid"]
+    assert pid > 0 and pid != os.getpid() and started["superseded"] == []
+    assert (tmp_path / "1764201234-A.pid").read_text() == "%d\n1764201234\nA\n" % pid
     got = d.collect_background("A", "1764201234", folder=str(tmp_path))
     assert got["discovery"] == {"format": 1, "node": "A", "run": "1764201234", "nics": [], "window": 30.0}
     assert got["ended"] == ends and got["listened"] >= 0
@@ -185,6 +349,89 @@ def test_a_background_run_needs_a_plain_name_for_its_files(tmp_path, run):
 def test_a_background_cap_out_of_range_is_refused(tmp_path):
     with pytest.raises(d.DiscoveryError, match="window must be more than 0"):
         d.start_background("A", "r4", 0.0, folder=str(tmp_path))
+
+
+def _stoppable(log):
+    """A discover() that listens until told to stop, then notes in log that it put its
+    NICs back (and how it was told), as the real one does on leaving."""
+    def fake(node, run, window, management, include_virtual, exclude, stop):
+        deadline = time.monotonic() + 20
+        while not stop() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(log, "a") as fh:
+            fh.write("%s %s put back\n" % (run, node))
+        return {"format": 1, "node": node, "run": run, "nics": []}
+    return fake
+
+
+def test_a_new_run_stops_the_nodes_earlier_listener_which_leaves_no_report(tmp_path, monkeypatch):
+    """The earlier run's listener is told by its stop mark, puts its NICs back and
+    removes its files before the new one starts; another node's listener (the
+    namespace labs run several nodes on one machine) is left alone."""
+    log = tmp_path / "log"
+    folder = tmp_path / "run"
+    monkeypatch.setattr(d, "discover", _stoppable(str(log)))
+    first = d.start_background("A", "r1", 30.0, folder=str(folder))
+    d.start_background("B", "r1", 30.0, folder=str(folder))
+    second = d.start_background("A", "r2", 30.0, folder=str(folder))
+    assert second["superseded"] == ["r1"] and second["pid"] != first["pid"]
+    assert log.read_text() == "r1 A put back\n"            # before the new listener started
+    assert sorted(p.name for p in folder.iterdir()) == ["r1-B.pid", "r2-A.pid"]
+    with pytest.raises(d.DiscoveryError, match="^A: no discovery run r1 was started here .* a later run"):
+        d.collect_background("A", "r1", folder=str(folder))
+    assert d.collect_background("A", "r2", folder=str(folder))["ended"] == "stopped"
+    assert d.collect_background("B", "r1", folder=str(folder))["ended"] == "stopped"
+    assert list(folder.iterdir()) == []
+
+
+def test_the_same_run_started_again_replaces_its_listener(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setattr(d, "discover", _stoppable(str(log)))
+    d.start_background("A", "r1", 30.0, folder=str(tmp_path / "run"))
+    again = d.start_background("A", "r1", 30.0, folder=str(tmp_path / "run"))
+    assert again["superseded"] == ["r1"] and log.read_text() == "r1 A put back\n"
+    assert d.collect_background("A", "r1", folder=str(tmp_path / "run"))["ended"] == "stopped"
+    assert log.read_text() == "r1 A put back\n" * 2
+
+
+def test_leftovers_of_listeners_gone_are_removed_and_no_pid_is_trusted(tmp_path, monkeypatch):
+    """A listener killed, or one that reached its cap uncollected, leaves files whose
+    pid file nobody holds: they are removed, even when the pid now names a running
+    process (this one), which is never signalled."""
+    monkeypatch.setattr(d, "discover", _stoppable(str(tmp_path.parent / (tmp_path.name + ".log"))))
+    (tmp_path / "r0-A.pid").write_text("%d\nr0\nA\n" % os.getpid())
+    (tmp_path / "r0-A.report").write_text("{}")
+    (tmp_path / "old-A.pid").write_text("%d\n" % os.getpid())          # written by an earlier beonet
+    (tmp_path / "r-x-A.pid").write_text("1\nr\nx-A\n")              # node x-A's, run r
+    started = d.start_background("A", "r9", 30.0, folder=str(tmp_path))
+    assert started["superseded"] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r-x-A.pid", "r9-A.pid"]
+    d.collect_background("A", "r9", folder=str(tmp_path))
+
+
+def test_a_listener_that_does_not_stop_when_told_keeps_the_new_run_from_starting(tmp_path):
+    held = tmp_path / "r0-A.pid"
+    held.write_text("4242\nr0\nA\n")
+    with open(held) as fh:
+        import fcntl
+        fcntl.flock(fh, fcntl.LOCK_EX)                         # "its listener" holds it
+        assert d.alive(str(held))
+        with pytest.raises(d.DiscoveryError, match="^A: the listener of run r0 still runs 0 s after it "
+                                                   "was told to stop .*; run r1 was not started$"):
+            d.start_background("A", "r1", 30.0, folder=str(tmp_path), wait=0.0)
+    assert (tmp_path / "r0-A.stop").read_text() == "superseded by run r1\n"
+    assert not (tmp_path / "r1-A.pid").exists() and not d.alive(str(held))
+
+
+def test_only_a_pid_file_named_for_the_run_and_node_counts(tmp_path):
+    (tmp_path / "r1-A.pid").write_text("1\nr1\nA\n")
+    (tmp_path / "r-2-A.pid").write_text("1\nr-2\nA\n")
+    (tmp_path / "x-A.pid").write_text("1\nx\nB-A\n")
+    (tmp_path / "bad run-A.pid").write_text("1\n")
+    (tmp_path / ".r3-A.pid.7.tmp").write_text("1\nr3\nA\n")
+    (tmp_path / "r1-A.report").write_text("{}")
+    assert sorted(d.runs_here("A", str(tmp_path))) == ["r-2", "r1"]
+    assert d.runs_here("A", str(tmp_path / "none")) == {}
 
 
 def test_only_physical_ethernet_nics_are_candidates(fake_sys):

@@ -5,10 +5,20 @@ Standard library only, Python 3.8 (it travels to the node inside the module).
 Every candidate NIC (Ethernet, not loopback, not a management NIC, not a
 bridge, bond, VLAN, tunnel or other virtual device; veths only when asked)
 sends a small beacon frame, broadcast with the local experimental EtherType
-0x88B5, every quarter second for the window, while the node records the
-beacons of the same run that each NIC receives. Every node of the cluster runs
-the same window at about the same time, so each NIC ends up with the list of
-NICs (node, NIC, MAC) it reaches at layer 2: through a cable, a hub or a switch.
+0x88B5, every quarter second, while the node records the beacons of the same
+run that each NIC receives. Every node of the cluster runs the same window at
+about the same time, so each NIC ends up with the list of NICs (node, NIC, MAC)
+it reaches at layer 2: through a cable, a hub or a switch.
+
+A listener that runs longer than FAST seconds (a background one, waiting for
+the other batches to start) costs little: its beacons back off to one every
+MAX_INTERVAL seconds, and it reads its sockets at most every HOLD seconds (the
+frames wait in a receive queue made large enough for them) instead of waking
+up for every frame. The rule that keeps discovery whole: every listener runs
+at once for the settle time, and a listener started last may spend
+CARRIER_WAIT of it waiting for its NICs' carrier, so the settle time must hold
+CARRIER_WAIT and a few beacons at the slowest pace: SETTLE_MIN (7.8 s; the
+playbook's ``beonet_discover_settle`` is 8 by default).
 
 No address is touched. A NIC that was down is brought up for the window with
 IPv6 turned off on it (so the kernel gives it no link-local address and sends
@@ -52,14 +62,32 @@ SIOCETHTOOL = 0x8946
 ETHTOOL_GDRVINFO = 0x3
 IFF_UP = 0x1
 ARPHRD_ETHER = 1
-INTERVAL = 0.25                    # seconds between two beacons of a NIC
+INTERVAL = 0.25                    # seconds between two beacons of a NIC, for the first FAST seconds
+FAST = 10.0                        # a one-batch run (window 10 s) keeps INTERVAL and a wake-up per frame
+MAX_INTERVAL = 1.0                 # then the interval doubles up to this ceiling
+JITTER = 0.2                       # each interval is drawn within +-20 %
+HOLD = 0.5                         # after FAST, frames gather this long between two reads
 CARRIER_WAIT = 3.0                 # seconds a NIC brought up gets to find its carrier (probe only)
+SETTLE_BEACONS = 4                 # beacons of every neighbour the settle time holds at the slowest pace
+SETTLE_MIN = CARRIER_WAIT + SETTLE_BEACONS * MAX_INTERVAL * (1 + JITTER)   # 7.8 s: the least settle time
+# Receive queue asked for each socket (the kernel doubles it; as root beyond rmem_max): a
+# NIC on one LAN with 1,000 others at the fast pace (4.8 beacons/s) gathers 2,400 frames
+# in HOLD; the kernel counts 830 bytes a beacon on a veth (measured), up to 3 KiB where a
+# NIC's driver takes page-sized buffers: 7 MiB at most. When the queue drops frames all
+# the same (PACKET_STATISTICS), the hold is halved.
+RCVBUF = 4 << 20
+SO_RCVBUFFORCE = 33
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+MAX_KNOWN = 65536                  # distinct frames a NIC remembers having read (not decoded again)
 MAX_WINDOW = 3600.0
 SYS = "/sys/class/net"
 PROC = "/proc"
 RUN_DIR = "/run/beonet/discover"   # a background run's pid, stop mark and report (emptied at boot)
 RUN_RULE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 COLLECT_WAIT = 10.0                # seconds a stopped background listener gets to write its report
+SUPERSEDE_WAIT = 20.0              # seconds a listener of an earlier run gets to stop for a new one
+SUPERSEDED = "superseded by run "  # the stop mark a new run leaves (collect leaves an empty one)
 # uevent DEVTYPE of the virtual devices that are never candidates
 DEVTYPES = {"bridge": "bridge", "bond": "bond", "vlan": "vlan", "wlan": "wireless",
             "macvlan": "macvlan", "ipvlan": "ipvlan", "vxlan": "vxlan"}
@@ -73,6 +101,8 @@ if TYPE_CHECKING:
 
     Neighbour = tuple[str, str, str]   # (node, NIC, MAC)
     Driver: TypeAlias = "Callable[[str], str | None]"   # a string: the agent runs on Python 3.8
+    Ready: TypeAlias = "tuple[list[Any], list[Any], list[Any]]"
+    Waiter: TypeAlias = "Callable[[list[Any], list[Any], list[Any], float], Ready]"   # select.select
 
 
 class DiscoveryError(Exception):
@@ -365,6 +395,7 @@ def open_socket(node: str, name: str) -> socket.socket:
         fprog = struct.pack("HP", len(program) // 8, program.buffer_info()[0])
         with contextlib.suppress(OSError):
             s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+        receive_queue(s)
         s.bind((name, ETH_P_ALL))
         s.setblocking(False)
     except OSError as exc:
@@ -373,48 +404,101 @@ def open_socket(node: str, name: str) -> socket.socket:
     return s
 
 
-def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbour]) -> None:
-    """Record every beacon of this run waiting on socket s (not our own)."""
+def _receive(s: socket.socket, nic: str, node: str, run: str, heard: set[Neighbour],
+             known: set[bytes] | None = None) -> None:
+    """Record every beacon of this run waiting on socket s (not our own). known: the
+    frames read before (a neighbour's beacon is the same frame every time), not
+    decoded again; at most MAX_KNOWN."""
     while True:
         try:
-            frame, addr = s.recvfrom(65535)
+            frame, addr = s.recvfrom(2048)         # a beacon is at most 1,514 bytes
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             return
         if len(addr) > 2 and (addr[2] == PACKET_OUTGOING or addr[0] != nic):
             continue                # our own frame, or one another NIC received
+        if known is not None:
+            if frame in known:
+                continue
+            if len(known) < MAX_KNOWN:
+                known.add(frame)
         beacon = decode_beacon(frame, run)
         if beacon and beacon[:2] != (node, nic):
             heard.add(beacon)
 
 
+def receive_queue(s: socket.socket, size: int = RCVBUF) -> int:
+    """Make socket s's receive queue hold size bytes (RCVBUF: see there), beyond
+    rmem_max where allowed (root); the bytes the kernel grants."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, size)
+    except OSError:
+        with contextlib.suppress(OSError):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+    try:
+        return int(s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+    except OSError:
+        return 0
+
+
+def dropped(s: socket.socket) -> int:
+    """Frames socket s's full receive queue dropped since the last call (0 when the
+    kernel does not say)."""
+    try:
+        return int(struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1])
+    except (OSError, struct.error, AttributeError):
+        return 0
+
+
+def next_interval(elapsed: float, previous: float, fast: float = FAST) -> float:
+    """Seconds to a NIC's next beacon (before jitter): INTERVAL for the first fast
+    seconds of the window, then twice the previous, up to MAX_INTERVAL."""
+    if elapsed < fast:
+        return INTERVAL
+    return min(MAX_INTERVAL, previous * 2)
+
+
+def _send(socks: dict[str, socket.socket], frames: dict[str, bytes], sysfs: str, carried: set[str]) -> None:
+    """Every NIC's beacon, once; the NICs with carrier join carried."""
+    carried.update(name for name in socks if carrier(sysfs, name))
+    for name, s in socks.items():
+        with contextlib.suppress(OSError):     # no carrier yet: try again next time
+            s.send(frames[name])
+
+
 def exchange(node: str, run: str, socks: dict[str, socket.socket], frames: dict[str, bytes],
-             window: float, sysfs: str = SYS,
-             stop: Callable[[], bool] | None = None) -> tuple[dict[str, set[Neighbour]], set[str]]:
-    """Send every NIC's beacon every INTERVAL (jittered) for window seconds, or until
+             window: float, sysfs: str = SYS, stop: Callable[[], bool] | None = None,
+             fast: float = FAST, clock: Callable[[], float] = time.monotonic,
+             wait: Waiter = select.select,
+             sleep: Callable[[float], None] = time.sleep) -> tuple[dict[str, set[Neighbour]], set[str]]:
+    """Send every NIC's beacon (jittered; next_interval) for window seconds, or until
     stop() is true, and record, per NIC, the beacons it receives; and the NICs that had
-    their carrier at some send (a peer may go down before this window ends)."""
+    their carrier at some send (a peer may go down before this window ends). After the
+    first fast seconds, the sockets are read at most every HOLD seconds: the frames that
+    arrive meanwhile wait in their queues (the hold is halved whenever one drops some)."""
     heard: dict[str, set[Neighbour]] = {name: set() for name in socks}
+    known: dict[str, set[bytes]] = {name: set() for name in socks}
     carried: set[str] = set()
     by_fd = {s.fileno(): name for name, s in socks.items()}
-    end = time.monotonic() + window
-    next_send = time.monotonic()
+    start = clock()
+    end, next_send, interval, hold = start + window, start, INTERVAL, HOLD
     while True:
-        now = time.monotonic()
+        now = clock()
         if now >= end or (stop is not None and stop()):
             return heard, carried
         if now >= next_send:
-            carried.update(name for name in socks if carrier(sysfs, name))
-            for name, s in socks.items():
-                with contextlib.suppress(OSError):     # no carrier yet: try again next time
-                    s.send(frames[name])
-            next_send = now + INTERVAL * random.uniform(0.8, 1.2)
-        ready, _w, _x = select.select(list(socks.values()), [], [],
-                                      max(0.0, min(next_send, end) - time.monotonic()))
+            _send(socks, frames, sysfs, carried)
+            interval = next_interval(now - start, interval, fast)
+            next_send = now + interval * random.uniform(1 - JITTER, 1 + JITTER)
+        ready = wait(list(socks.values()), [], [], max(0.0, min(next_send, end) - clock()))[0]
         for s in ready:
             name = by_fd[s.fileno()]
-            _receive(s, name, node, run, heard[name])
+            _receive(s, name, node, run, heard[name], known[name])
+        if ready and clock() - start >= fast:
+            if sum(dropped(s) for s in ready):     # every counter read: each read resets it
+                hold = hold / 2 if hold > 0.05 else 0.0
+            sleep(max(0.0, min(hold, next_send - clock(), end - clock())))
 
 
 @contextlib.contextmanager
@@ -487,6 +571,12 @@ def discover(node: str, run: str, window: float, management: Iterable[str] = (),
 # With more nodes than Ansible runs at once, the nodes are started batch by batch; a
 # listener that runs until it is told to stop (or its cap) overlaps every other one
 # however long the starting takes, where a fixed window would have to guess it.
+# A listener lives no longer than its run: a new run started on the node tells every
+# listener of the node still running (files of any run in RUN_DIR) to stop, waits until
+# each has put its NICs back and removed its files (it writes no report: nobody would
+# collect it), and only then starts its own. Whether a listener still runs is read from
+# the lock it holds on its pid file for as long as it lives, never from the pid (which
+# may be another process's by now); no process is ever killed.
 
 def run_problem(run: str) -> str | None:
     """Why run cannot name a background run's files (None: it can)."""
@@ -505,26 +595,125 @@ def run_paths(node: str, run: str, folder: str = RUN_DIR) -> dict[str, str]:
     return {k: os.path.join(folder, "%s-%s.%s" % (run, node, k)) for k in ("pid", "stop", "report")}
 
 
+def _remove(paths: dict[str, str]) -> None:
+    for path in paths.values():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 def _listen_detached(paths: dict[str, str], args: dict[str, Any]) -> None:
     """The listener's body, in its own session with the standard streams on /dev/null:
     discover until the stop mark appears or the cap, then write the report (or the
-    error) for collect_background; never returns."""
+    error) for collect_background; when a new run superseded it, remove its files and
+    write none. Never returns."""
     started = time.monotonic()
-    told: list[bool] = []
+    told: list[str] = []
 
     def stop() -> bool:
-        if os.path.exists(paths["stop"]):
-            told.append(True)
+        if not told and os.path.exists(paths["stop"]):
+            told.append(_read(paths["stop"]) or "")
         return bool(told)
     try:
         report: dict[str, Any] = {"discovery": discover(stop=stop, **args)}
         report["ended"] = "stopped" if told else "cap"
     except BaseException as exc:      # noqa: BLE001 - whatever ended it is reported, never lost
         report = {"error": str(exc) or type(exc).__name__}
+    if told and told[0].startswith(SUPERSEDED):
+        _remove(paths)                # the new run waits for this (the pid file's lock) first
+        os._exit(0)
     report["listened"] = round(time.monotonic() - started, 1)
     with contextlib.suppress(OSError):
         atomic_write(paths["report"], json.dumps(report), mode=0o600, durable=False)
     os._exit(0)
+
+
+def _claim(path: str, run: str, node: str) -> int:
+    """Write this listener's pid file (pid, run, node), locked for as long as the
+    listener lives (the descriptor is kept open until the process ends, however)."""
+    import fcntl
+    tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)      # locked before it has its name: never seen unlocked
+    os.write(fd, ("%d\n%s\n%s\n" % (os.getpid(), run, node)).encode("utf-8"))
+    os.replace(tmp, path)
+    return fd
+
+
+def alive(pid_file: str) -> bool:
+    """Whether the listener of a pid file still runs: it holds the file's lock until
+    it ends (also when killed). A pid file nobody holds is a leftover."""
+    import fcntl
+    try:
+        fd = os.open(pid_file, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def runs_here(node: str, folder: str = RUN_DIR) -> dict[str, dict[str, str]]:
+    """The background runs of node with a pid file in folder: run -> its files. A pid
+    file names its run and node (another node's files may share the name's end)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return {}
+    tail = "-%s.pid" % node
+    out = {}
+    for name in sorted(names):
+        run = name[:-len(tail)]
+        if name.startswith(".") or not name.endswith(tail) or run_problem(run):
+            continue
+        lines = (_read(os.path.join(folder, name)) or "").split("\n")
+        if len(lines) < 3 or lines[1:3] == [run, node]:
+            out[run] = run_paths(node, run, folder)
+    return out
+
+
+def supersede(node: str, run: str, folder: str = RUN_DIR, wait: float = SUPERSEDE_WAIT,
+              sleep: Callable[[float], None] = time.sleep) -> list[str]:
+    """Tell every listener of node still running here (another run's, or this run's
+    started before) to stop, wait until they are gone, and remove what they and the
+    listeners gone before them left; the runs told, sorted. DiscoveryError when one
+    is still running after wait seconds (starting beside it would race for the NICs)."""
+    runs = runs_here(node, folder)
+    told = [r for r, paths in runs.items() if alive(paths["pid"])]
+    for other in told:
+        atomic_write(runs[other]["stop"], SUPERSEDED + run + "\n", mode=0o600, durable=False)
+    waited = 0.0
+    while waited < wait and any(alive(runs[r]["pid"]) for r in told):
+        sleep(0.1)
+        waited += 0.1
+    still = [r for r in told if alive(runs[r]["pid"])]
+    if still:
+        raise DiscoveryError("%s: the listener of run %s still runs %.0f s after it was told to stop "
+                             "(a pid file in %s is held); run %s was not started"
+                             % (node, ", ".join(still), wait, folder, run))
+    for paths in runs.values():
+        _remove(paths)
+    return told
+
+
+def _child(write: int, paths: dict[str, str], args: dict[str, Any]) -> None:
+    """In the forked child: detach, fork the listener, which claims its pid file, tells
+    its pid through the pipe and listens. Never returns."""
+    try:
+        _detach()
+        if os.fork():
+            os._exit(0)
+        _claim(paths["pid"], args["run"], args["node"])      # its descriptor stays open: the lock
+        os.write(write, b"%d" % os.getpid())
+        os.close(write)
+        _listen_detached(paths, args)
+    finally:
+        os._exit(1)                   # only when something above raised: the caller sees no pid
 
 
 def _detach() -> None:
@@ -538,36 +727,33 @@ def _detach() -> None:
 
 def start_background(node: str, run: str, cap: float, management: Iterable[str] = (),
                      include_virtual: bool = False, exclude: Iterable[str] = (),
-                     folder: str = RUN_DIR) -> int:
-    """Start this node's listener in the background (a grandchild in its own session) and
-    return its pid at once; it listens until collect_background marks it to stop, or for
-    cap seconds at most."""
+                     folder: str = RUN_DIR, wait: float = SUPERSEDE_WAIT) -> dict[str, Any]:
+    """Start this node's listener in the background (a grandchild in its own session),
+    once every listener of the node still running has stopped (supersede); return at
+    once {"pid": its pid, "superseded": [the runs told to stop]}. It listens until
+    collect_background marks it to stop, or for cap seconds at most."""
     paths = run_paths(node, run, folder)
     problem = check_window(cap)
     if problem:
         raise DiscoveryError("%s: %s" % (node, problem))
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    for path in paths.values():
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+    superseded = supersede(node, run, folder, wait)
+    _remove(paths)
     args = {"node": node, "run": run, "window": cap, "management": list(management),
             "include_virtual": include_virtual, "exclude": list(exclude)}
     read, write = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(read)
-        _detach()
-        if os.fork():
-            os._exit(0)
-        os.write(write, b"%d" % os.getpid())
-        os.close(write)
-        _listen_detached(paths, args)
+        _child(write, paths, args)
     os.close(write)
     with os.fdopen(read, "rb") as fh:
         pid = int(fh.read() or b"0")
     os.waitpid(child, 0)
-    atomic_write(paths["pid"], "%d\n" % pid, mode=0o600, durable=False)
-    return pid
+    if not pid:
+        raise DiscoveryError("%s: the background listener of run %s could not start (writing its pid "
+                             "file in %s failed)" % (node, run, folder))
+    return {"pid": pid, "superseded": superseded}
 
 
 def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float = COLLECT_WAIT,
@@ -576,8 +762,8 @@ def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float =
     remove its files and return {"discovery", "ended" ("stopped" | "cap"), "listened"}."""
     paths = run_paths(node, run, folder)
     if not os.path.exists(paths["pid"]) and not os.path.exists(paths["report"]):
-        raise DiscoveryError("%s: no discovery run %s was started here (or the node restarted since)"
-                             % (node, run))
+        raise DiscoveryError("%s: no discovery run %s was started here (or the node restarted since, "
+                             "or a later run started here stopped it)" % (node, run))
     atomic_write(paths["stop"], "", mode=0o600, durable=False)
     waited = 0.0
     while not os.path.exists(paths["report"]) and waited < wait:
@@ -590,9 +776,7 @@ def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float =
         raise DiscoveryError("%s: the background discovery of run %s wrote no report within %.0f s"
                              % (node, run, wait)) from None
     finally:
-        for path in paths.values():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        _remove(paths)
     if "error" in report:
         raise DiscoveryError("%s: the background discovery failed: %s" % (node, report["error"]))
     return report
