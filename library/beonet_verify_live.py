@@ -20,6 +20,12 @@ description:
   - A node whose forward filter holds rules beonet does not write, or which routes by
     policy rules beside the main table, is not judged; the pairs through it are counted
     apart and do not fail the check.
+  - A node whose links, addresses or routes could not be read (a command that failed
+    twice, a link listing that is empty or lacks NICs its addresses or routes name) is
+    named once in I(problems) ("state unreadable", with what failed, and to run verify
+    again) and listed in C(unreadable); the pairs to, from and through it are neither
+    proven nor mismatched but counted in C(unread_pairs), so the check fails without a
+    mismatch row for each of them.
   - Also picks the pairs traceroute checks end to end (I(sample)); with I(prove=false)
     only those, from the plan alone (every node taken as alive), before the nodes are read.
 options:
@@ -94,12 +100,26 @@ dead_pairs:
   description: Pairs to or from a node without state.
   returned: when prove
   type: int
+unread_pairs:
+  description:
+    - Pairs to, from or through a node whose state could not be read (C(unreadable)),
+      neither proven nor mismatched. C(proven), C(mismatched), C(unjudged), C(dead_pairs)
+      and C(unread_pairs) add up to C(pairs).
+  returned: when prove
+  type: int
 walked:
   description: Pairs walked one by one (the others were proven by their class at once).
   returned: when prove
   type: int
 dead:
   description: The nodes without state (Ansible could not reach them, or their state was unusable).
+  returned: when prove
+  type: list
+  elements: str
+unreadable:
+  description:
+    - The nodes whose links, addresses or routes could not be read; each is named in
+      I(problems) with what failed. Verify again.
   returned: when prove
   type: list
   elements: str
@@ -111,7 +131,9 @@ mismatches:
   type: list
   elements: dict
 problems:
-  description: Live state that differs from the plan beyond the routes (NICs down, addresses, filters).
+  description:
+    - Live state that differs from the plan beyond the routes (NICs down, addresses, filters),
+      and the nodes whose state could not be read.
   returned: when prove
   type: list
   elements: str

@@ -105,6 +105,58 @@ def test_a_node_without_nft_or_with_a_failing_command_says_so():
                                "routes: no usable output"]
 
 
+class _Loaded(_Node):
+    """A node under load: the first answers of some commands are given instead of the
+    recording's (an error, a listing cut short, ip's interrupted-dump warning)."""
+
+    def __init__(self, raw, first):
+        super().__init__(raw)
+        self.first = dict(first)
+
+    def run(self, argv):
+        key = next(k for k, a in collect.COMMANDS if a == argv)
+        if key in self.first:
+            self.commands.append(argv)
+            return self.first.pop(key)
+        return super().run(argv)
+
+
+def _without(raw, *nics):
+    return json.dumps([link for link in raw["commands"]["links"] if link["ifname"] not in nics])
+
+
+def test_a_reading_the_state_needs_is_tried_again_once_and_then_is_whole():
+    raw = _raw("raw-node.json")
+    for first in ({"links": (1, "", "Error: Resource temporarily unavailable\n")},
+                  {"routes": (0, "[{", "")},
+                  {"addrs": (0, json.dumps(raw["commands"]["addrs"]), "Dump was interrupted and may be "
+                                                                        "inconsistent.\n")},
+                  {"links": (0, "[]", "")},
+                  {"links": (0, _without(raw, "eth1"), "")}):
+        node = _Loaded(raw, first)
+        state = collect.collect(node.run, raw["files"].get, sleep=lambda s: None)
+        assert state == _state("raw-node.json"), first
+        assert len(node.commands) == len(collect.COMMANDS) + 1
+
+
+def test_a_reading_that_fails_twice_is_named_unread():
+    raw = _raw("raw-node.json")
+    state = collect.collect(_Node(raw, broken={"links"}).run, raw["files"].get, sleep=lambda s: None)
+    assert state["unread"] == ["links"] and state["links"] == {}
+    assert state["errors"] == ["ip -j link show: Error: something failed", "links: no usable output"]
+
+
+def test_a_link_listing_that_is_empty_or_cut_short_is_unread():
+    raw = _raw("raw-node.json")
+    empty = dict(raw["commands"], links=[])
+    assert collect.state_of(empty, raw["files"].get)["errors"] == ["links: ip listed no NIC, not even lo"]
+    short = dict(raw["commands"], links=json.loads(_without(raw, "eth1", "eth2")))
+    state = collect.state_of(short, raw["files"].get)
+    assert state["unread"] == ["links"]
+    assert state["errors"] == ["links: NICs eth1, eth2 hold addresses or routes but are not listed"]
+    assert collect.state_of(raw["commands"], raw["files"].get)["unread"] == []
+
+
 def test_output_that_is_not_json_is_an_error_not_a_crash():
     def run(argv):
         return 0, "<html>", ""

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from conftest import ROOT
 
 from beonet.agent import collect
@@ -109,6 +110,18 @@ def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
     result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
     assert result["changed"] is False and result["proven"] == result["pairs"] == 42
     assert result["mismatches"] == [] and result["sampled"] >= 1 and result["seconds"] >= 0
+
+
+def test_the_live_modules_result_keys_are_the_documented_ones(monkeypatch):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/custom-example.yml")))
+    prefixes = render.prefixes(plan)
+    states = {n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}
+    states[next(iter(states))].update(links={}, unread=["links"], errors=["links: no usable output"])
+    result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
+    assert set(result) - {"changed", "invocation"} == set(yaml.safe_load(LIVE.RETURN))
+    assert result["unreadable"] == ["head"] and result["unread_pairs"] >= 2 * (len(states) - 1)
+    assert result["pairs"] == sum(result[k] for k in ("proven", "mismatched", "unjudged", "dead_pairs",
+                                                      "unread_pairs"))
 
 
 def test_the_live_module_picks_the_sample_from_the_plan_alone(monkeypatch):

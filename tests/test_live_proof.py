@@ -222,6 +222,7 @@ def test_the_faults_summaries_are_golden(testbed):
         "a filter drop": lambda s, plan, gw, nic: s[gw]["filter"]["sets"].update(
             {"inet beonet cluster": ["10.0.0.0/24", "10.0.2.0/23", "10.255.0.0/16"]}),
         "no state from two nodes": lambda s, plan, gw, nic: [s.pop("node07"), s.pop("node20")],
+        "a gateway whose links could not be read": lambda s, plan, gw, nic: _unreadable_links(s, gw),
     }
     out = []
     for label, change in faults.items():
@@ -244,6 +245,94 @@ def test_unusable_state_counts_as_no_state_and_says_why(testbed):
     assert result["problems"][:2] == [
         "states.stranger: not a node of the plan",
         "node05: state.links: must be a mapping, not a list (its pairs count as to or from a dead node)"]
+
+
+def _unreadable_links(states, node, **extra):
+    """The state collect.state_of makes when `ip -j link show` failed twice."""
+    states[node].update(links={}, errors=["ip -j link show: Error: Resource temporarily unavailable",
+                                          "links: no usable output"], unread=["links"], **extra)
+
+
+def _accounted(result):
+    return (result["proven"] + result["mismatched"] + result["unjudged"] + result["dead_pairs"]
+            + result["unread_pairs"])
+
+
+def test_a_node_whose_links_could_not_be_read_is_named_once_not_judged_as_links_down(testbed):
+    """The pairs to, from and through it are not proven and not mismatched either (the
+    proof cannot tell), the node is named once with what failed, and the result says
+    verify did not prove every pair."""
+    result = _fault(testbed, lambda s, plan, gw, nic: _unreadable_links(s, gw))
+    assert result["problems"] == [
+        "node01: state unreadable: could not read its links (ip -j link show: Error: Resource temporarily "
+        "unavailable); its pairs are not proven, run verify again"]
+    assert result["unreadable"] == ["node01"] and result["dead"] == []
+    assert (result["mismatched"], result["mismatches"], result["dead_pairs"]) == (0, [], 0)
+    assert result["unread_pairs"] == 2 * 35 + 86           # to and from it, and the 86 through it
+    assert result["proven"] < result["pairs"] == _accounted(result)
+    assert _lines(result) == [
+        "nodes whose state could not be read, to verify again (1): node01",
+        "pairs not proven, to, from or through nodes whose state could not be read (156)"]
+
+
+@pytest.mark.parametrize("change", ["links came back empty", "a listing cut short", "an older node's errors"])
+def test_a_state_that_cannot_be_whole_is_unreadable_whoever_checked_it(testbed, change):
+    """The controller finds what the node's own check finds (a node of an older beonet
+    sends no `unread`): no NIC at all, NICs holding addresses or routes missing, and
+    the errors that name a reading without usable output."""
+    def fault(states, plan, gw, nic):
+        st = states["node05"]
+        if change == "links came back empty":
+            st["links"] = {}
+        elif change == "a listing cut short":
+            del st["links"]["eth1"], st["links"]["eth2"]
+        else:
+            st.update(errors=["ip -j -4 -d route show table main: Error", "routes: no usable output"],
+                      routes=[])
+    result = _fault(testbed, fault)
+    why = {"links came back empty": "links (links: ip listed no NIC, not even lo)",
+           "a listing cut short": "links (links: NICs eth1, eth2 hold addresses or routes but are not "
+                                  "listed)",
+           "an older node's errors": "routes (ip -j -4 -d route show table main: Error)"}[change]
+    assert result["problems"] == ["node05: state unreadable: could not read its %s; its pairs are not "
+                                  "proven, run verify again" % why]
+    assert (result["unreadable"], result["mismatched"], result["unread_pairs"]) == (
+        ["node05"], 0, 2 * 35 + _through(testbed, "node05"))
+
+
+def _through(testbed, name):
+    """The pairs of two other nodes some branch of whose planned paths passes node name."""
+    compiled, plan = testbed
+    return sum(1 for s in plan["nodes"] for d in plan["nodes"] if name not in (s, d) and s != d
+               and any(h["node"] == name for b in compiled.path(s, d) for h in b[:-1]))
+
+
+def test_a_dead_node_and_an_unreadable_one_are_counted_apart(testbed):
+    def both(states, plan, gw, nic):
+        states.pop("node07")
+        _unreadable_links(states, "node20")
+    result = _fault(testbed, both)
+    assert result["dead"] == ["node07"] and result["unreadable"] == ["node20"]
+    # a pair between the two counts where its destination does
+    assert result["dead_pairs"] == 2 * 35 - 1 and result["unread_pairs"] > 2 * 35 - 1
+    assert {r["why"] for r in result["mismatches"]} == {"node07 (dead)"}       # through the dead one
+    assert _accounted(result) == result["pairs"]
+    assert result["summary"][:2] == ["nodes dead or unreachable (1): node07",
+                                     "nodes whose state could not be read, to verify again (1): node20"]
+
+
+def test_a_branch_off_the_plan_before_an_unreadable_node_is_still_a_mismatch(testbed):
+    """node02 sends node03's packets through node04, which the plan does not (both are
+    on group 0's switch); node04 could not be read: the pair is a mismatch all the same."""
+    def detour(states, plan, gw, nic):
+        states["node02"]["routes"].append({"dst": "10.0.0.3/32", "type": "unicast", "proto": "static",
+                                           "hops": [{"via": "10.0.0.4", "dev": "eth1"}]})
+        _unreadable_links(states, "node04")
+    result = _fault(testbed, detour)
+    rows = {r["pair"]: (r["kind"], r["why"]) for r in result["mismatches"]}
+    assert rows["node02 -> node03"] == ("other_path", "wrong route on node node02")
+    assert set(rows.values()) == {("other_path", "wrong route on node node02")}   # node11 -> node03 too
+    assert result["unreadable"] == ["node04"] and _accounted(result) == result["pairs"]
 
 
 def test_a_plan_that_is_not_one_is_refused_with_a_message():

@@ -72,9 +72,22 @@ def test_the_recorded_state_parses():
      "node07: state.routes[0].hops: holds 300 entries, more than 256"),
     (lambda s: s.update(links={"eth%d" % k: {"state": "up"} for k in range(5000)}),
      "node07: state.links: holds 5000 entries, more than 4096"),
+    (lambda s: s.update(unread=["nft"]),
+     "node07: state.unread[0]: must be one of links, addrs, routes, not 'nft'"),
+    (lambda s: s.update(unread="links"), "node07: state.unread: must be a list, not text"),
 ])
 def test_a_state_that_cannot_be_used_says_where_and_why(change, message):
     assert _bad(change) == message
+
+
+def test_what_could_not_be_read_is_kept_from_the_node_or_from_its_errors():
+    assert state.parse("a", GOOD).unread == []
+    assert state.parse("a", dict(GOOD, unread=["routes", "links"])).unread == ["links", "routes"]
+    assert state.parse("a", dict(GOOD, errors=["addrs: no usable output"])).unread == ["addrs"]
+    cut = state.parse("a", dict(GOOD, links={"lo": {"state": "up"}}))
+    assert cut.unread == ["links"]
+    assert cut.errors[-1] == ("links: NICs eth0, eth1, eth2, eth3, eth4 hold addresses or routes but are "
+                              "not listed")
 
 
 def test_a_control_character_in_a_name_is_shown_escaped():

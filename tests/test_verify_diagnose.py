@@ -283,29 +283,52 @@ def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_pa
     assert returncode == 2
 
 
-def test_the_playbook_in_live_mode_prints_both_summaries_and_fails_on_a_live_mismatch(tmp_path):
-    """The default mode: the live proof's line and diagnosis first, then the sample's
-    traces; a pair the live state breaks fails the play in the traceroute rows' shape."""
-    row = dict(_row("a", "d", [VIA_B, VIA_C], ["10.0.2.3", "*"]), why="c (forwarding off)", kind="broken")
-    proof = {"proven": 5, "mismatched": 1, "unjudged": 0, "seconds": 0.01, "mismatches": [row],
-             "problems": ["c: link down on NIC eth2 (no carrier)"], "dead": ["d"], "unjudged_nodes": [],
-             "summary": ["nodes dead or unreachable (1): d",
-                         "pairs broken through a dead gateway or one with forwarding off (1):",
-                         "  stops before c (forwarding off): 1 pair, e.g. a -> d"],
-             "sample": {"a": {"b": [["10.0.1.2"]]}}}
+def _live_play(tmp_path, **proof):
+    """verify.yml in live mode on a, b, c with the proof's result given (the rest of
+    its keys as a healthy proof has them), a tracing b: (return code, tasks, summary)."""
+    proof = dict({"proven": 6, "mismatched": 0, "unjudged": 0, "unread_pairs": 0, "seconds": 0.01,
+                  "mismatches": [], "problems": [], "dead": [], "unreadable": [], "unjudged_nodes": [],
+                  "summary": [], "sample": {"a": {"b": [["10.0.1.2"]]}}}, **proof)
     results = {"a": dict(_result("b"), checked=1, problems=[]),
                "b": dict(_result(""), checked=0, problems=[]),
                "c": dict(_result(""), checked=0, problems=[])}
     returncode, by_name = _play(tmp_path, results, "live", proof)
-    summary = next(iter(by_name["Summary"].values()))["msg"]
+    return returncode, by_name, next(iter(by_name["Summary"].values()))["msg"]
+
+
+def test_the_playbook_in_live_mode_prints_both_summaries_and_fails_on_a_live_mismatch(tmp_path):
+    """The default mode: the live proof's line and diagnosis first, then the sample's
+    traces; a pair the live state breaks fails the play in the traceroute rows' shape."""
+    row = dict(_row("a", "d", [VIA_B, VIA_C], ["10.0.2.3", "*"]), why="c (forwarding off)", kind="broken")
+    lines = ["nodes dead or unreachable (1): d",
+             "pairs broken through a dead gateway or one with forwarding off (1):",
+             "  stops before c (forwarding off): 1 pair, e.g. a -> d"]
+    returncode, by_name, summary = _live_play(
+        tmp_path, proven=5, mismatched=1, mismatches=[row], dead=["d"], summary=lines,
+        problems=["c: link down on NIC eth2 (no carrier)"])
     assert summary[0].startswith("5 pairs proven from the live state in ")
-    assert summary[0].endswith(" s (the walk 0.0 s); 1 mismatches; 0 not judged; 1 state problems")
-    assert summary[1:4] == proof["summary"]
+    assert summary[0].endswith(" s (the walk 0.0 s); 1 mismatches; 0 not judged; 0 not proven (state "
+                               "unreadable); 1 state problems")
+    assert summary[1:4] == lines
     assert summary[4].startswith("1 pairs traced in ")
     assert summary[4].endswith("0 mismatches; 0 state problems")
     assert _failure(by_name) == ["a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | 10.0.2.3 *",
                                  "c: link down on NIC eth2 (no carrier)"]
     assert returncode == 2
+
+
+def test_the_playbook_in_live_mode_fails_on_a_node_whose_state_could_not_be_read(tmp_path):
+    """No mismatch, no dead node: the unreadable node's one problem fails the play, and the
+    pairs not proven are counted in the first line."""
+    problem = ("c: state unreadable: could not read its links (ip -j link show: Error); its pairs are not "
+               "proven, run verify again")
+    lines = ["nodes dead or unreachable (0)", "nodes whose state could not be read, to verify again (1): c"]
+    returncode, by_name, summary = _live_play(tmp_path, unread_pairs=6, problems=[problem], unreadable=["c"],
+                                              summary=lines)
+    assert summary[0].endswith("0 mismatches; 0 not judged; 6 not proven (state unreadable); "
+                               "1 state problems")
+    assert summary[1:3] == lines
+    assert _failure(by_name) == [problem] and returncode == 2
 
 
 def test_the_live_mode_traces_the_sample_only(tmp_path):

@@ -25,7 +25,12 @@ compact state below (a pure function, tested on recorded kernel output):
   (table, chain, priority, policy, rules as nft's JSON expressions) with the
   sets those rules name, and the legacy iptables tables loaded; or
   {"error": ...} when nft cannot list the ruleset;
-* ``errors``: what could not be read.
+* ``errors``: what could not be read;
+* ``unread``: which of the readings without which the node's forwarding cannot be
+  judged (NEEDED: links, addrs, routes) failed, also on a second try: a command that
+  failed or printed no JSON, or a link listing that is empty (``lo`` is always there)
+  or lacks a NIC the addresses or routes name (a listing cut short). The controller
+  names such a node once as unreadable instead of judging its links from it.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from .names import ifname_problem
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     Runner = Callable[[list[str]], "tuple[int, str, str]"]    # argv -> (rc, stdout, stderr)
     Reader = Callable[[str], "str | None"]                    # path -> text, None when unreadable
@@ -55,6 +60,7 @@ COMMANDS = (("links", ["ip", "-j", "link", "show"]),
             ("rules", ["ip", "-j", "-4", "rule", "show"]),
             ("nft", ["nft", "-j", "list", "ruleset"]))
 NEEDED = ("links", "addrs", "routes")          # without these there is no state
+INTERRUPTED = "Dump was interrupted"           # ip's warning that a listing may be incomplete
 UNRESOLVED = ("FAILED", "INCOMPLETE")
 DEFAULT_RULES = (0, 32766, 32767)              # local, main, default
 IPTABLES_NAMES = "/proc/net/ip_tables_names"   # the legacy iptables tables in use
@@ -72,7 +78,9 @@ def collect(run: Runner, read: Reader, settle: float = 3.0,
     raw: dict[str, Any] = {}
     errors: list[str] = []
     for key, argv in COMMANDS:
-        raw[key] = _json_of(run, argv, errors)
+        raw[key] = _json_of(run, argv, errors) if key not in NEEDED else _needed(run, argv, errors)
+    if links_gap(raw):                             # a listing cut short: once more
+        raw["links"] = _needed(run, dict(COMMANDS)["links"], errors)
     again = unanswered(raw.get("neigh"))
     if again and ask is not None:
         ask(again)
@@ -120,9 +128,19 @@ def ask_neighbours(targets: list[tuple[str, str]]) -> None:
             proc.wait()
 
 
+def _needed(run: Runner, argv: list[str], errors: list[str]) -> Any:
+    """A reading the state cannot do without: tried twice (a node under heavy load may
+    fail one); the errors of the last try."""
+    first: list[str] = []
+    got = _json_of(run, argv, first)
+    if got is None:
+        got = _json_of(run, argv, errors)
+    return got
+
+
 def _json_of(run: Runner, argv: list[str], errors: list[str]) -> Any:
     rc, out, err = run(argv)
-    if rc != 0:
+    if rc != 0 or INTERRUPTED in (err or ""):
         errors.append("%s: %s" % (" ".join(argv), (err or "exit status %d" % rc).strip()[:300]))
         return None
     try:
@@ -141,13 +159,16 @@ def state_of(raw: dict[str, Any], read: Reader, errors: list[str] | None = None)
     """The compact state from parsed command output (raw[key] for each of COMMANDS;
     None where the command failed) and a reader of /proc files."""
     errors = list(errors or [])
-    for key in NEEDED:
-        if not isinstance(raw.get(key), list):
-            errors.append("%s: no usable output" % key)
+    unread = [key for key in NEEDED if not isinstance(raw.get(key), list)]
+    errors += ["%s: no usable output" % key for key in unread]
+    gap = links_gap(raw)
+    if gap:
+        unread.insert(0, "links")
+        errors.append("links: %s" % gap)
     links = reduce_links(_listed(raw.get("links")))
     addrs = reduce_addrs(_listed(raw.get("addrs")))
     nft = raw.get("nft")
-    return {"format": STATE_FORMAT,
+    return {"format": STATE_FORMAT, "unread": unread,
             "links": links,
             "addrs": addrs,
             "routes": reduce_routes(_listed(raw.get("routes"))),
@@ -157,6 +178,31 @@ def state_of(raw: dict[str, Any], read: Reader, errors: list[str] | None = None)
             "filter": reduce_nft(nft, read) if isinstance(nft, dict) else
             {"error": _nft_error(errors), "legacy": legacy_tables(read)},
             "errors": errors}
+
+
+def links_gap(raw: dict[str, Any]) -> str | None:
+    """Why a link listing that was read is not whole (None: it is, or none was read)."""
+    if not isinstance(raw.get("links"), list):
+        return None
+    routes = reduce_routes(_listed(raw.get("routes")))
+    return gap(reduce_links(raw["links"]), reduce_addrs(_listed(raw.get("addrs"))),
+               [h.get("dev") for r in routes for h in r["hops"]])
+
+
+def gap(links: Iterable[str], addrs: Iterable[str], devs: Iterable[Any]) -> str | None:
+    """Why a node's NICs as listed are not all of them (None: they may be): none at all
+    (``lo`` is always there), or without some that hold addresses or routes (a listing
+    cut short). The controller checks the states it is sent the same way."""
+    listed = set(links)
+    if not listed:
+        return "ip listed no NIC, not even lo"
+    missing = sorted((set(addrs) | {d for d in devs if isinstance(d, str)}) - listed)
+    if not missing:
+        return None
+    more = len(missing) > 1
+    return "NIC%s %s hold%s addresses or routes but %s not listed" % (
+        "s" if more else "", ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else ""),
+        "" if more else "s", "are" if more else "is")
 
 
 def _listed(value: Any) -> list[Any]:

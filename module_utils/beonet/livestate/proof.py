@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..agent.collect import COMMANDS
 from ..agent.names import escaped
 from ..agent.nodeplan import NodePlan
 from ..compiler.model import ip_int
@@ -32,13 +33,34 @@ def _plan_nodes(plan: Any) -> dict[str, NodePlan]:
     return nodes
 
 
+class _States:
+    """The nodes' states: live (None: none to judge from), planned, the problems, and the
+    nodes whose state could not be read."""
+
+    def __init__(self) -> None:
+        self.live: list[state.NodeState | None] = []
+        self.planned: list[state.NodeState] = []
+        self.problems: list[str] = []
+        self.unread: set[int] = set()
+
+
+def unreadable(name: str, st: state.NodeState) -> str:
+    """The one problem of a node whose state could not be read: what failed, and what to do."""
+    commands = dict(COMMANDS)
+    why = [e for e in st.errors if any(e.startswith((key + ":", " ".join(commands[key]) + ":"))
+                                       for key in st.unread)]
+    why = [e for e in why if not e.endswith(": no usable output")] or why
+    return ("%s: state unreadable: could not read its %s (%s); its pairs are not proven, run verify again"
+            % (name, ", ".join(st.unread), "; ".join(why[:4]) or "no reason given"))
+
+
 def _states(names: list[str], plan_nodes: dict[str, NodePlan], prefixes: list[str],
-            raw: Mapping[str, Any]) -> tuple[list[state.NodeState | None], list[state.NodeState], list[str]]:
-    """(live states, plan states, problems): a node that sent nothing, or nothing
-    usable, has no live state."""
-    problems = ["states.%s: not a node of the plan" % escaped(str(k)) for k in raw if k not in plan_nodes]
-    live: list[state.NodeState | None] = []
-    planned: list[state.NodeState] = []
+            raw: Mapping[str, Any]) -> _States:
+    """The states: a node that sent nothing, or nothing usable, has no live state (dead);
+    one that could not read what decides its forwarding has none either (unread)."""
+    out = _States()
+    out.problems = ["states.%s: not a node of the plan" % escaped(str(k)) for k in raw if k not in plan_nodes]
+    live, planned, problems = out.live, out.planned, out.problems
     for name in names:
         try:
             planned.append(state.parse(name, plan_state(plan_nodes[name], prefixes)))
@@ -50,11 +72,16 @@ def _states(names: list[str], plan_nodes: dict[str, NodePlan], prefixes: list[st
             live.append(None)
             continue
         try:
-            live.append(state.parse(name, got))
+            st = state.parse(name, got)
         except state.StateError as exc:
             problems.append("%s (its pairs count as to or from a dead node)" % exc)
             live.append(None)
-    return live, planned, problems
+            continue
+        if st.unread:
+            out.unread.add(len(live))
+            problems.append(unreadable(name, st))
+        live.append(None if st.unread else st)
+    return out
 
 
 def _components(names: list[str], plan: Mapping[str, Any]) -> list[int]:
@@ -75,31 +102,32 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
     start = time.monotonic()
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
-    live_states, plan_states, problems = _states(names, plan_nodes, prefixes, raw)
+    read = _states(names, plan_nodes, prefixes, raw)
+    live_states, plan_states, problems = read.live, read.planned, read.problems
     address = [ip_int(plan_nodes[n]["address"]) for n in names]
     fallback = [_fallback(plan_nodes[n]) for n in names]
     planned = tables.build(names, address, list(plan_states), fallback)
     live = tables.build(names, address, live_states, fallback)
     cluster = sorted({a for f in fallback for a in f})
     forwards = [bool(plan_nodes[n]["forwarding"]) for n in names]
-    dead = {i for i, st in enumerate(live_states) if st is None}
+    dead = {i for i, st in enumerate(live_states) if st is None} - read.unread
     refused = _refused(live, cluster)
     suspects = _suspects(live, [plan_nodes[n] for n in names], refused)
-    walk = LiveWalk(planned, live, _components(names, plan), dead | suspects, keep)
+    walk = LiveWalk(planned, live, _components(names, plan), dead | suspects, keep, frozenset(read.unread))
     tally = walk.run()
     skel = tables.skeleton(names, address)
     rows = [report.row(live, skel, planned.tables, f) for f in tally.rows]
     problems += report.state_problems(live, plan_nodes, refused)
     picked = sample(skel, planned.tables, walk.component, dead) if traceroute_sample else {}
-    return _result(tally, names, sorted(names[i] for i in dead), rows, problems,
-                   report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
+    return _result(tally, names, (sorted(names[i] for i in dead), sorted(names[i] for i in read.unread)),
+                   rows, problems, report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
 
 
 def planned_net(plan: Mapping[str, Any], prefixes: list[str]) -> tables.Net:
     """The plan's route tables as the walks read them (every node taken as alive)."""
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
-    plan_states = _states(names, plan_nodes, prefixes, {})[1]
+    plan_states = _states(names, plan_nodes, prefixes, {}).planned
     address = [ip_int(plan_nodes[n]["address"]) for n in names]
     return tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
 
@@ -147,14 +175,17 @@ def _suspects(live: tables.Net, plan_nodes: list[NodePlan], refused: list[str | 
     return out
 
 
-def _result(tally: Tally, names: list[str], dead: list[str], rows: list[dict[str, Any]],
+def _result(tally: Tally, names: list[str], lost: tuple[list[str], list[str]], rows: list[dict[str, Any]],
             problems: list[str], unjudged: list[str], picked: dict[int, dict[int, list[list[str]]]],
             seconds: float) -> dict[str, Any]:
+    """The module's result; lost: (the dead nodes, the nodes whose state could not be read)."""
+    dead, unread = lost
     mismatched = tally.count("broken") + tally.count("other_path") + tally.count("lost")
     return {"pairs": tally.pairs, "proven": tally.proven, "mismatched": mismatched,
-            "unjudged": tally.count("unjudged"), "dead_pairs": tally.dead_pairs, "walked": tally.walked,
-            "dead": dead, "mismatches": rows, "problems": problems, "unjudged_nodes": unjudged,
-            "summary": report.summary_lines(tally, names, dead),
+            "unjudged": tally.count("unjudged"), "dead_pairs": tally.dead_pairs,
+            "unread_pairs": tally.unread_pairs, "walked": tally.walked,
+            "dead": dead, "unreadable": unread, "mismatches": rows, "problems": problems,
+            "unjudged_nodes": unjudged, "summary": report.summary_lines(tally, names, dead, unread),
             "sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},
             "sampled": sum(len(ds) for ds in picked.values()),
             "seconds": round(seconds, 3)}

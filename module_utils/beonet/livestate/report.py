@@ -63,15 +63,23 @@ def _group_lines(tally: Tally, names: list[str], kind: str, detail: str) -> list
             for n, why in groups]
 
 
-def summary_lines(tally: Tally, names: list[str], dead: list[str]) -> list[str]:
-    """The diagnosis as text: dead nodes, each kind of pair grouped by cause, the pairs
-    to or from dead nodes, and those through nodes that could not be judged."""
+def summary_lines(tally: Tally, names: list[str], dead: list[str],
+                  unread: list[str] | None = None) -> list[str]:
+    """The diagnosis as text: dead nodes (and those whose state could not be read), each
+    kind of pair grouped by cause, the pairs to or from dead nodes (to, from or through
+    unreadable ones), and those through nodes that could not be judged."""
     lines = ["nodes dead or unreachable (%d)%s" % (len(dead), ": " + ", ".join(dead) if dead else "")]
+    if unread:
+        lines.append("nodes whose state could not be read, to verify again (%d): %s"
+                     % (len(unread), ", ".join(unread)))
     for kind, title, detail in HEADINGS:
         n = tally.count(kind)
         lines.append("%s (%d)%s" % (title, n, ":" if n else ""))
         lines += _group_lines(tally, names, kind, detail)
     lines.append("pairs to or from dead nodes (%d)" % tally.dead_pairs)
+    if unread:
+        lines.append("pairs not proven, to, from or through nodes whose state could not be read (%d)"
+                     % tally.unread_pairs)
     n = tally.count(UNJUDGED)
     if n:
         lines.append("pairs through nodes whose forwarding beonet cannot judge (%d):" % n)

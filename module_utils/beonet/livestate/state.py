@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..agent.collect import STATE_FORMAT
+from ..agent.collect import NEEDED, STATE_FORMAT, gap
 from ..agent.names import escaped, shown, type_word
 from ..compiler.model import ip_int
 
@@ -85,6 +85,7 @@ class NodeState:
     rules: list[int]                          # policy routing rules beside the kernel's three
     filter: dict[str, Any]                    # the forward filter as collected (nft.judge reads it)
     errors: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)   # NEEDED readings that failed: no judging from it
 
 
 class _Checker:
@@ -157,19 +158,36 @@ def parse(node: str, raw: Any) -> NodeState:
                      "same collection on the nodes and the controller" % (shown(fmt), STATE_FORMAT))
     errors = [c.text(e, ".errors[%d]" % k) for k, e in
               enumerate(c.items(state.get("errors", []), ".errors", 64))]
+    unread = _unread(c, state.get("unread", []), errors)
     links, masters = _links(c, c.key(state, "links", ""))
+    addrs = _addrs(c, c.key(state, "addrs", ""))
+    routes = _routes(c, c.items(c.key(state, "routes", ""), ".routes", MAX_ROUTES))
+    cut = gap(links, addrs, [h.dev for r in routes for h in r.hops]) if "links" not in unread else None
+    if cut is not None:               # sent by a node that did not check its own listing
+        unread.insert(0, "links")
+        errors.append("links: %s" % cut)
     sysctl = c.mapping(c.key(state, "sysctl", ""), ".sysctl", 8)
     return NodeState(
-        links=links, masters=masters,
-        addrs=_addrs(c, c.key(state, "addrs", "")),
-        routes=_routes(c, c.items(c.key(state, "routes", ""), ".routes", MAX_ROUTES)),
+        links=links, masters=masters, addrs=addrs, routes=routes,
         unresolved=_neigh(c, state.get("neigh", [])),
         forwarding=_flags(c, sysctl.get("forwarding", {}), ".sysctl.forwarding"),
         linkdown=_flags(c, sysctl.get("linkdown", {}), ".sysctl.linkdown"),
         use_neigh=c.flag(sysctl.get("use_neigh"), ".sysctl.use_neigh") == 1,
         rules=[r for r in c.items(state.get("rules", []), ".rules", MAX_RULES) if _whole(c, r, ".rules")],
         filter=_filter(c, c.key(state, "filter", "")),
-        errors=errors)
+        errors=errors, unread=unread)
+
+
+def _unread(c: _Checker, value: Any, errors: list[str]) -> list[str]:
+    """The readings of NEEDED that failed: as the node says, and as its errors say
+    ("links: no usable output")."""
+    out = []
+    for k, key in enumerate(c.items(value, ".unread", 8)):
+        if key not in NEEDED:
+            raise c.fail(".unread[%d]" % k, "must be one of %s, not %s" % (", ".join(NEEDED), shown(key)))
+        out.append(key)
+    out += [key for key in NEEDED if "%s: no usable output" % key in errors]
+    return [key for key in NEEDED if key in out]
 
 
 def _whole(c: _Checker, value: Any, where: str) -> bool:

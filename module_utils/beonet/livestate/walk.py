@@ -15,6 +15,11 @@ its filter passes the pair, that it has a route whose next hops carry packets,
 and that each next hop is one the plan has. Host routes are corrections, as in
 the proof: the holders of a destination's /32 in either table are compared,
 and the sources upstream of one that differs are walked.
+
+A node whose state could not be read (``unread``) is judged neither way: the
+pairs to, from and through it are counted apart (``unread_pairs``), not proven
+and not mismatched; a branch that left the plan before it is a mismatch all the
+same.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from ..compiler.prove import class_entries, destination_classes, host_route_hold
 from .tables import Net, codes, gone_why, link_down, lookup, unanswered
 
 BROKEN, OTHER, LOST, UNJUDGED, DEAD = "broken", "other_path", "lost", "unjudged", "dead"
-_RANK = {UNJUDGED: 1, OTHER: 2}
+UNREAD = "unread"               # to, from or through a node whose state could not be read
+_RANK = {UNJUDGED: 1, UNREAD: 2, OTHER: 3}
 MAX_STEPS = 10_000              # nodes visited walking the branches of one pair
 EXAMPLES = 3                    # pairs kept per cause
 
@@ -52,6 +58,7 @@ class Tally:
     pairs: int = 0
     proven: int = 0
     dead_pairs: int = 0
+    unread_pairs: int = 0
     walked: int = 0
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)     # (kind, why) -> pairs
     examples: dict[tuple[str, str], list[Finding]] = field(default_factory=dict)
@@ -97,11 +104,13 @@ def _reverse(entries: list[Hop | None]) -> dict[int, list[int]]:
 class LiveWalk:
     """The walk of every ordered pair (see the module docstring)."""
 
-    def __init__(self, plan: Net, live: Net, component: list[int], suspect: set[int], keep: int) -> None:
+    def __init__(self, plan: Net, live: Net, component: list[int], suspect: set[int], keep: int,
+                 unread: frozenset[int] = frozenset()) -> None:
         self.plan, self.live = plan, live
         self.component = component
         self.size = Counter(component)
-        self.suspect = sorted(suspect)
+        self.unread = unread            # nodes without state because it could not be read
+        self.suspect = sorted(suspect | unread)
         self.keep = keep
         self.tally = Tally()
         self.hosts_p = host_route_holders(plan.tables)
@@ -133,6 +142,9 @@ class LiveWalk:
         t = self.tally
         reach = self.size[self.component[d]] - 1
         t.pairs += reach
+        if d in self.unread:
+            t.unread_pairs += reach
+            return
         if self.live.states[d] is None:
             t.dead_pairs += reach
             return
@@ -192,6 +204,9 @@ class LiveWalk:
         if found.kind == DEAD:
             t.dead_pairs += 1
             return
+        if found.kind == UNREAD:
+            t.unread_pairs += 1
+            return
         key = (found.kind, found.why)
         t.counts[key] += 1
         examples = t.examples.setdefault(key, [])
@@ -215,6 +230,8 @@ class LiveWalk:
         """The walk of every branch from s to d's address; None when each arrives on
         the plan's next hops only and every node on the way could be judged."""
         live = self.live
+        if s in self.unread:
+            return Finding(s, d, UNREAD, "%s (state unreadable)" % live.names[s])
         if live.states[s] is None:
             return Finding(s, d, DEAD, "%s (dead)" % live.names[s])
         addr = live.address[d]
@@ -265,6 +282,10 @@ class _PairWalk:
             if why is not None:
                 return self.stop(LOST, why, path, wrong), []
             self.notes += [Finding(self.s, self.d, OTHER, wrong, path, False)] if wrong else []
+            return None, []
+        if x in self.w.unread:          # not judged past it; a deviation before it is one
+            self.notes.append(Finding(self.s, self.d, OTHER, wrong, path) if wrong else
+                              Finding(self.s, self.d, UNREAD, "through %s (state unreadable)" % name, path))
             return None, []
         if x != self.s:
             fatal = self.passes(x, path, gw, wrong)
