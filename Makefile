@@ -40,7 +40,7 @@ lint: setup
 
 # Molecule scenarios on the embedded Docker lab (create = `beonet lab up`,
 # converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
-MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed
+MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed rollback
 # Scenarios kept out of make test (each proves what another in it proves too): failover
 # (testbed runs the same fault playbooks on the bigger testbed), vm-mesh
 # (vm-backends reboots networkd and NetworkManager nodes with forwarded routes).

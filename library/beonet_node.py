@@ -468,6 +468,11 @@ def _preflight_exit(module: AnsibleModule, result: dict[str, Any], in_sync: bool
         msg = ("%s: a change of an earlier run waits for its confirmation; the node rolls it back by itself "
                "in %s s (run again after that)" % (module.params["node"], checked["checkpoint"]["left"]))
         module.fail_json(msg=msg, problems=[msg], changed=False)
+    if checked["checkpoint"]["state"] == "orphaned":
+        module.warn("%s: a change was left unconfirmed (the node restarted, or its rollback timer was "
+                    "killed); the confirm step checks it, then confirms it or restores the state saved "
+                    "before it"
+                    % module.params["node"])
     earlier = checkpoint.peek_result()
     if earlier:
         checked["rolled_back"] = earlier

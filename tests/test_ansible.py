@@ -95,7 +95,8 @@ def main():
     if pre and node in listed("BEONET_STUB_REFUSE"):
         m.fail_json(msg="%s: refused by the stand-in" % node)
     if pre:
-        m.exit_json(changed=False, in_sync=node in listed("BEONET_STUB_SYNCED"), checkpoint={"state": "none"})
+        left = "orphaned" if node in listed("BEONET_STUB_ORPHANED") else "none"
+        m.exit_json(changed=False, in_sync=node in listed("BEONET_STUB_SYNCED"), checkpoint={"state": left})
     if confirm and node in listed("BEONET_STUB_ROLLBACK"):
         m.fail_json(msg="%s: rolled back: %s: no answer from 10.0.0.2 on eth1" % (node, node))
     if confirm:
@@ -108,7 +109,7 @@ main()
 '''
 
 
-def site(tmp_path, *args, refuse="", synced="", rollback=""):
+def site(tmp_path, *args, refuse="", synced="", rollback="", orphaned=""):
     """site.yml on nodes a, b, c (local connection) with the stand-in beonet_node; its calls."""
     (tmp_path / "lib").mkdir(exist_ok=True)
     (tmp_path / "lib/beonet_node.py").write_text(STUB_NODE)
@@ -123,7 +124,7 @@ def site(tmp_path, *args, refuse="", synced="", rollback=""):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LIBRARY="%s:%s" % (tmp_path / "lib", ROOT / "library"),
                BEONET_STUB_LOG=str(log), BEONET_STUB_REFUSE=refuse, BEONET_STUB_SYNCED=synced,
-               BEONET_STUB_ROLLBACK=rollback)
+               BEONET_STUB_ROLLBACK=rollback, BEONET_STUB_ORPHANED=orphaned)
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
                           "playbooks/site.yml", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, check=False)
@@ -167,6 +168,12 @@ def test_site_in_check_mode_still_reports_what_would_change(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert calls == ["a apply check", "a preflight check", "b preflight check",
                      "c apply check", "c preflight check"]
+
+
+def test_site_confirms_a_change_a_reboot_left_unconfirmed_without_applying_again(tmp_path):
+    res, calls = site(tmp_path, synced="a,b,c", orphaned="b")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["a preflight", "b confirm 2", "b preflight", "c preflight"]
 
 
 def test_site_with_the_confirm_timeout_zero_applies_without_confirming(tmp_path):

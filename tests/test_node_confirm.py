@@ -131,6 +131,18 @@ def test_confirm_rolls_back_a_node_whose_neighbour_does_not_answer_and_says_why(
     assert lib.checkpoint.status() == {"state": "none"}
 
 
+def test_preflight_says_when_a_change_was_left_unconfirmed(lib, monkeypatch, single, tmp_path):
+    plan, n = single
+    _pending(lib, tmp_path, boot="an earlier boot")
+    warned = []
+    fake = _FakeModule(lib, _params(plan, preflight=True), _blank_node(n))
+    fake.warn = warned.append
+    with pytest.raises(_Exit) as exc:
+        lib._preflight_exit(fake, {"changed": False}, True)
+    assert not exc.value.failed and exc.value.result["checkpoint"] == {"state": "orphaned"}
+    assert warned and "left unconfirmed" in warned[0]
+
+
 def test_preflight_refuses_a_node_whose_earlier_change_still_waits(lib, monkeypatch, single, tmp_path):
     plan, n = single
     _pending(lib, tmp_path)
@@ -143,6 +155,7 @@ def test_preflight_refuses_a_node_whose_earlier_change_still_waits(lib, monkeypa
 def test_preflight_shows_an_earlier_rollback_and_leaves_it_for_the_run(lib, monkeypatch, single, tmp_path):
     plan, n = single
     sub = lib.checkpoint.save({"node": "node01"})
+    lib.checkpoint.claim(sub)
     lib.checkpoint.finish(sub, {"rolled_back": True, "why": "not confirmed within 120 s", "at": "then"})
     warned = []
     fake = _FakeModule(lib, _params(plan, preflight=True), _blank_node(n))
