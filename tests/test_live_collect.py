@@ -12,7 +12,7 @@ from conftest import ROOT, golden, needs_host
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beonet.agent import collect
+from beonet.agent import collect, probe
 
 HERE = ROOT / "tests/livestate"
 
@@ -269,24 +269,26 @@ def test_only_ipv4_neighbours_on_interface_names_are_asked():
 
 def test_asking_without_ping_asks_nobody(monkeypatch):
     started = []
-    monkeypatch.setattr(collect.shutil, "which", lambda name, path=None: None)
-    monkeypatch.setattr(collect.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(probe.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(probe.subprocess, "Popen", lambda *a, **k: started.append(a))
     collect.ask_neighbours([("10.0.0.1", "eth0")])
-    assert started == []
+    assert started == [] and probe.ping_all([("10.0.0.1", "eth0")]) is None
 
 
-def test_asking_sends_one_echo_per_neighbour_out_of_its_nic(monkeypatch):
+def test_asking_sends_one_echo_per_neighbour_out_of_its_nic_and_tells_who_answered(monkeypatch):
     started = []
 
     class _Proc:
         def __init__(self, argv, **kwargs):
             started.append(argv)
+            self.rc = 0 if argv[-1] == "10.0.0.1" else 1
 
         def wait(self, timeout=None):
-            return 0
+            return self.rc
 
-    monkeypatch.setattr(collect.shutil, "which", lambda name, path=None: "/bin/ping")
-    monkeypatch.setattr(collect.subprocess, "Popen", _Proc)
+    monkeypatch.setattr(probe.shutil, "which", lambda name, path=None: "/bin/ping")
+    monkeypatch.setattr(probe.subprocess, "Popen", _Proc)
     collect.ask_neighbours([("10.0.0.1", "eth0"), ("10.0.1.1", "eth1")])
     assert started == [["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth0", "10.0.0.1"],
                        ["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth1", "10.0.1.1"]]
+    assert probe.ping_all([("10.0.0.1", "eth0"), ("10.0.1.1", "eth1")]) == {("10.0.0.1", "eth0")}

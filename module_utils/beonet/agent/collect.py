@@ -37,13 +37,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import shutil
-import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
 from .names import ifname_problem
+from .probe import ping_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -106,26 +104,10 @@ def unanswered(neigh: Any) -> list[tuple[str, str]]:
 
 
 def ask_neighbours(targets: list[tuple[str, str]]) -> None:
-    """One echo request to each neighbour out of its NIC, all at once; waits at most
-    ASK_WAIT seconds. Without ping nothing is asked (the entries stay as they are)."""
-    path = os.pathsep.join(filter(None, [os.environ.get("PATH"), "/usr/sbin:/sbin:/usr/bin:/bin"]))
-    ping = shutil.which("ping", path=path)
-    if ping is None:
-        return
-    procs = []
-    for addr, nic in targets:
-        try:
-            procs.append(subprocess.Popen([ping, "-n", "-q", "-c", "1", "-W", str(ASK_WAIT), "-I", nic, addr],
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-        except OSError:
-            break
-    for proc in procs:
-        try:
-            proc.wait(timeout=ASK_WAIT + 2)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """One echo request to each neighbour out of its NIC, all at once (probe.ping_all);
+    waits at most ASK_WAIT seconds. Without ping nothing is asked (the entries stay as
+    they are)."""
+    ping_all(targets, ASK_WAIT)
 
 
 def _needed(run: Runner, argv: list[str], errors: list[str]) -> Any:

@@ -45,6 +45,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from . import procs
 from .files import atomic_write
 from .names import IFNAME_RULE, escaped, ifname_problem, node_name_problem
 
@@ -705,7 +706,7 @@ def _child(write: int, paths: dict[str, str], args: dict[str, Any]) -> None:
     """In the forked child: detach, fork the listener, which claims its pid file, tells
     its pid through the pipe and listens. Never returns."""
     try:
-        _detach()
+        procs.detach()
         if os.fork():
             os._exit(0)
         _claim(paths["pid"], args["run"], args["node"])      # its descriptor stays open: the lock
@@ -714,15 +715,6 @@ def _child(write: int, paths: dict[str, str], args: dict[str, Any]) -> None:
         _listen_detached(paths, args)
     finally:
         os._exit(1)                   # only when something above raised: the caller sees no pid
-
-
-def _detach() -> None:
-    """Standard streams to /dev/null (the caller waits for their end), a new session."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    os.setsid()
 
 
 def start_background(node: str, run: str, cap: float, management: Iterable[str] = (),
