@@ -49,11 +49,11 @@ class _FakeNetwork:
     traceroute prints `traces[address]` (a list of hop lists, one per attempt, the
     last repeated); every command is recorded."""
 
-    def __init__(self, params, silent=(), traces=None):
+    def __init__(self, params, silent=(), traces=None, routes=(0, "[]", "")):
         self.params = {k: v.get("default") for k, v in LIB.ARGUMENT_SPEC.items()}
         self.params.update(params)
         self.silent, self.traces, self.commands = set(silent), traces or {}, []
-        self.check_mode = True
+        self.check_mode, self.routes = True, routes
 
     def get_bin_path(self, name):
         return "/usr/bin/" + name
@@ -66,7 +66,9 @@ class _FakeNetwork:
             answers = self.traces[cmd[-1]]
             attempt = sum(1 for c in self.commands if c[0] == "traceroute" and c[-1] == cmd[-1])
             return 0, _trace_text(cmd[-1], answers[min(attempt, len(answers)) - 1]), ""
-        if cmd[:2] == ["ip", "-j"]:
+        if cmd[0].endswith("ip") and "route" in cmd:
+            return self.routes
+        if cmd[0].endswith("ip") and cmd[1] == "-j":
             return 0, "[]", ""
         raise AssertionError(cmd)
 
@@ -129,6 +131,16 @@ def test_a_differing_pair_is_traced_again_but_a_silent_target_only_once(monkeypa
     # a silent target's probes all go at once (past where its path stops, each waits 1 s)
     assert [c[4] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["b"]] == ["4"]
     assert [c[4] for c in commands if c[0] == "traceroute" and c[-1] == ADDR["d"]] == ["1", "1"]
+
+
+def test_routes_that_cannot_be_read_are_one_problem_not_every_route_missing(monkeypatch):
+    cut_short = (0, "[]", "Dump was interrupted and may be inconsistent.")
+    result, commands = _run(monkeypatch, {"node": "a", "plan": NODES["a"], "targets": {}, "expected": {}},
+                            routes=cut_short)
+    assert [p for p in result["problems"] if "route" in p] == [
+        "a: could not read its routes (ip -j -4 route show table main: Dump was interrupted and may be "
+        "inconsistent.); run verify again"]
+    assert sum(1 for c in commands if "route" in c) == 2                # read twice
 
 
 def test_a_plain_hop_list_counts_as_one_branch():

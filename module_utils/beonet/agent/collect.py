@@ -76,9 +76,9 @@ def collect(run: Runner, read: Reader, settle: float = 3.0,
     raw: dict[str, Any] = {}
     errors: list[str] = []
     for key, argv in COMMANDS:
-        raw[key] = _json_of(run, argv, errors) if key not in NEEDED else _needed(run, argv, errors)
+        raw[key] = _json_of(run, argv, errors) if key not in NEEDED else needed(run, argv, errors)
     if links_gap(raw):                             # a listing cut short: once more
-        raw["links"] = _needed(run, dict(COMMANDS)["links"], errors)
+        raw["links"] = needed(run, dict(COMMANDS)["links"], errors)
     again = unanswered(raw.get("neigh"))
     if again and ask is not None:
         ask(again)
@@ -110,7 +110,7 @@ def ask_neighbours(targets: list[tuple[str, str]]) -> None:
     ping_all(targets, ASK_WAIT)
 
 
-def _needed(run: Runner, argv: list[str], errors: list[str]) -> Any:
+def needed(run: Runner, argv: list[str], errors: list[str]) -> Any:
     """A reading the state cannot do without: tried twice (a node under heavy load may
     fail one); the errors of the last try."""
     first: list[str] = []
