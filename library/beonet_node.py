@@ -126,6 +126,14 @@ options:
       - A change left unconfirmed by a reboot is checked and confirmed (or restored) the same way.
     type: bool
     default: false
+  fingerprint:
+    description:
+      - With I(preflight) (the node found in sync) or I(confirm) (the change confirmed), store
+        this token with the SHA-256 of the node's state in C(/run/beonet/fingerprint). A later
+        run that finds the same line by one shell command knows the node is in sync without
+        this module (the role's fast path). Empty, nothing is stored.
+    type: str
+    default: ""
   neighbours:
     description: With I(confirm), the planned neighbours to ask.
     type: list
@@ -208,6 +216,7 @@ from ansible.module_utils.beonet.agent import (
     backends,
     checkpoint,
     discover,
+    fast,
     names,
     netmanager,
     nodeplan,
@@ -233,6 +242,7 @@ ARGUMENT_SPEC = {
     "down": {"type": "list", "elements": "str", "default": []},
     "confirm_timeout": {"type": "float", "default": 0},
     "confirm": {"type": "bool", "default": False},
+    "fingerprint": {"type": "str", "default": "", "no_log": False},
     "neighbours": {"type": "list", "elements": "dict", "default": [],
                    "options": {"nic": {"type": "str", "required": True},
                                "address": {"type": "str", "required": True}}},
@@ -473,12 +483,28 @@ def _preflight_exit(module: AnsibleModule, result: dict[str, Any], in_sync: bool
                     "killed); the confirm step checks it, then confirms it or restores the state saved "
                     "before it"
                     % module.params["node"])
+    if in_sync and checked["checkpoint"]["state"] == "none":
+        _remember(module)
     earlier = checkpoint.peek_result()
     if earlier:
         checked["rolled_back"] = earlier
         module.warn("%s was rolled back at %s: %s"
                     % (module.params["node"], earlier.get("at"), earlier.get("why")))
     module.exit_json(**checked)
+
+
+def _remember(module: AnsibleModule) -> None:
+    """Store the fingerprint of the node as it is now, found in sync (fast.py); not in check
+    mode, not without a token. A fingerprint that cannot be stored only costs the fast path."""
+    token = module.params["fingerprint"]
+    if not token or module.check_mode:
+        return
+    sha = fast.dump_sha(module.params["plan"])
+    try:
+        atomic_write(fast.FINGERPRINT, "%s %s\n" % (token, sha) if sha else "none\n", mode=0o600,
+                     durable=False)
+    except OSError:
+        pass
 
 
 def _scope(n: nodeplan.NodePlan, live: beonet.LiveState) -> list[str]:
@@ -540,6 +566,7 @@ def _confirm(module: AnsibleModule) -> None:
     else:
         back = checkpoint.confirm()
     if back is None:
+        _remember(module)
         module.exit_json(changed=False, confirmed=True)
     module.fail_json(msg="%s: rolled back: %s" % (name, back.get("why")), rolled_back=back, confirmed=False,
                      changed=True)

@@ -96,6 +96,12 @@ paths:
     - With I(down), the live pairs that can reach each other only.
   returned: when paths is true
   type: dict
+fast:
+  description:
+    - For each node, the shell command that tells whether the node is as it was when its
+      check last found it in sync (the role's fast path, one C(raw) call instead of the module).
+  returned: success
+  type: dict
 rolling:
   description:
     - What a rolling, confirmed push needs (docs/changing.md). C(order) the nodes in the order
@@ -116,6 +122,7 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent import fast
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 try:
@@ -162,6 +169,7 @@ def run(module):
     result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
               "live": list(plan["nodes"]),
               "rolling": {"order": rolling.order(plan), "neighbours": rolling.neighbours(plan)},
+              "fast": {k: fast.check_command(v) for k, v in plan["nodes"].items()},
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]

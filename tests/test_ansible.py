@@ -1,5 +1,6 @@
 """The Ansible side: the local module through ansible-playbook (slow: a few s each)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -78,7 +79,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 KEYS = ("node", "plan", "plan_format", "prefixes", "backend", "management_interface",
         "management_address", "supported_os", "include_virtual", "down", "preflight", "validate_only",
-        "confirm_timeout", "confirm", "neighbours")
+        "confirm_timeout", "confirm", "neighbours", "fingerprint")
 
 
 def listed(name):
@@ -125,6 +126,8 @@ def site(tmp_path, *args, refuse="", synced="", rollback="", orphaned=""):
                ANSIBLE_LIBRARY="%s:%s" % (tmp_path / "lib", ROOT / "library"),
                BEONET_STUB_LOG=str(log), BEONET_STUB_REFUSE=refuse, BEONET_STUB_SYNCED=synced,
                BEONET_STUB_ROLLBACK=rollback, BEONET_STUB_ORPHANED=orphaned)
+    if not any("beonet_node_fast" in a for a in args):       # the fast path would read this machine
+        args = ("-e", "beonet_node_fast_path=false") + args
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
                           "playbooks/site.yml", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, check=False)
@@ -174,6 +177,16 @@ def test_site_confirms_a_change_a_reboot_left_unconfirmed_without_applying_again
     res, calls = site(tmp_path, synced="a,b,c", orphaned="b")
     assert res.returncode == 0, res.stdout + res.stderr
     assert calls == ["a preflight", "b confirm 2", "b preflight", "c preflight"]
+
+
+def test_site_takes_a_node_the_fast_path_finds_unchanged_as_in_sync_without_the_module(tmp_path):
+    """The fast path's command stands in: node a prints its own token and a matching SHA,
+    b and c a stale fingerprint; only b and c are checked by the module."""
+    fake = ("{{ ('echo ' ~ beonet_node_token ~ ' 5ha; echo 5ha') if inventory_hostname == 'a' "
+            "else 'echo none; echo 5ha' }}")
+    res, calls = site(tmp_path, "-e", json.dumps({"beonet_node_fast_command": fake}), synced="b,c")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["b preflight", "c preflight"]
 
 
 def test_site_with_the_confirm_timeout_zero_applies_without_confirming(tmp_path):

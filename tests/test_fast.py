@@ -1,0 +1,68 @@
+"""The in-sync fast path (agent/fast.py): the shell command that stands for a node's
+state, and the module storing the fingerprint only where the node was found in sync."""
+
+import pytest
+import test_node_preflight
+from conftest import ROOT
+from test_node import _blank_node, _Exit, _FakeModule, _simulate, beonet_node  # noqa: F401
+
+from beonet.agent import fast
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
+
+lib, single = test_node_preflight.lib, test_node_preflight.single      # the fixtures
+
+
+def _node(name, topology="routed-mesh.yml"):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies" / topology)))
+    return plan, plan["nodes"][name]
+
+
+def test_the_dump_reads_what_the_check_reads_in_the_c_locale_and_only_hashes_it():
+    _plan, n = _node("node-0-0")
+    cmd = fast.dump_command(n)
+    assert cmd.startswith("{ export LC_ALL=C ") and cmd.endswith("; } 2>&1 | sha256sum")
+    for part in ("ip -j link show dev eth1", "ip -j -4 addr show dev eth2", "ip -j route show table main",
+                 "/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/neigh/eth1/base_reachable_time_ms",
+                 "nft list table inet beonet", "cat $(cat /var/lib/beonet/files)", "/etc/os-release",
+                 "/etc/NetworkManager/system-connections/*",
+                 "/etc/systemd/system/*.wants/NetworkManager.service",
+                 "ls -AR /var/lib/beonet/checkpoint"):
+        assert part in cmd, part
+    assert fast.dump_command(n) == cmd                       # the same on the controller and the node
+    assert fast.check_command(n) == "cat /run/beonet/fingerprint 2>/dev/null || echo none; " + cmd
+
+
+def test_a_bonds_members_are_read_too():
+    _plan, n = _node("node01", "bonded-dual-net.yml")
+    members = [m for i in n["interfaces"] for m in i.get("members", [])]
+    assert members and all("ip -j link show dev %s;" % m in fast.dump_command(n) for m in members)
+
+
+@pytest.mark.parametrize("check_mode,token,stored", [(False, "t0k", "t0k 5ha\n"), (True, "t0k", None),
+                                                       (False, "", None)])
+def test_the_module_stores_the_fingerprint_of_a_node_found_in_sync(lib, single, monkeypatch, tmp_path,
+                                                                   check_mode, token, stored):
+    plan, n = single
+    written = {}
+    monkeypatch.setattr(lib.fast, "dump_sha", lambda n: "5ha")
+    monkeypatch.setattr(lib, "atomic_write",
+                        lambda path, text, mode=None, durable=True: written.update({path: text}))
+    params = {"node": "node01", "plan": n, "fingerprint": token, "preflight": True}
+    fake = _FakeModule(lib, params, _blank_node(n), check_mode=check_mode)
+    with pytest.raises(_Exit) as exc:
+        lib._preflight_exit(fake, {"changed": False}, True)
+    assert not exc.value.failed and written.get(fast.FINGERPRINT) == stored
+
+
+def test_a_node_not_in_sync_stores_nothing(lib, single, monkeypatch):
+    plan, n = single
+    written = {}
+    monkeypatch.setattr(lib.fast, "dump_sha", lambda n: "5ha")
+    monkeypatch.setattr(lib, "atomic_write",
+                        lambda path, text, mode=None, durable=True: written.update({path: text}))
+    params = {"node": "node01", "plan": n, "fingerprint": "t0k", "preflight": True}
+    fake = _FakeModule(lib, params, _blank_node(n), check_mode=False)
+    with pytest.raises(_Exit):
+        lib._preflight_exit(fake, {"changed": True}, False)
+    assert written == {}
