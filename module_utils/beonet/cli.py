@@ -15,6 +15,7 @@ from .agent.nodeplan import PLAN_FORMAT, plan_format_problem, plan_problems
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
+from .compiler.failures import STATIC_STEPS
 from .compiler.heal import DownError, warning
 from .compiler.metrics import BISECTION_EVALUATIONS, RESILIENCE_STEPS
 from .compiler.model import Graph
@@ -225,6 +226,33 @@ def _resilience_lines(r: Mapping[str, Any]) -> list[str]:
     return out
 
 
+FAILURE_KINDS = (("node", "node"), ("cable", "cable"), ("lan", "LAN"))
+
+
+def _failures_lines(f: Mapping[str, Any]) -> list[str]:
+    """Per kind of element: the worst and how many cut some pair, routed and static."""
+    if not f:
+        return []
+    static = f.get("static", {})
+    out = ["pairs of live nodes one failure cuts: routed (a routing daemon, converged) / "
+           "static (the plan's preferred routes, until healed)"]
+    for key, label in FAILURE_KINDS:
+        routed = f["routed"][key]
+        line = "%-5s %6d: routed worst %s, %d cut some pair" % (
+            label, routed["elements"], _worst(routed), routed["cutting"])
+        if key in static:
+            line += "; static worst %s, %d cut some pair" % (_worst(static[key]), static[key]["cutting"])
+        out.append(line)
+    if not static.get("computed"):
+        out.append("static cables and LANs not computed: %s" % static.get("reason", ""))
+    return out
+
+
+def _worst(kind: Mapping[str, Any]) -> str:
+    worst = kind.get("worst")
+    return "%s (%d)" % (worst["name"], worst["pairs"]) if worst else "none"
+
+
 def _latency_lines(lat: Mapping[str, Any]) -> list[str]:
     """The per-hop delays, then the pairs by path class (SC98's letters)."""
     out = ["one way: %s us per switch, %s us per cable, %s us per forwarding node%s" % (
@@ -257,12 +285,13 @@ def _metric_rows(m: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
         ("gateway load", ["pairs forwarded per gateway: %s" % _plain(m.get("gateway_load", {}))]),
         ("bisection", _bisection_lines(m.get("bisection", {}))),
         ("resilience", _resilience_lines(m.get("resilience", {}))),
+        ("single failures", _failures_lines(m.get("failures", {}))),
     ]
     if "latency" in m:
         rows.append(("latency", _latency_lines(m["latency"])))
     done = {"nodes", "segments", "links", "channels", "pairs", "diameter", "hops",
             "routes_per_node", "forwarding_nodes", "gateway_load", "bisection", "resilience",
-            "latency"}
+            "latency", "failures"}
     for key, value in m.items():
         if key in done:
             continue
@@ -610,14 +639,15 @@ def _inspect_commands(add: Any) -> None:
                    "first (default); json: {destination: [hops, ...]}, with --all "
                    "{source: {destination: [hops, ...]}}")
     s = add("metrics", cmd_metrics, "size, hop histogram, routes per node, gateway load, "
-            "bisection, resilience", inv=False)
+            "bisection, resilience, single failures", inv=False)
     s.add_argument("--format", choices=["text", "json", "yaml"], default="text",
                    help="text: a table to read (default); json or yaml: the plan's metrics object")
     s.add_argument("--resilience", action="store_true",
-                   help="compute the resilience table even where it costs more than %s steps "
+                   help="compute the resilience table and the static single failures of "
+                   "cables and LANs even where they cost more than their steps (%s and %s) "
                    "(where routes towards a destination differ from node to node, as in "
                    "large 3D meshes: about 14 s for 16x16x16 with failover routes)"
-                   % format(RESILIENCE_STEPS, ","))
+                   % (format(RESILIENCE_STEPS, ","), format(STATIC_STEPS, ",")))
     s.add_argument("--bisection-budget", type=_count(0, 10 ** 9), metavar="N",
                    help="gain evaluations the worst bisection's local search may take (default "
                    "%s, about 7 microseconds each; 0: until no pass gains): a larger budget "

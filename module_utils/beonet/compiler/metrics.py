@@ -23,6 +23,7 @@ from math import comb
 from operator import attrgetter, itemgetter
 from typing import NamedTuple, TypedDict, cast
 
+from . import failures as failures_
 from . import latency
 from .model import ON_LINK, Graph, Hop, RouteTable, Switch
 from .partition import Link, balance, crossing, search
@@ -105,7 +106,11 @@ class _FamilyMetrics(TypedDict, total=False):
     latency: latency.LatencyMetrics     # the topology has `latency`: pairs by path class
 
 
-class Metrics(_FamilyMetrics):
+class _Metrics(_FamilyMetrics, total=False):
+    failures: failures_.Failures        # filled in after resilience, whose single_path it takes
+
+
+class Metrics(_Metrics):
     nodes: int
     segments: int
     links: int
@@ -946,6 +951,8 @@ def metrics(graph: Graph, proof: Proof, effort: Effort | None = None) -> Metrics
         "bisection": bisection(graph, effort.evaluations()),
         "resilience": resilience(graph, proof, effort.resilience),
     }
+    single = out["resilience"].get("single_path")
+    out["failures"] = failures_.failures(graph, proof, single, effort.resilience)
     if graph.family == "tree":
         out["oversubscription"] = level_loads(graph)
     if graph.family == "metagraph":

@@ -1,0 +1,305 @@
+"""Metrics: what every single failure cuts, for a routing daemon and for the static routes.
+
+Three kinds of element fail: a node; a cable (a point-to-point link, or one node's
+NIC on a LAN: each attachment of a LAN); a LAN segment (its switch: all its
+attachments at once). For each element, unordered pairs of live nodes:
+
+- routed: the pairs the failure disconnects in the graph, what a routing daemon
+  (OSPF, say) gives once converged. The graph is bipartite: node vertices, segment
+  vertices (a point-to-point link is a 2-member segment, a bond one attachment of its
+  segment) and an edge per attachment. A node's failure removes its vertex (pairs of
+  the other nodes), a cable's its edge (a link's: its segment vertex), a LAN's its
+  segment vertex. One depth-first search finds the articulation points and bridges
+  with the sizes of the pieces they separate, counting node vertices only: linear time.
+- static: the pairs {s, t} whose preferred branch (failover off) s -> t or t -> s
+  crosses the element, plus, for a cable or LAN, every pair of a node whose home NIC
+  (the one holding its address) it cuts. They stay cut until the plan is healed. A
+  node's figure is resilience's single_path; cables and LANs walk the proof's tables
+  for every pair, O(nodes^2 x hops): computed up to STATIC_STEPS steps unless forced
+  (beonet metrics --resilience).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from typing import TypedDict
+
+from .model import ON_LINK, Graph, RouteTable
+from .prove import Proof
+
+# Steps (about a microsecond each) the static figures of cables and LANs may take in a
+# compile: a table lookup for each node towards each destination, and each hop of each
+# ordered pair's preferred branch (n^2 + the sum of hops over ordered pairs). 200,000:
+# about 0.2 s, some 200 nodes; above, they are left out, said why, unless forced
+# (beonet metrics --resilience): the 380-node meta-graph takes 550,000 steps (0.4 s,
+# more than its whole compile), 1,024 nodes about 3 million (3 s); time and memory
+# grow as n^2 (the 8,256-node meta-graph: 270 million steps, by estimate minutes and
+# 0.6 GB for the next-hop arrays).
+STATIC_STEPS = 200_000
+
+
+class Worst(TypedDict):
+    name: str
+    pairs: int
+
+
+class KindFigures(TypedDict):
+    """One kind of element: how many, the worst, and elements by pairs cut."""
+
+    elements: int
+    cutting: int                        # elements that cut at least one pair
+    worst: Worst | None                 # None: no element of the kind
+    histogram: dict[str, int]           # pairs cut -> elements
+
+
+class Static(TypedDict, total=False):
+    computed: bool                      # cables and LANs walked
+    reason: str                         # not computed: why
+    node: KindFigures                   # resilience's single_path (when it was computed)
+    cable: KindFigures
+    lan: KindFigures
+
+
+class Failures(TypedDict):
+    routed: dict[str, KindFigures]      # "node", "cable", "lan"
+    static: Static
+
+
+class Elements:
+    """The graph's routed segments, cables and LANs, by index.
+
+    Element ids share one space: nodes [0, n), cables [n, n + cables), LANs after."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.n = len(graph.nodes)
+        self.segments = graph.routed_segments()
+        self.names = [node.name for node in graph.nodes]
+        self.cable_of: dict[tuple[int, int], int] = {}     # (node, segment) -> cable id
+        self.lan_of: dict[int, int] = {}                    # segment -> LAN id
+        self.edges: list[tuple[int, int]] = []              # (node, segment): attachments
+        self.edge_cable: list[int] = []
+        cables: list[str] = []
+        lans: list[str] = []
+        for k, seg in enumerate(self.segments):
+            if seg.kind == "p2p":
+                cables.append(" <-> ".join("%s:%s" % (m[0].name, m[1].name) for m in seg.members))
+            else:
+                self.lan_of[k] = 0                                  # its id below
+                lans.append(seg.name)
+            for node, iface, _host in seg.members:
+                if seg.kind != "p2p":
+                    cables.append("%s:%s" % (node.name, iface.name))
+                self.cable_of[node.index, k] = self.n + len(cables) - 1
+                self.edges.append((node.index, k))
+                self.edge_cable.append(self.n + len(cables) - 1)
+        self.cables = len(cables)
+        self.lans = len(lans)
+        self.lan_of = {k: self.n + self.cables + i for i, k in enumerate(self.lan_of)}
+        self.names += cables + lans
+        home = {id(node.primary): node.index for node in graph.nodes}
+        self.home: list[tuple[int, ...]] = [()] * self.n    # node -> its home cable (and LAN)
+        for k, seg in enumerate(self.segments):
+            for node, iface, _host in seg.members:
+                if home.get(id(iface)) == node.index:
+                    lan = (self.lan_of[k],) if k in self.lan_of else ()
+                    self.home[node.index] = (self.cable_of[node.index, k], *lan)
+
+
+def _figures(names: list[str], pairs: list[int]) -> KindFigures:
+    worst = max(range(len(pairs)), key=pairs.__getitem__, default=None)
+    return {"elements": len(pairs), "cutting": sum(1 for p in pairs if p),
+            "worst": None if worst is None else {"name": names[worst], "pairs": pairs[worst]},
+            "histogram": {str(k): v for k, v in sorted(Counter(pairs).items())}}
+
+
+def _kinds(el: Elements, counts: list[int]) -> dict[str, KindFigures]:
+    """counts by element id -> figures of nodes, cables and LANs."""
+    n, c = el.n, el.n + el.cables
+    return {"node": _figures(el.names[:n], counts[:n]), "cable": _figures(el.names[n:c], counts[n:c]),
+            "lan": _figures(el.names[c:], counts[c:])}
+
+
+# --- routed: articulation points and bridges of the bipartite graph ------------------------------
+
+class _Search:
+    """An iterative depth-first search over node and segment vertices."""
+
+    def __init__(self, el: Elements) -> None:
+        self.size = el.n + len(el.segments)
+        self.adj: list[list[tuple[int, int]]] = [[] for _v in range(self.size)]   # (vertex, edge)
+        for e, (a, k) in enumerate(el.edges):
+            self.adj[a].append((el.n + k, e))
+            self.adj[el.n + k].append((a, e))
+        self.weight = [1] * el.n + [0] * len(el.segments)
+        self.disc = [-1] * self.size
+        self.low = [0] * self.size
+        self.sub = [0] * self.size                      # node vertices in the DFS subtree
+        self.pieces: list[list[int]] = [[] for _v in range(self.size)]   # subtrees cut off
+        self.bridge: dict[int, int] = {}                # edge -> node vertices below it
+        self.comp = [0] * self.size                     # node vertices of the vertex's component
+
+    def run(self) -> None:
+        clock = 0
+        for root in range(self.size):
+            if self.disc[root] >= 0:
+                continue
+            seen: list[int] = []
+            stack = [(root, -1, 0)]
+            self.disc[root] = self.low[root] = clock
+            clock += 1
+            self.sub[root] = self.weight[root]
+            while stack:
+                v, via, i = stack[-1]
+                if i < len(self.adj[v]):
+                    stack[-1] = (v, via, i + 1)
+                    w, e = self.adj[v][i]
+                    if e == via:
+                        continue
+                    if self.disc[w] < 0:
+                        self.disc[w] = self.low[w] = clock
+                        clock += 1
+                        self.sub[w] = self.weight[w]
+                        stack.append((w, e, 0))
+                    elif self.disc[w] < self.low[v]:
+                        self.low[v] = self.disc[w]
+                    continue
+                stack.pop()
+                seen.append(v)
+                if stack:
+                    self._finish(stack[-1][0], v, via)
+            for v in seen:
+                self.comp[v] = self.sub[root]
+
+    def _finish(self, parent: int, child: int, edge: int) -> None:
+        self.sub[parent] += self.sub[child]
+        self.low[parent] = min(self.low[parent], self.low[child])
+        if self.low[child] >= self.disc[parent]:
+            self.pieces[parent].append(self.sub[child])
+        if self.low[child] > self.disc[parent]:
+            self.bridge[edge] = self.sub[child]
+
+    def cut(self, v: int) -> int:
+        """Pairs of the other node vertices that removing vertex v disconnects."""
+        left = self.comp[v] - self.weight[v]
+        rest = left - sum(self.pieces[v])
+        return (left * left - rest * rest - sum(p * p for p in self.pieces[v])) // 2
+
+
+def routed_counts(el: Elements) -> list[int]:
+    """Pairs each element's failure disconnects in the graph, by element id."""
+    dfs = _Search(el)
+    dfs.run()
+    counts = [dfs.cut(v) for v in range(el.n)] + [0] * (el.cables + el.lans)
+    for k, seg in enumerate(el.segments):
+        if seg.kind == "p2p":
+            counts[el.cable_of[seg.members[0][0].index, k]] = dfs.cut(el.n + k)
+        else:
+            counts[el.lan_of[k]] = dfs.cut(el.n + k)
+    for e, (a, k) in enumerate(el.edges):
+        if el.segments[k].kind != "p2p" and e in dfs.bridge:
+            below = dfs.bridge[e]
+            counts[el.edge_cable[e]] = below * (dfs.comp[a] - below)
+    return counts
+
+
+# --- static: the preferred branches of the proof's tables ------------------------------------------
+
+def _segment_keys(graph: Graph, el: Elements) -> list[dict[tuple[int, int], int]]:
+    """Per node: (plen, net) of each table entry -> the segment its preferred next hop is on."""
+    seg_index = {id(seg): k for k, seg in enumerate(el.segments)}
+    of_addr = {a: seg_index[id(seg)] for seg in el.segments for _node, iface, _host in seg.members
+               for a in iface.addresses}
+    out = []
+    for node in graph.nodes:
+        keys: dict[tuple[int, int], int] = {}
+        for iface in node.interfaces:
+            if iface.addresses and id(iface.segment) in seg_index:
+                keys.setdefault((iface.segment.plen, iface.segment.net), seg_index[id(iface.segment)])
+        for r in node.routes:
+            if r.via in of_addr:
+                keys.setdefault((r.plen, r.net), of_addr[r.via])
+        out.append(keys)
+    return out
+
+
+def _towards(table: RouteTable, addr: int) -> tuple[int, int, int] | None:
+    """(plen, net, next node or ON_LINK) of the longest match for addr."""
+    for plen, netmask, bucket in table.order:
+        entry = bucket.get(addr & netmask)
+        if entry is not None:
+            return plen, addr & netmask, entry[0]
+    return None
+
+
+def _tree(proof: Proof, keys: list[dict[tuple[int, int], int]], addr: int, t: int
+          ) -> tuple[array[int], array[int]]:
+    """Every node's next node (-1: none) and the segment it crosses towards node t."""
+    n = len(keys)
+    nxt, seg = array("i", [-1]) * n, array("i", [-1]) * n
+    for x in range(n):
+        found = _towards(proof.tables[x], addr) if x != t else None
+        if found is not None:
+            plen, net, hop = found
+            nxt[x] = t if hop == ON_LINK else hop
+            seg[x] = keys[x].get((plen, net), -1)
+    return nxt, seg
+
+
+def _walk(el: Elements, nxt: array[int], seg: array[int], s: int, t: int, into: set[int]) -> bool:
+    """Add the elements of the preferred branch s -> t to into; False when it is cut."""
+    x, hops = s, 0
+    while x != t:
+        y, k = nxt[x], seg[x]
+        if y < 0 or k < 0 or hops > el.n:
+            return False
+        if k in el.lan_of:
+            into.update((el.cable_of[x, k], el.cable_of[y, k], el.lan_of[k]))
+        else:
+            into.add(el.cable_of[x, k])
+        if y != t:
+            into.add(y)
+        x, hops = y, hops + 1
+    return True
+
+
+def static_counts(graph: Graph, proof: Proof, el: Elements) -> list[int]:
+    """Pairs each element's failure cuts for good with the static routes, by element id
+    (nodes too: resilience's single_path by another way)."""
+    keys = _segment_keys(graph, el)
+    trees = [_tree(proof, keys, node.address, node.index) for node in graph.nodes]
+    counts = [0] * (el.n + el.cables + el.lans)
+    for t in range(el.n):
+        nxt_t, seg_t = trees[t]
+        for s in range(t):
+            on: set[int] = set()
+            if _walk(el, nxt_t, seg_t, s, t, on) and _walk(el, *trees[s], t, s, on):
+                on.update(el.home[s])
+                on.update(el.home[t])
+                for e in on:
+                    counts[e] += 1
+    return counts
+
+
+def static_steps(graph: Graph, proof: Proof) -> int:
+    """The projected steps of static_counts: a lookup per node and destination, a step
+    per hop of each ordered pair's branch."""
+    n = len(graph.nodes)
+    return n * n + sum(k * pairs for k, pairs in proof.hops.items())
+
+
+def failures(graph: Graph, proof: Proof, single_path: dict[str, int] | None,
+             force: bool = False) -> Failures:
+    """The failures section of the metrics (single_path: resilience's, when computed)."""
+    el = Elements(graph)
+    static: Static = {"computed": False}
+    if single_path is not None:
+        static["node"] = _figures(el.names[:el.n], [single_path[v] for v in el.names[:el.n]])
+    steps = static_steps(graph, proof)
+    if steps > STATIC_STEPS and not force:
+        static["reason"] = ("cables and LANs: about %d steps, more than %d: "
+                            "`beonet metrics --resilience` computes them" % (steps, STATIC_STEPS))
+    else:
+        walked = _kinds(el, static_counts(graph, proof, el))
+        static["computed"], static["cable"], static["lan"] = True, walked["cable"], walked["lan"]
+    return {"routed": _kinds(el, routed_counts(el)), "static": static}
