@@ -61,7 +61,8 @@ def dump_command(n: NodePlan) -> str:
               "ls -d %s %s %s" % (_units(UNITS), PROGRAMS, "/run/NetworkManager /run/systemd/system"),
               "cat %s" % MANAGER_FILES,
               "ls -AR %s" % CHECKPOINTS]
-    return "{ %s; } 2>&1 | sha256sum" % "; ".join(parts)
+    # stdin from /dev/null: a raw call over SSH has a terminal that never ends a read
+    return "{ %s; } </dev/null 2>&1 | sha256sum" % "; ".join(parts)
 
 
 def check_command(n: NodePlan) -> str:
