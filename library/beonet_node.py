@@ -330,6 +330,16 @@ def _param_problems(p: dict[str, Any]) -> list[str]:
             problems.append("%s: prefixes[%d]: %s is not an IPv4 network" % (name, k, names.shown(prefix)))
     problems += ["%s: down[%d]: %s" % (name, k, why) for k, why in
                  enumerate(names.node_name_problem(d) for d in p["down"]) if why]
+    if not 0 <= p["confirm_timeout"] <= checkpoint.MAX_TIMEOUT:      # NaN fails both
+        problems.append("%s: confirm_timeout must be 0 to %d seconds, not %s"
+                        % (name, checkpoint.MAX_TIMEOUT, p["confirm_timeout"]))
+    for k, t in enumerate(p["neighbours"]):
+        why = names.ifname_problem(t["nic"])
+        try:
+            ipaddress.IPv4Address(t["address"])
+        except ValueError:
+            why = why or "%s is not an IPv4 address" % names.shown(t["address"])
+        problems += ["%s: neighbours[%d]: %s" % (name, k, why)] if why else []
     return problems
 
 

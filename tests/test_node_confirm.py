@@ -165,3 +165,17 @@ def test_preflight_shows_an_earlier_rollback_and_leaves_it_for_the_run(lib, monk
     assert not exc.value.failed and exc.value.result["rolled_back"]["why"] == "not confirmed within 120 s"
     assert warned == ["node01 was rolled back at then: not confirmed within 120 s"]
     assert lib.checkpoint.peek_result() is not None
+
+
+@pytest.mark.parametrize("bad", [{"confirm_timeout": float("nan")}, {"confirm_timeout": -1},
+                                 {"confirm_timeout": 1e12},
+                                 {"confirm": True,
+                                  "neighbours": [{"nic": "../eth1", "address": "10.0.0.2"}]},
+                                 {"confirm": True, "neighbours": [{"nic": "eth1\nx", "address": "10.0.0.2"}]},
+                                 {"confirm": True,
+                                  "neighbours": [{"nic": "eth1", "address": "10.0.0.2/../x"}]}])
+def test_hostile_confirm_parameters_are_refused_before_anything(lib, monkeypatch, single, bad):
+    plan, n = single
+    out, commands = _run_module(lib, monkeypatch, _params(plan, **bad), _blank_node(n), check_mode=False)
+    assert out.failed and not out.result.get("changed") and "node01: " in out.result["msg"]
+    assert not any(c[:2] not in (["ip", "-j"], ["nft", "list"]) for c in commands)
