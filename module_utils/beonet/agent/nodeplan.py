@@ -84,7 +84,21 @@ class _NodePlanKeys(TypedDict):
     routes: list[Route]
 
 
+class Bfd(TypedDict):
+    interval_ms: int             # sent and expected every this many ms
+    multiplier: int              # missed packets before the neighbour is down
+
+
+class Routing(TypedDict):
+    """routing.engine frr: what the node's FRR configuration is rendered from."""
+
+    engine: str                  # "frr"
+    loopback: str                # "ADDR/32", on the dummy NIC beonet0
+    bfd: Bfd
+
+
 class NodePlan(_NodePlanKeys, total=False):
+    routing: Routing             # present only with routing.engine frr
     index: int
     group: int
     coords: list[int]
@@ -166,6 +180,25 @@ def _route_problems(r: Any, where: str) -> list[tuple[str, str | None]]:
     return out
 
 
+def _routing_problems(r: Any) -> list[tuple[str, str | None]]:
+    """The routing object of an frr plan: the engine, a /32 loopback, BFD timers in range."""
+    if not isinstance(r, dict):
+        return [("routing", "must be a mapping, not %s" % type_word(r))]
+    bfd = r.get("bfd")
+    loop = r.get("loopback")
+    found: list[tuple[str, str | None]] = [
+        ("routing.engine", None if r.get("engine") == "frr" else "must be frr"),
+        ("routing.loopback", _address_problem(loop, "interface")
+         or (None if isinstance(loop, str) and loop.endswith("/32") else "must be a /32"))]
+    if not isinstance(bfd, dict):
+        return found + [("routing.bfd", "must be a mapping, not %s" % type_word(bfd))]
+    found += [("routing.bfd.interval_ms", None if _is_int(bfd.get("interval_ms"), 10, 60000)
+               else "must be a whole number from 10 to 60000"),
+              ("routing.bfd.multiplier", None if _is_int(bfd.get("multiplier"), 2, 255)
+               else "must be a whole number from 2 to 255")]
+    return found
+
+
 def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
@@ -186,6 +219,8 @@ def plan_problems(node: Any, n: Any) -> list[str]:
         found += _interface_problems(i, "interfaces[%d]" % k)
     for k, r in enumerate(_listed(n.get("routes"))):
         found += _route_problems(r, "routes[%d]" % k)
+    if "routing" in n:
+        found += _routing_problems(n["routing"])
     found += [(path, "holds a control character: %s" % shown(text))
               for path, text in control_characters(n)]
     return ["%s: plan.%s: %s" % (node, path, msg) for path, msg in found if msg is not None]

@@ -14,7 +14,8 @@ from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, mask, net_text, parse_net
 
-DEFAULT_POOLS: dict[str, Any] = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31}
+DEFAULT_POOLS: dict[str, Any] = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31,
+                                 "loopback": "10.254.0.0/16"}
 
 
 def _needed_prefix(seg_hosts: int) -> int:
@@ -42,6 +43,7 @@ def assign(graph: Graph, source: Source) -> Problems:
         if seg.prefix_fixed is not None:
             seg.net, seg.plen = parse_net(seg.prefix_fixed)
     _place_hosts(graph, source, problems)
+    _give_loopbacks(graph, source, IPv4Network(cfg["loopback"], strict=False), problems)
     if not problems:
         _check_overlap(graph, source, problems)
     if not problems:
@@ -126,6 +128,32 @@ def _place_hosts(graph: Graph, source: Source, problems: Problems) -> None:
                              % (net_text(seg.net, seg.plen), host, node.name))
                 continue
             iface.addresses = [seg.net + number]
+
+
+def _give_loopbacks(graph: Graph, source: Source, pool: IPv4Network, problems: Problems) -> None:
+    """routing.engine frr: node i's loopback is the pool's host number i + 1. The pool must
+    hold every node and overlap no segment."""
+    given = "loopback" in source.data.get("addressing", {})
+    if graph.engine != "frr":
+        if given:
+            problems.add("addressing.loopback", "only routing.engine frr gives nodes loopback "
+                         "addresses (the engine is %s)" % graph.engine)
+        return
+    need = len(graph.nodes)
+    if pool.num_addresses - 2 < need:
+        wider = _fitting(pool, 32 - (need + 1).bit_length())
+        problems.add("addressing.loopback", "pool %s holds %s loopback addresses; the topology "
+                     "needs %s: use %s or larger" % (pool, _count(max(pool.num_addresses - 2, 0)),
+                                                     _count(need), wider))
+        return
+    first, last = int(pool.network_address), int(pool.broadcast_address)
+    for seg in graph.segments:
+        if seg.routed and seg.net <= last and first <= seg.net + (1 << (32 - seg.plen)) - 1:
+            problems.add("addressing.loopback", "pool %s overlaps %s of segment '%s'"
+                         % (pool, net_text(seg.net, seg.plen), seg.name))
+            return
+    for node in graph.nodes:
+        node.loopback = first + node.index + 1
 
 
 def _seg_path(graph: Graph, source: Source, seg: Segment) -> str:

@@ -81,6 +81,7 @@ class Node:
     primary: Interface | None = None  # Interface carrying the node's address
     routes: list[Route] = field(default_factory=list)
     forwarding: bool = False
+    loopback: int | None = None     # routing.engine frr: the node's /32 on its dummy NIC
 
     def iface(self, name: str) -> Interface | None:
         for i in self.interfaces:
@@ -303,6 +304,8 @@ class Graph:
     notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
     failover: bool = True           # routing.failover: multipath routes over equal next hops
     neighbour: dict[str, int] = field(default_factory=dict)  # routing.neighbour, defaults filled in
+    engine: str = "static"          # routing.engine: static routes, or FRR's OSPF with BFD
+    bfd: dict[str, int] = field(default_factory=dict)  # routing.bfd (engine frr), defaults filled in
     latency: Latency | None = None  # the topology's `latency`, model defaults filled in
 
     def add_node(self, node: Node) -> None:

@@ -17,7 +17,7 @@ from . import latency
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, Switch
-from .schema import NEIGHBOUR_DEFAULTS, tree_fanouts
+from .schema import BFD_DEFAULTS, NEIGHBOUR_DEFAULTS, tree_fanouts
 
 DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
                             "mode": "balance-rr", "miimon": 100, "channels": 2}
@@ -78,6 +78,8 @@ class Builder:
         routing = self.data.get("routing", {})
         self.graph.failover = routing.get("failover", True)
         self.graph.neighbour = {**NEIGHBOUR_DEFAULTS, **routing.get("neighbour", {})}
+        self.graph.engine = routing.get("engine", "static")
+        self.graph.bfd = {**BFD_DEFAULTS, **routing.get("bfd", {})}
         if "latency" in self.data:
             self.graph.latency = latency.settings(self.data["latency"])
         self.ports: int | None = self.data.get("switch", {}).get("ports")

@@ -73,6 +73,15 @@ _bond = {
 }
 
 
+ENGINES = ["static", "frr"]
+BFD_DEFAULTS = {"interval_ms": 100, "multiplier": 3}
+_bfd = {
+    "interval_ms": {"type": "integer", "minimum": 10, "maximum": 60_000,
+                    "description": "ms between BFD packets, sent and expected. Default 100"},
+    "multiplier": {"type": "integer", "minimum": 2, "maximum": 255,
+                   "description": "packets missed before a neighbour is down: the detection "
+                                  "time is interval_ms x multiplier. Default 3"},
+}
 NEIGHBOUR_DEFAULTS = {"base_reachable_time_ms": 5000, "delay_first_probe_time": 1,
                       "ucast_solicit": 3, "retrans_time_ms": 500}
 _neighbour = {
@@ -139,6 +148,9 @@ SCHEMA = {
             "p2p": _cidr,
             "p2p_prefix": {"enum": [30, 31],
                            "description": "prefix length of point-to-point links"},
+            "loopback": {**_cidr, "description": "routing.engine frr: the pool of the nodes' "
+                                                 "loopback addresses, one /32 each in node order "
+                                                 "(default 10.254.0.0/16)"},
         }, description="address pools"),
         "link": _obj({"rate_mbit": _rate, "mtu": _mtu},
                      description="defaults for every link"),
@@ -148,6 +160,13 @@ SCHEMA = {
                  "description": "false: cluster NICs get no IPv6, not even link-local "
                                 "(default true: the OS's IPv6 link-local behaviour is kept)"},
         "routing": _obj({
+            "engine": {"enum": ENGINES,
+                       "description": "static (default): the compiler's static routes, the "
+                                      "papers' design; frr: FRR's OSPF on every cluster NIC with "
+                                      "BFD, and a loopback address per node advertised over all "
+                                      "of them, so a dead node or a cut cable costs the BFD "
+                                      "detection time, not a visit"},
+            "bfd": _obj(_bfd, description="engine frr: BFD timers on every OSPF adjacency"),
             "failover": {"type": "boolean",
                          "description": "true (default): where several next hops are equally "
                                         "short, one multipath route over all of them, so a dead "
@@ -156,7 +175,7 @@ SCHEMA = {
             "neighbour": _obj(_neighbour, description="neighbour timers on the cluster NICs: "
                                                       "they bound how long a dead next hop "
                                                       "keeps being used (failover only)"),
-        }, description="static routes: failover over equal next hops"),
+        }, description="the routing engine; static routes: failover over equal next hops"),
         "latency": _obj({
             "model": {"enum": LATENCY_MODELS,
                       "description": "defaults from a measured table: sc98 (Salmon, Stein, "

@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
+from ..agent.nodeplan import Bfd, NodePlan
 from ..agent.nodeplan import Interface as InterfacePlan
-from ..agent.nodeplan import NodePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
@@ -154,10 +154,11 @@ def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> In
 
 
 def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
-              failover: FailoverPlan | None = None) -> NodePlan:
+              failover: FailoverPlan | None = None, bfd: Bfd | None = None) -> NodePlan:
     """One node's plan; everyone: {node: {logical: physical NIC name}}.
     routes=False leaves its routes out (an empty list); failover: the
-    node's failover object, when the topology's failover is on."""
+    node's failover object, when the topology's failover is on; bfd: the
+    BFD timers with routing.engine frr (the node's routing object)."""
     everyone = everyone or {}
     physical = everyone.get(node.name, {})
     out: NodePlan = {
@@ -172,7 +173,16 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
         out["switch"] = node.switch
     if failover is not None:
         cast("dict[str, Any]", out)["failover"] = failover
+    if bfd is not None and node.loopback is not None:
+        out["routing"] = {"engine": "frr", "loopback": net_text(node.loopback, 32), "bfd": bfd}
     return out
+
+
+def bfd_plan(graph: Graph) -> Bfd | None:
+    """The BFD timers of routing.engine frr (None with static routes)."""
+    if graph.engine != "frr":
+        return None
+    return {"interval_ms": graph.bfd["interval_ms"], "multiplier": graph.bfd["multiplier"]}
 
 
 def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
@@ -279,8 +289,8 @@ def node_plans(graph: Graph, physical: Physical | None = None,
     """Every node's part of the plan (it needs the routes, not the proof), or
     that of the given nodes only."""
     physical = physical or {}
-    failover = failover_plan(graph)
-    out = {n.name: node_plan(n, physical, routes, failover)
+    failover, bfd = failover_plan(graph), bfd_plan(graph)
+    out = {n.name: node_plan(n, physical, routes, failover, bfd)
            for n in (graph.nodes if nodes is None else nodes)}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
@@ -350,14 +360,14 @@ def compact_nodes_items(graph: Graph, physical: Physical | None, nodes: list[Nod
     comma-separated: the text between its braces, part by part."""
     physical = physical or {}
     ipv6 = {} if graph.ipv6 else {"ipv6": False}
-    failover = failover_plan(graph)
+    failover, bfd = failover_plan(graph), bfd_plan(graph)
     texts: dict[int, str] = {}
     out = []
     for n in nodes:
         names = physical.get(n.name, {})
         devs: dict[str, str] = {}
         hops: dict[tuple[int, str], str] = {}
-        head = json.dumps({**node_plan(n, physical, routes=False, failover=failover), **ipv6},
+        head = json.dumps({**node_plan(n, physical, routes=False, failover=failover, bfd=bfd), **ipv6},
                           separators=(",", ":"))
         routes = ",".join(
             '{"to":"%s","via":"%s","dev":%s,"src":"%s"%s}' % (
