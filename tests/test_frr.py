@@ -3,6 +3,8 @@ rendered from it (golden files), and the errors of each."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 import yaml
 from conftest import ROOT, golden
@@ -123,3 +125,20 @@ def test_the_node_refuses_a_bad_routing_object(routing, found):
 
 def test_a_good_routing_object_passes():
     assert nodeplan.plan_problems("node-0-0", _node_plan()) == []
+
+
+def test_the_forward_filter_admits_the_loopbacks():
+    c = compiled("mesh", {"dims": [2, 3]})
+    plan = render.plan(c)
+    assert render.prefixes(plan) == render.graph_prefixes(c.graph)
+    covered = {str(a) for p in render.prefixes(plan) if p.startswith("10.254.")
+               for a in ipaddress.IPv4Network(p)}
+    assert covered == {n["routing"]["loopback"].split("/")[0] for n in plan["nodes"].values()}
+    static = compiled("mesh", {"dims": [2, 3]}, routing={"engine": "static"})
+    assert not any(p.startswith("10.254.") for p in render.graph_prefixes(static.graph))
+
+
+def test_zebra_puts_the_loopback_on_lo():
+    n = render.plan(compiled("mesh", {"dims": [2, 2]}))["nodes"]["node-0-1"]
+    conf = frr.frr_conf("node-0-1", n, n["routing"])
+    assert "interface lo\n ip address 10.254.0.2/32\n ip ospf area 0\n ip ospf passive\n" in conf

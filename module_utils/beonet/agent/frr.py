@@ -3,9 +3,11 @@
 Standard library only (rendered on the node, from its plan, with its NICs' real
 names, like the network backends' files). The protocol is OSPFv2 in one area:
 
-* the node's loopback address (``loopback``, a /32 of its own pool, held by the
-  dummy NIC ``LOOPBACK_NIC``) is advertised and never talks OSPF (passive), so
-  it stays reachable while any of the node's cluster NICs is;
+* the node's loopback address (``loopback``, a /32 of its own pool) is put on
+  ``lo`` by FRR's zebra itself (no network backend involved: the address lives
+  exactly as long as the routing that makes it reachable), advertised, and never
+  talks OSPF (passive), so it stays reachable while any of the node's cluster
+  NICs is;
 * every cluster NIC (an ethernet NIC not in a bond, or a bond) runs OSPF with the
   same cost, so each pair's routes are the topology's shortest paths in hops,
   and FRR installs every equal one (ECMP, ``maximum-paths``) as the kernel's
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from .nodeplan import Interface, NodePlan, Routing
 
-LOOPBACK_NIC = "beonet0"          # a dummy NIC: lo's 127/8 stays as it is
+LOOPBACK_NIC = "lo"               # zebra adds the /32 beside 127.0.0.1/8
 FRR_CONF = "/etc/frr/frr.conf"
 FRR_DAEMONS = "/etc/frr/daemons"
 OSPF_COST = 10                     # the same on every NIC: hops decide
@@ -63,6 +65,7 @@ def frr_conf(name: str, n: NodePlan, frr: Routing) -> str:
              "service integrated-vtysh-config",
              "!",
              "interface %s" % LOOPBACK_NIC,
+             " ip address %s" % frr["loopback"],
              " ip ospf area 0",
              " ip ospf passive",
              "exit",

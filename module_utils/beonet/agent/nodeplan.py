@@ -93,7 +93,7 @@ class Routing(TypedDict):
     """routing.engine frr: what the node's FRR configuration is rendered from."""
 
     engine: str                  # "frr"
-    loopback: str                # "ADDR/32", on the dummy NIC beonet0
+    loopback: str                # "ADDR/32", put on lo by FRR's zebra
     bfd: Bfd
 
 

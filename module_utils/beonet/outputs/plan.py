@@ -300,20 +300,26 @@ def node_plans(graph: Graph, physical: Physical | None = None,
 
 def prefixes(plan_: Mapping[str, Any]) -> list[str]:
     """The topology's address space as the fewest prefixes: what forwarding nodes
-    forward between. Exactly the union of the segments' prefixes (adjacent and
-    nested ones merged), so its length follows the pools, not the number of links."""
+    forward between. Exactly the union of the segments' prefixes and the nodes'
+    loopbacks (adjacent and nested ones merged), so its length follows the pools,
+    not the number of links."""
     spans = []
     for seg in plan_["segments"].values():
         if seg.get("prefix"):
             net, plen = parse_net(seg["prefix"])
             spans.append((net, net + (1 << (32 - plen))))
+    for node in plan_["nodes"].values():     # routing.engine frr: the nodes' loopbacks
+        if "routing" in node:
+            net, _plen = parse_net(node["routing"]["loopback"])
+            spans.append((net, net + 1))
     return [net_text(net, plen) for net, plen in aggregate(spans)]
 
 
 def graph_prefixes(graph: Graph) -> list[str]:
     """``prefixes`` of the plan of graph, read from the graph itself."""
-    return [net_text(net, plen) for net, plen in aggregate(
-        [(s.net, s.net + (1 << (32 - s.plen))) for s in graph.segments if s.prefix_text()])]
+    spans = [(s.net, s.net + (1 << (32 - s.plen))) for s in graph.segments if s.prefix_text()]
+    spans += [(n.loopback, n.loopback + 1) for n in graph.nodes if n.loopback is not None]
+    return [net_text(net, plen) for net, plen in aggregate(spans)]
 
 
 def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
