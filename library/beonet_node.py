@@ -217,6 +217,7 @@ from ansible.module_utils.beonet.agent import (
     checkpoint,
     discover,
     fast,
+    frr,
     names,
     netmanager,
     nodeplan,
@@ -273,7 +274,9 @@ def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState
             "forwarding": read_text(beonet.FORWARD) or "",
             "nft_table": listed if rc == 0 else None,
             "tso": beonet.live_tso(n),
-            "sysctls": beonet.live_sysctls(n, read_text)}
+            "sysctls": beonet.live_sysctls(n, read_text),
+            "frr_running": "routing" in n and frr.running(os.path.join(NODE_ROOT, "proc")),
+            "systemd": "routing" in n and frr.systemd_runs(NODE_ROOT)}
 
 
 def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:

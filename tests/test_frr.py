@@ -8,6 +8,8 @@ import ipaddress
 import pytest
 import yaml
 from conftest import ROOT, golden
+from hypothesis import given, settings
+from test_properties import SETTINGS, custom_topologies
 
 from beonet.agent import frr, nodeplan
 from beonet.compiler import pipeline
@@ -34,7 +36,7 @@ def test_every_node_gets_a_loopback_in_node_order():
 def test_static_routes_give_no_routing_object():
     plan = render.plan(compiled("mesh", {"dims": [2, 2]}, routing={"engine": "static"}))
     assert not any("routing" in n for n in plan["nodes"].values())
-    assert frr.frr_files("node-0-0", plan["nodes"]["node-0-0"]) == {}
+    assert frr.frr_files(plan["nodes"]["node-0-0"]) == {}
 
 
 @pytest.mark.parametrize("family,params,node", [
@@ -44,7 +46,7 @@ def test_static_routes_give_no_routing_object():
 def test_frr_conf_golden(family, params, node):
     c = compiled(family, params, routing={"engine": "frr", "bfd": {"interval_ms": 50, "multiplier": 4}})
     n = render.plan(c)["nodes"][node]
-    files = frr.frr_files(node, n)
+    files = frr.frr_files(n)
     assert sorted(files) == [frr.FRR_DAEMONS, frr.FRR_CONF]
     golden(GOLDEN / ("%s-%s.conf" % (family, node)), files[frr.FRR_CONF])
     golden(GOLDEN / "daemons", files[frr.FRR_DAEMONS])
@@ -54,7 +56,7 @@ def test_p2p_nics_are_point_to_point_lans_broadcast():
     c = compiled("metagraph", {"groups": 4, "nodes_per_group": 3, "p2p_per_node": 1})
     plan = render.plan(c)
     name, n = next((k, v) for k, v in plan["nodes"].items() if any("peer" in i for i in v["interfaces"]))
-    conf = frr.frr_conf(name, n, n["routing"])
+    conf = frr.frr_conf(n, n["routing"])
     blocks = conf.split("interface ")[2:]
     p2p = [b for b in blocks if "point-to-point" in b]
     assert len(p2p) == sum(1 for i in n["interfaces"] if "peer" in i) >= 1
@@ -140,5 +142,168 @@ def test_the_forward_filter_admits_the_loopbacks():
 
 def test_zebra_puts_the_loopback_on_lo():
     n = render.plan(compiled("mesh", {"dims": [2, 2]}))["nodes"]["node-0-1"]
-    conf = frr.frr_conf("node-0-1", n, n["routing"])
+    conf = frr.frr_conf(n, n["routing"])
     assert "interface lo\n ip address 10.254.0.2/32\n ip ospf area 0\n ip ospf passive\n" in conf
+
+
+# -- the routes OSPF installs, proven like static ones ----------------------------
+
+def _with_engine(topo: dict, engine: str):
+    return pipeline.compile_text(yaml.safe_dump({**topo, "routing": {"engine": engine}},
+                                                sort_keys=False), "t.yml")
+
+
+@pytest.mark.parametrize("name", ["metanode-testbed", "routed-mesh", "custom-example",
+                                  "backends-chain", "switch-tree", "bonded-dual-net"])
+def test_frr_paths_are_as_short_as_the_static_ones(name):
+    topo = yaml.safe_load((ROOT / "topologies" / ("%s.yml" % name)).read_text())
+    static, ospf = _with_engine(topo, "static"), _with_engine(topo, "frr")
+    assert ospf.proof.pairs == static.proof.pairs == len(static.graph.nodes) * (
+        len(static.graph.nodes) - 1)
+    assert sorted(ospf.proof.hops.items()) == sorted(static.proof.hops.items())
+
+
+def test_frr_plan_installs_no_route_and_names_nodes_by_loopback():
+    c = compiled("mesh", {"dims": [3, 3]})
+    plan = render.plan(c)
+    assert all(n["routes"] == [] for n in plan["nodes"].values())
+    assert [n["address"] for n in plan["nodes"].values()] == ["10.254.0.%d" % k for k in range(1, 10)]
+    # the compiler still holds what OSPF will install: a route to every segment the node is
+    # not on and to every other loopback, each over all equal next hops
+    x = c.graph.by_name["node-0-0"]
+    loops = [r for r in x.routes if r.plen == 32]
+    assert len(loops) == 8
+    diagonal = next(r for r in loops if r.net == c.graph.by_name["node-1-1"].loopback)
+    assert len(diagonal.nexthops()) == 2
+    assert all(r.src == x.loopback for r in x.routes)
+    assert len(x.routes) - 8 == len(c.graph.routed_segments()) - len(x.interfaces)
+
+
+def test_frr_forwarding_on_every_node_a_failure_may_make_a_transit():
+    c = compiled("metagraph", {"groups": 4, "nodes_per_group": 3, "p2p_per_node": 1})
+    for node in c.graph.nodes:
+        assert node.forwarding == (len([i for i in node.interfaces if i.addresses]) > 1)
+
+
+def test_frr_proof_finds_a_missing_learned_route(monkeypatch):
+    from beonet.compiler import route
+
+    real = route.ospf
+
+    def lose_one(graph):
+        real(graph)
+        graph.nodes[0].routes = [r for r in graph.nodes[0].routes if r.net != graph.nodes[3].loopback]
+    monkeypatch.setattr(route, "ospf", lose_one)
+    with pytest.raises(CompileError, match="no route to 10.254.0.4"):
+        compiled("mesh", {"dims": [2, 2]})
+
+
+@given(custom_topologies(max_nodes=10))
+@settings(**SETTINGS)
+def test_frr_proof_holds_on_any_connected_custom_graph(topo):
+    c = _with_engine(topo, "frr")
+    n = len(c.graph.nodes)
+    assert c.proof.pairs == n * (n - 1)
+    assert c.graph.nodes[0].address == c.graph.nodes[0].loopback
+
+
+# -- FRR on the node: its files beside the network backend's, started, reloaded, stopped ----
+
+def _frr_node():
+    return render.plan(compiled("mesh", {"dims": [2, 2]}))["nodes"]["node-0-0"]
+
+
+def test_frr_files_are_among_the_persistent_files_and_no_route_is_installed():
+    from beonet.agent import apply
+
+    n = _frr_node()
+    files = apply.persistent_files(n, ["10.0.0.0/16", "10.254.0.0/30"], "networkd")
+    assert files[frr.FRR_CONF] == frr.frr_conf(n, n["routing"]) and frr.FRR_DAEMONS in files
+    actions = apply.actions_on_blank_node(n, "node-0-0")
+    assert not any(a[:3] == ["ip", "route", "replace"] for a in actions)
+    assert actions[-1] == ["systemctl", "enable", "--now", "frr"]
+
+
+@pytest.mark.parametrize("is_running,systemd,want", [
+    (False, True, [["systemctl", "enable", "--now", "frr"]]),
+    (False, False, [[frr.FRRINIT, "start"]]),
+    (True, True, []),
+])
+def test_frr_is_started_where_it_does_not_run(is_running, systemd, want):
+    assert frr.start_actions(_frr_node(), is_running, systemd) == want
+    static = render.plan(compiled("mesh", {"dims": [2, 2]}, routing={"engine": "static"}))
+    assert frr.start_actions(static["nodes"]["node-0-0"], False, systemd) == []
+
+
+def test_a_node_with_routes_of_an_earlier_static_plan_loses_them():
+    from beonet.agent import apply
+
+    n = _frr_node()
+    old = {"dst": "10.0.1.0/24", "gateway": "10.0.0.2", "dev": "eth1", "protocol": "beonet"}
+    ospf = {"dst": "10.0.2.0/24", "gateway": "10.0.0.3", "dev": "eth1", "protocol": "ospf"}
+    actions, problems = apply.runtime_actions(n, "node-0-0", [{"ifname": i["name"], "flags": ["UP"],
+                                                               "mtu": 1500} for i in n["interfaces"]],
+                                              [], [old, ospf])
+    deleted = [a for a in actions if a[:3] == ["ip", "route", "del"]]
+    assert not problems and len(deleted) == 1 and "10.0.1.0/24" in deleted[0]
+
+
+@pytest.mark.parametrize("changed,text,systemd,want", [
+    ([frr.FRR_CONF], frr.HEADER + "x", True, [["systemctl", "reload", "frr"]]),
+    ([frr.FRR_CONF, frr.FRR_DAEMONS], frr.HEADER + "x", False, [[frr.FRRINIT, "restart"]]),
+    ([frr.FRR_CONF], None, True, [["systemctl", "stop", "frr"]]),           # removed: left FRR
+    ([frr.FRR_CONF], "! the node's own\n", False, [[frr.FRRINIT, "stop"]]),   # rolled back
+    (["/etc/systemd/network/10-beonet-eth1.network"], None, True, []),
+])
+def test_frr_is_told_of_its_files(changed, text, systemd, want):
+    assert frr.service_commands(changed, text, systemd) == want
+
+
+def test_running_reads_the_daemons_names(tmp_path):
+    for pid, name in ((1, "init"), (20, "zebra"), (21, "ospfd")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(name + "\n")
+    (tmp_path / "self").mkdir()
+    assert not frr.running(str(tmp_path))
+    (tmp_path / "22").mkdir()
+    (tmp_path / "22" / "comm").write_text("bfdd\n")
+    assert frr.running(str(tmp_path))
+    assert not frr.running(str(tmp_path / "none"))
+
+
+def test_the_plan_carries_what_ospf_installs_for_the_live_proof():
+    plan = render.plan(compiled("mesh", {"dims": [2, 2]}))
+    n = plan["nodes"]["node-0-0"]
+    assert n["routes"] == [] and len(n["learned"]) == 3 + 2      # 3 loopbacks, 2 far segments
+    assert nodeplan.plan_problems("node-0-0", n) == []
+    bad = dict(n, learned=[{"to": "10.254.0.2/32", "via": "nope", "dev": "eth1", "src": "10.254.0.1"}])
+    assert any("learned[0]" in p for p in nodeplan.plan_problems("node-0-0", bad))
+
+
+def test_exports_name_nodes_by_loopback_and_keep_mpi_on_the_cluster_networks():
+    from beonet.outputs import export, mpi
+
+    topo = yaml.safe_load((ROOT / "topologies" / "metanode-testbed.yml").read_text())
+    plan = render.plan(_with_engine(topo, "frr"))
+    static = render.plan(_with_engine(topo, "static"))
+    hosts = export.EXPORTS["hosts"](plan)
+    assert "10.254.0.1 " in hosts and "10.254.0.36 " in hosts
+    mca = export.openmpi_mca(plan)
+    assert "10.254." not in mca
+    segments = [ipaddress.IPv4Network(s["prefix"]) for s in plan["segments"].values() if s.get("prefix")]
+    nets = [ipaddress.IPv4Network(n) for n in mpi.node_networks(plan)]
+    assert all(any(s.subnet_of(n) for n in nets) for s in segments)
+    for name, node in plan["nodes"].items():
+        assert mpi.cluster_interface(node)["name"] == mpi.cluster_interface(static["nodes"][name])["name"]
+    assert export.EXPORTS["slurm"](plan) == export.EXPORTS["slurm"](static)
+    assert "10.254.0.1" in export.EXPORTS["slurm-nodes"](plan)
+
+
+def test_frr_metrics_give_the_routed_failures_and_no_static_figures():
+    topo = yaml.safe_load((ROOT / "topologies" / "metanode-testbed.yml").read_text())
+    m = _with_engine(topo, "frr").metrics
+    assert not m["resilience"]["computed"] and "frr" in m["resilience"]["reason"]
+    assert m["failures"]["static"] == {"computed": False, "reason": m["failures"]["static"]["reason"]}
+    static = _with_engine(topo, "static").metrics
+    assert m["failures"]["routed"] == static["failures"]["routed"]
+    assert m["hops"] == static["hops"] and m["forwarding_nodes"] == 36

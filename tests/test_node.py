@@ -499,24 +499,25 @@ def test_the_module_runs_its_actions_in_order_after_the_files(beonet_node, monke
     assert written == sorted(node.persistent_files(n, [], "networkd")) + [RECORD_PATH, node.STATE_PATH]
 
 
-@pytest.mark.parametrize("plan_format,word", [(3, "newer"), (1, "older")])
+@pytest.mark.parametrize("plan_format,word,known", [(4, "newer", "3"), (1, "older", "2 to 3")])
 def test_the_module_refuses_a_plan_format_it_does_not_understand(beonet_node, monkeypatch,
-                                                                   plan_format, word):
+                                                                   plan_format, word, known):
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/single-net.yml")))
     params = _module_params(plan, "node01", plan_format)
     out, commands = _run_module(beonet_node, monkeypatch, params, _blank_node(plan["nodes"]["node01"]))
     assert out.failed and not out.result["changed"] and commands == []
     assert out.result["msg"].startswith("node01: plan_format %d is %s than this beonet_node "
-                                        "understands (2)" % (plan_format, word))
+                                        "understands (%s)" % (plan_format, word, known))
 
 
 def test_plan_format_messages_and_the_format_the_compiler_writes():
     assert nodeplan.PLAN_FORMAT == render.PLAN_FORMAT
     assert nodeplan.plan_format_problem("node01", render.PLAN_FORMAT) is None
-    assert nodeplan.plan_format_problem("node01", 3) == (
-        "node01: plan_format 3 is newer than this beonet_node understands (2); update the collection")
+    assert nodeplan.plan_format_problem("node01", 2) is None      # format 3 without FRR
+    assert nodeplan.plan_format_problem("node01", 4) == (
+        "node01: plan_format 4 is newer than this beonet_node understands (3); update the collection")
     assert nodeplan.plan_format_problem("node01", 1) == (
-        "node01: plan_format 1 is older than this beonet_node understands (2); "
+        "node01: plan_format 1 is older than this beonet_node understands (2 to 3); "
         "compile the plan again with this collection")
 
 
@@ -664,11 +665,11 @@ def test_ansible_refuses_a_newer_plan_format_before_any_change():
     this machine does not have: the format is refused first, nothing is read or changed."""
     plan = {"address": "10.0.0.1", "forwarding": False, "routes": [], "interfaces": [
         {"name": "beonet-nosuch0", "kind": "ethernet", "segment": "net0", "addresses": ["10.0.0.1/24"]}]}
-    args = json.dumps({"node": "node01", "plan": plan, "plan_format": 3, "prefixes": ["10.0.0.0/24"]})
+    args = json.dumps({"node": "node01", "plan": plan, "plan_format": 4, "prefixes": ["10.0.0.0/24"]})
     res = _ansible("ansible", "localhost", "-i", "localhost,", "-c", "local", "--check",
                    "-e", "ansible_python_interpreter=%s" % sys.executable, "-m", "beonet_node", "-a", args)
     assert res.returncode != 0
-    assert ("node01: plan_format 3 is newer than this beonet_node understands (2); "
+    assert ("node01: plan_format 4 is newer than this beonet_node understands (3); "
             "update the collection") in res.stdout, res.stdout + res.stderr
 
 

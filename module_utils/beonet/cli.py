@@ -11,7 +11,7 @@ from typing import Any
 from . import __version__
 from .agent.files import atomic_write, output_problem, too_long
 from .agent.names import quoted, shown
-from .agent.nodeplan import PLAN_FORMAT, plan_format_problem, plan_problems
+from .agent.nodeplan import plan_format_problem, plan_problems
 from .cabling import sheet as cabling_sheet
 from .compiler import pipeline
 from .compiler.errors import CompileError
@@ -234,8 +234,9 @@ def _failures_lines(f: Mapping[str, Any]) -> list[str]:
     if not f:
         return []
     static = f.get("static", {})
-    out = ["pairs of live nodes one failure cuts: routed (a routing daemon, converged) / "
-           "static (the plan's preferred routes, until healed)"]
+    out = ["pairs of live nodes one failure cuts: routed (a routing daemon, converged)"
+           + (" / static (the plan's preferred routes, until healed)"
+              if static.get("computed") or "node" in static else "")]
     for key, label in FAILURE_KINDS:
         routed = f["routed"][key]
         line = "%-5s %6d: routed worst %s, %d cut some pair" % (
@@ -244,7 +245,8 @@ def _failures_lines(f: Mapping[str, Any]) -> list[str]:
             line += "; static worst %s, %d cut some pair" % (_worst(static[key]), static[key]["cutting"])
         out.append(line)
     if not static.get("computed"):
-        out.append("static cables and LANs not computed: %s" % static.get("reason", ""))
+        out.append("static %snot computed: %s" % ("cables and LANs " if "node" in static else "",
+                                                  static.get("reason", "")))
     return out
 
 
@@ -334,7 +336,7 @@ def _plan_file(path: str) -> Plan | None:
         isinstance(data.get("beonet"), dict) else None
     if not isinstance(nodes, dict) or not nodes or not isinstance(fmt, int):
         raise UsageError("%s: not a plan.json (no beonet.plan_format and nodes)" % quoted(path))
-    why = plan_format_problem(path, fmt) if fmt != PLAN_FORMAT else None
+    why = plan_format_problem(path, fmt)
     problems = ([why] if why else []) + [p for name, n in nodes.items() for p in plan_problems(name, n)]
     if problems:
         raise UsageError("%s: %s" % (quoted(path), "; ".join(problems[:5])

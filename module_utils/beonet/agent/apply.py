@@ -31,6 +31,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from . import frr
 from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files, config_path_problem
 from .nodeplan import NodePlan, unsafe_text
 from .routes import (
@@ -70,6 +71,8 @@ class LiveState(TypedDict):
     nft_table: str | None        # `nft list table inet beonet` (None: no such table)
     tso: dict[str, bool | None]  # live_tso()
     sysctls: dict[str, str | None]   # live_sysctls(): the failover keys' live values
+    frr_running: bool            # FRR's daemons run (frr.running; read with engine frr only)
+    systemd: bool                # systemd is the init (FRR is started through it)
 
 
 def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
@@ -101,6 +104,7 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
     if unsafe is not None:
         raise ValueError("the plan holds a control character at %s" % unsafe)
     files = backend_files(n, backend, renderer)
+    files.update(frr.frr_files(n))
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
         "%s = %s\n" % kv for kv in failover_sysctls(n))
     if n["forwarding"]:
@@ -327,7 +331,7 @@ def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
                  live: LiveState) -> tuple[list[Action], list[str]]:
     """Every command that turns the live state into the plan, in the order the module
     runs them: forwarding, ruleset, the ``ip`` commands, the failover sysctls (after
-    the bonds exist), bond offloads.
+    the bonds exist), bond offloads, FRR's start (routing.engine frr).
 
     Returns (actions, problems); with problems there is no action."""
     ip_actions, problems = runtime_actions(n, node, live["links"], live["addrs"], live["routes"],
@@ -335,7 +339,8 @@ def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
     if problems:
         return [], problems
     return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"]) + ip_actions
-            + failover_actions(n, live["sysctls"]) + offload_actions(n, live["tso"])), []
+            + failover_actions(n, live["sysctls"]) + offload_actions(n, live["tso"])
+            + frr.start_actions(n, live.get("frr_running", False), live.get("systemd", True))), []
 
 
 def blank_live_state(n: NodePlan) -> LiveState:
@@ -346,7 +351,8 @@ def blank_live_state(n: NodePlan) -> LiveState:
              for i in n["interfaces"] if i["kind"] == "ethernet"]
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
             "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n)),
-            "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)}}
+            "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)},
+            "frr_running": False, "systemd": True}
 
 
 def actions_on_blank_node(n: NodePlan, node: str = "") -> list[Action]:

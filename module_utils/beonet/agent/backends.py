@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from . import frr
 from .nodeplan import Interface, NodePlan, Route
 from .routes import PROTO, next_hops, planned_key, shell_line
 
@@ -45,7 +46,7 @@ NM_DISPATCHER = "/etc/NetworkManager/dispatcher.d/60-beonet-multipath"
 NETPLAN_DROPIN = NETWORKD + "/10-netplan-%s.network.d/60-beonet-multipath.conf"
 # The only folders beonet writes or removes files in (the persistent files' second wall).
 CONFIG_DIRS = (NETWORKD, "/etc/NetworkManager", "/etc/netplan", "/etc/network/interfaces.d",
-               "/etc/sysctl.d", "/etc/nftables.d", "/var/lib/beonet")
+               "/etc/sysctl.d", "/etc/nftables.d", "/var/lib/beonet", "/etc/frr")
 
 
 def config_path_problem(path: str) -> str | None:
@@ -338,7 +339,8 @@ def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
 def manager_commands(changed: Iterable[str]) -> list[list[str]]:
     """What tells the network managers that these files changed (they read them at boot):
     NetworkManager reloads its keyfiles and its conf.d; netplan only generates ('netplan
-    apply' would touch every NIC, the management one too)."""
+    apply' would touch every NIC, the management one too); FRR reloads its configuration
+    (frr.notify)."""
     changed = list(changed)
     commands = []
     if any(f.endswith(".nmconnection") for f in changed):
@@ -347,7 +349,7 @@ def manager_commands(changed: Iterable[str]) -> list[list[str]]:
         commands.append(["nmcli", "general", "reload", "conf"])
     if NETPLAN in changed:
         commands.append(["netplan", "generate"])
-    return commands
+    return commands + frr.notify(changed)
 
 
 def record_text(paths: Iterable[str]) -> str:

@@ -4,7 +4,8 @@ check is known to be in sync from one shell command, without starting the module
 Standard library only (runs on the nodes, and on the controller which builds the
 same command). ``dump_command(n)`` prints everything the module's check reads
 that can change on a node (the OS release; the plan's NICs: links and IPv4
-addresses; the main routing table; forwarding and the failover sysctls; the
+addresses; the main routing table (beonet's routes and FRR's daemons with routing.engine
+frr); forwarding and the failover sysctls; the
 nftables table; beonet's records and every file they name; the network managers'
 units, files and profiles; the checkpoint folder), in the C locale, through
 ``sha256sum``. When a node passes its check in sync (or its change is confirmed),
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 
 from .apply import NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, sysctl_path
 from .backends import RECORD_PATH
+from .frr import WATCHED
 from .nodeplan import NodePlan
 
 FINGERPRINT = "/run/beonet/fingerprint"
@@ -53,7 +55,10 @@ def dump_command(n: NodePlan) -> str:
     parts = ["export LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin",
              "cat %s" % OS_RELEASE]
     parts += ["ip -j link show dev %s; ip -j -4 addr show dev %s" % (nic, nic) for nic in nics]
-    parts += ["ip -j route show table main",
+    frr = "routing" in n
+    # with FRR the routes it learns change as links come and go; only beonet's own matter
+    parts += ["ip -j route show table main" + (" proto beonet; ps -C %s -o pid=,comm=" % ",".join(WATCHED)
+                                               if frr else ""),
               "cat %s" % sysctls,
               "nft list table inet beonet",
               "cat %s %s %s %s" % (RECORD_PATH, STATE_PATH, SYSCTL_PATH, NFT_PATH),

@@ -27,6 +27,8 @@ does not have.
 
 from __future__ import annotations
 
+import os
+
 from .nodeplan import Interface, NodePlan, Routing
 
 LOOPBACK_NIC = "lo"               # zebra adds the /32 beside 127.0.0.1/8
@@ -35,7 +37,10 @@ FRR_DAEMONS = "/etc/frr/daemons"
 OSPF_COST = 10                     # the same on every NIC: hops decide
 MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
 BFD_PROFILE = "beonet"
+SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
+FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does not run
+WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons the plan needs
 
 
 def ospf_nics(n: NodePlan) -> list[Interface]:
@@ -55,12 +60,12 @@ def _interface(iface: Interface) -> list[str]:
                "!"])
 
 
-def frr_conf(name: str, n: NodePlan, frr: Routing) -> str:
-    """/etc/frr/frr.conf of node ``name`` (FRR's integrated configuration)."""
+def frr_conf(n: NodePlan, frr: Routing) -> str:
+    """/etc/frr/frr.conf of a node (FRR's integrated configuration; FRR takes the
+    host name from the system)."""
     router_id = frr["loopback"].split("/")[0]
     bfd = frr["bfd"]
     lines = ["frr defaults traditional",
-             "hostname %s" % name,
              "log syslog informational",
              "service integrated-vtysh-config",
              "!",
@@ -72,7 +77,13 @@ def frr_conf(name: str, n: NodePlan, frr: Routing) -> str:
              "!"]
     for iface in ospf_nics(n):
         lines += _interface(iface)
-    lines += ["router ospf",
+    lines += ["route-map %s permit 10" % SOURCE_MAP,
+              " set src %s" % router_id,
+              "exit",
+              "!",
+              "ip protocol ospf route-map %s" % SOURCE_MAP,
+              "!",
+              "router ospf",
               " ospf router-id %s" % router_id,
               " maximum-paths %d" % MAX_PATHS,
               " timers throttle spf 0 50 1000",
@@ -105,9 +116,70 @@ def daemons() -> str:
     return "# beonet: written from the cluster plan; changes here are replaced\n" + "\n".join(lines) + "\n"
 
 
-def frr_files(name: str, n: NodePlan) -> dict[str, str]:
+def frr_files(n: NodePlan) -> dict[str, str]:
     """{path: text} of FRR's files for this node (none with static routes)."""
     frr = n.get("routing")
     if frr is None:
         return {}
-    return {FRR_CONF: frr_conf(name, n, frr), FRR_DAEMONS: daemons()}
+    return {FRR_CONF: frr_conf(n, frr), FRR_DAEMONS: daemons()}
+
+
+def running(proc: str = "/proc") -> bool:
+    """Whether every daemon the plan needs has a process (their names in /proc/PID/comm)."""
+    names = set()
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, pid, "comm"), encoding="utf-8", errors="replace") as fh:
+                names.add(fh.read().strip())
+        except OSError:
+            continue            # gone meanwhile
+    return all(d in names for d in WATCHED)
+
+
+def service(verb: str, systemd: bool) -> list[str]:
+    """The command that starts, reloads, restarts or stops FRR: through systemd where it
+    runs (start also enables it for the next boot), else FRR's own init script."""
+    if not systemd:
+        return [FRRINIT, verb]
+    return ["systemctl", "enable", "--now", "frr"] if verb == "start" else ["systemctl", verb, "frr"]
+
+
+def start_actions(n: NodePlan, is_running: bool, systemd: bool) -> list[list[str]]:
+    """FRR started where the plan runs it and it does not run (after its files are written)."""
+    return [service("start", systemd)] if "routing" in n and not is_running else []
+
+
+def ours(text: str | None) -> bool:
+    return bool(text and text.startswith(HEADER))
+
+
+def service_commands(changed: list[str], conf_text: str | None, systemd: bool) -> list[list[str]]:
+    """What tells FRR that its files changed: a reload (a restart when the daemons to run
+    changed) when the configuration is beonet's, a stop when it is gone or no longer
+    beonet's (the plan left FRR, or a rollback put the node's own files back)."""
+    if FRR_CONF not in changed and FRR_DAEMONS not in changed:
+        return []
+    if not ours(conf_text):
+        return [service("stop", systemd)]
+    return [service("restart" if FRR_DAEMONS in changed else "reload", systemd)]
+
+
+def systemd_runs(root: str = "/") -> bool:
+    """Whether systemd is the node's init (the test systemd's own tools use)."""
+    return os.path.isdir(os.path.join(root, "run/systemd/system"))
+
+
+def notify(changed: list[str]) -> list[list[str]]:
+    """``service_commands`` on this node: its configuration as it is now, its init."""
+    if FRR_CONF not in changed and FRR_DAEMONS not in changed:
+        return []
+    try:
+        with open(FRR_CONF, encoding="utf-8", errors="replace") as fh:
+            text: str | None = fh.read()
+    except OSError:
+        text = None
+    return service_commands(changed, text, systemd_runs())

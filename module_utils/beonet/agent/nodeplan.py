@@ -20,7 +20,8 @@ from .names import (
     type_word,
 )
 
-PLAN_FORMAT = 2          # the plan's beonet.plan_format this agent understands
+OLDEST_FORMAT = 2        # a plan of format 2 is one of 3 without FRR (routing, learned)
+PLAN_FORMAT = 3          # the plan's beonet.plan_format this agent understands
 
 
 class NextHop(TypedDict):
@@ -95,10 +96,12 @@ class Routing(TypedDict):
     engine: str                  # "frr"
     loopback: str                # "ADDR/32", put on lo by FRR's zebra
     bfd: Bfd
+    home: str                    # the NIC the node's address would be on with static routes
 
 
 class NodePlan(_NodePlanKeys, total=False):
     routing: Routing             # present only with routing.engine frr
+    learned: list[Route]         # routing.engine frr: the routes FRR installs (never beonet)
     index: int
     group: int
     coords: list[int]
@@ -109,13 +112,13 @@ class NodePlan(_NodePlanKeys, total=False):
 
 def plan_format_problem(node: str, plan_format: int) -> str | None:
     """Why this agent refuses a plan of this format (None: it understands it)."""
-    if plan_format == PLAN_FORMAT:
+    if OLDEST_FORMAT <= plan_format <= PLAN_FORMAT:
         return None
     if plan_format > PLAN_FORMAT:
         return ("%s: plan_format %d is newer than this beonet_node understands (%d); "
                 "update the collection" % (node, plan_format, PLAN_FORMAT))
-    return ("%s: plan_format %d is older than this beonet_node understands (%d); "
-            "compile the plan again with this collection" % (node, plan_format, PLAN_FORMAT))
+    return ("%s: plan_format %d is older than this beonet_node understands (%d to %d); "
+            "compile the plan again with this collection" % (node, plan_format, OLDEST_FORMAT, PLAN_FORMAT))
 
 
 # --- the node module's first wall: a plan is checked before anything is built from it
@@ -189,7 +192,9 @@ def _routing_problems(r: Any) -> list[tuple[str, str | None]]:
     found: list[tuple[str, str | None]] = [
         ("routing.engine", None if r.get("engine") == "frr" else "must be frr"),
         ("routing.loopback", _address_problem(loop, "interface")
-         or (None if isinstance(loop, str) and loop.endswith("/32") else "must be a /32"))]
+         or (None if isinstance(loop, str) and loop.endswith("/32") else "must be a /32")),
+        ("routing.home", ifname_problem(r.get("home")) if isinstance(r.get("home"), str)
+         else "must be an interface name")]
     if not isinstance(bfd, dict):
         return found + [("routing.bfd", "must be a mapping, not %s" % type_word(bfd))]
     found += [("routing.bfd.interval_ms", None if _is_int(bfd.get("interval_ms"), 10, 60000)
@@ -217,8 +222,9 @@ def plan_problems(node: Any, n: Any) -> list[str]:
         found.append(("forwarding", "must be true or false"))
     for k, i in enumerate(_listed(n.get("interfaces"))):
         found += _interface_problems(i, "interfaces[%d]" % k)
-    for k, r in enumerate(_listed(n.get("routes"))):
-        found += _route_problems(r, "routes[%d]" % k)
+    for key in ("routes", "learned"):
+        for k, r in enumerate(_listed(n.get(key, []))):
+            found += _route_problems(r, "%s[%d]" % (key, k))
     if "routing" in n:
         found += _routing_problems(n["routing"])
     found += [(path, "holds a control character: %s" % shown(text))

@@ -293,6 +293,9 @@ def failures(graph: Graph, proof: Proof, single_path: dict[str, int] | None,
     """The failures section of the metrics (single_path: resilience's, when computed)."""
     el = Elements(graph)
     static: Static = {"computed": False}
+    if graph.engine == "frr":
+        static["reason"] = "routing.engine frr: no static routes; OSPF's figures are the routed ones"
+        return {"routed": _kinds(el, routed_counts(el)), "static": static}
     if single_path is not None:
         static["node"] = _figures(el.names[:el.n], [single_path[v] for v in el.names[:el.n]])
     steps = static_steps(graph, proof)

@@ -889,6 +889,10 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
     after each class: the cost stays bounded where routes differ from node to
     node, as in large 3D meshes)."""
     n = len(graph.nodes)
+    if graph.engine == "frr":
+        return {"computed": False,
+                "reason": "routing.engine frr: OSPF routes around a dead node; the single failures "
+                          "say which pairs one cuts"}
     if n > RESILIENCE_UP_TO and not force:
         return {"computed": False,
                 "reason": "%d nodes, more than %d: `beonet metrics --resilience` computes it"

@@ -81,7 +81,7 @@ class Node:
     primary: Interface | None = None  # Interface carrying the node's address
     routes: list[Route] = field(default_factory=list)
     forwarding: bool = False
-    loopback: int | None = None     # routing.engine frr: the node's /32 on its dummy NIC
+    loopback: int | None = None     # routing.engine frr: the node's /32 on lo, its address
 
     def iface(self, name: str) -> Interface | None:
         for i in self.interfaces:
@@ -98,6 +98,9 @@ class Node:
 
     @property
     def address(self) -> int:
+        """The node's address: its loopback with routing.engine frr, else its home NIC's."""
+        if self.loopback is not None:
+            return self.loopback
         primary = self.primary          # self.home, without a second property call
         if primary is None:
             raise AssertionError("node %s is on no segment" % self.name)
@@ -366,6 +369,8 @@ class RouteTable:
             if iface.addresses:
                 seg = iface.segment
                 t.add(seg.net, seg.plen, (ON_LINK, iface.addresses[0], ()))
+        if node.loopback is not None:
+            t.add(node.loopback, 32, (ON_LINK, node.loopback, ()))
         return t
 
     def add(self, net: int, plen: int, entry: Hop) -> None:

@@ -85,7 +85,8 @@ def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, li
 def destination_classes(addresses: list[int], tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
     """Group destination nodes (by index; addresses[i] is node i's) by the prefixes
     (shorter than /32) that match their address anywhere; host routes are applied
-    afterwards as corrections. Also what the live-state proof groups by."""
+    afterwards as corrections. An address no shorter prefix holds (a loopback)
+    is a class of its own, of its /32. Also what the live-state proof groups by."""
     prefixes: defaultdict[int, set[int]] = defaultdict(set)
     for t in tables:
         for plen, bucket in t.by_len.items():
@@ -95,7 +96,7 @@ def destination_classes(addresses: list[int], tables: list[RouteTable]) -> list[
     classes: defaultdict[Signature, list[int]] = defaultdict(list)
     for index, a in enumerate(addresses):
         sig = tuple((plen, a & mask(plen)) for plen in lens if (a & mask(plen)) in prefixes[plen])
-        classes[sig].append(index)
+        classes[sig or ((32, a),)].append(index)      # a loopback: only /32 routes take it
     return sorted(classes.items())
 
 
@@ -108,7 +109,7 @@ def checked_tables(graph: Graph, owner: dict[int, int], problems: Problems) -> l
         t = RouteTable.connected(node)
         dev_net = {i.name: (i.segment.net, mask(i.segment.plen)) for i in node.interfaces
                    if i.addresses}
-        mine = {a for i in node.interfaces for a in i.addresses}
+        mine = {a for i in node.interfaces for a in i.addresses} | {node.address}
         by_len, holder = t.by_len, owner.get
         alts: dict[tuple[tuple[int, ...], tuple[str, ...]], tuple[int, ...]] = {}  # checked ones
         for r in node.routes:
@@ -222,7 +223,7 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
         if not _branches(graph.nodes, tables, cls, tally, problems):
             return None, problems
         _count_class(cls, tally)
-        if not _correct_host_routes(graph.nodes, cls, hosts, walker, tally):
+        if sig[0][0] < 32 and not _correct_host_routes(graph.nodes, cls, hosts, walker, tally):
             return None, problems
     proof = Proof(Counter({k: v for k, v in tally.hops.items() if v}),
                   Counter({i: f for i, f in enumerate(tally.forwarded) if f}),
@@ -549,6 +550,8 @@ def _check_forwarding(nodes: list[Node], proof: Proof, problems: Problems) -> No
                          if forwarded[node.index] else
                          "off, but a branch of some pair passes through the node")
     for node in nodes:
+        if node.loopback is not None:
+            break          # routing.engine frr: on wherever a failure may make a transit node
         if node.forwarding and not forwarded[node.index] and node.index not in branching:
             problems.add("nodes.%s.forwarding" % node.name, "on, but the node forwards for no pair")
 

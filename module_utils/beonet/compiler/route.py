@@ -1,6 +1,7 @@
-"""Stage 4: static routing tables.
+"""Stage 4: routing tables.
 
-Two policies, one contract (shortest IP-hop paths, one prefix per remote
+With routing.engine frr, ``ospf`` computes the routes FRR's OSPF will install
+(beonet installs none). Otherwise two policies, one contract (shortest IP-hop paths, one prefix per remote
 segment or group, host routes only where they shorten a path, gateway load
 spread by source, forwarding on exactly the nodes used as next hops):
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
-from .model import Graph, Interface, Links, Node, Route, RouteTable, ends_of_shortest, mask
+from .model import Graph, Interface, Links, Node, Reach, Route, RouteTable, ends_of_shortest, mask
 
 
 def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
@@ -563,8 +564,46 @@ def metagraph(graph: Graph) -> None:
     _finish(graph)
 
 
+def ospf(graph: Graph) -> None:
+    """routing.engine frr: the routes OSPF will install, for the proof and the
+    expected paths (beonet installs none of them). Every NIC costs the same, so
+    OSPF's shortest paths are the shortest in IP hops, and FRR installs every
+    equal next hop: each node gets a route to every segment it is not on and a
+    /32 to every other node's loopback, over all the neighbours one hop nearer.
+    Forwarding is on at every node on two segments or more: a failure may
+    make any of them a transit node."""
+    links = graph.links()
+    on = _iface_on(graph)
+    for k, seg in enumerate(links.segments):
+        _learned(graph, links, on, links.towards(links.members[k]), seg.net, seg.plen)
+    for d in graph.nodes:
+        _learned(graph, links, on, links.towards([d.index]), d.address, 32)
+    for x in graph.nodes:
+        x.forwarding = len(links.of_node[x.index]) > 1
+    _finish(graph)
+
+
+def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], bfs: Reach,
+             net: int, plen: int) -> None:
+    """Every node's route to net/plen over each neighbour one hop nearer the
+    BFS's sources (the nodes that hold net), the gateways in address order."""
+    dist, near, names = bfs.dist, bfs.near, [s.name for s in links.segments]
+    for x in graph.nodes:
+        dx = dist[x.index]
+        if dx <= 0:
+            continue
+        hops = sorted((on[b, names[k]].addresses[0], on[x.index, names[k]].name)
+                      for k in links.of_node[x.index] if near[k] == dx - 1
+                      for b in links.nearest(k, bfs))
+        (via, dev), rest = hops[0], hops[1:]
+        x.routes.append(Route(net, plen, via, dev, x.address, tuple(h[0] for h in rest),
+                              tuple(h[1] for h in rest)))
+
+
 def route(graph: Graph) -> None:
-    if graph.family == "metagraph":
+    if graph.engine == "frr":
+        ospf(graph)
+    elif graph.family == "metagraph":
         metagraph(graph)
     elif graph.family == "mesh":
         mesh(graph)

@@ -1,6 +1,7 @@
 """A node's plan as its node would report it (agent/collect.py's state) once
 beonet_node has applied it to a healthy machine: every planned NIC up, the
-addresses with their connected routes, the planned routes, forwarding and the
+addresses with their connected routes, the planned routes (with routing.engine
+frr: the loopback on lo and the routes OSPF learns), forwarding and the
 failover sysctls as planned, beonet's forward filter on forwarding nodes, every
 neighbour answering. The proof builds the plan's tables from it with the code
 that builds the live ones; the tests and the timing use it as live state."""
@@ -50,8 +51,11 @@ def plan_state(n: NodePlan, prefixes: Iterable[str]) -> dict[str, Any]:
                 seen.add(net)
                 routes.append({"dst": net, "type": "unicast", "src": a.split("/")[0], "proto": "kernel",
                                "hops": [{"dev": iface["name"]}]})
-    for r in n["routes"]:
-        routes.append({"dst": r["to"], "type": "unicast", "src": r["src"], "proto": "250",
+    if "routing" in n:                  # routing.engine frr: zebra's loopback, OSPF's routes
+        addrs["lo"].append(n["routing"]["loopback"])
+    for r in n["routes"] + n.get("learned", []):
+        routes.append({"dst": r["to"], "type": "unicast", "src": r["src"],
+                       "proto": "250" if "routing" not in n else "ospf",
                        "hops": [{"via": via, "dev": dev} for via, dev in next_hops(r)]})
     fwd = 1 if n["forwarding"] else 0
     skip = 1 if n.get("failover") else 0

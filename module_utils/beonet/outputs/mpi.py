@@ -24,9 +24,15 @@ def node_networks(plan: Plan) -> list[str]:
     """The networks that hold the nodes' cluster addresses and nothing else: a segment
     whose every member address is a node address (every node routes to it), else the
     node address alone (/32); merged into the fewest blocks. A NIC whose address lies
-    in them is one that every other node reaches."""
-    node_addrs = {n["address"] for n in plan["nodes"].values()}
+    in them is one that every other node reaches. With routing.engine frr every segment
+    (OSPF routes them all; the nodes' loopbacks are on no NIC)."""
     nets: set[ipaddress.IPv4Network] = set()
+    if any("routing" in n for n in plan["nodes"].values()):
+        # routing.engine frr: OSPF routes every segment, and the loopbacks are no NIC's
+        nets.update(ipaddress.IPv4Network(seg["prefix"]) for seg in plan["segments"].values()
+                    if seg.get("prefix"))
+        return [str(n) for n in ipaddress.collapse_addresses(nets)]
+    node_addrs = {n["address"] for n in plan["nodes"].values()}
     for seg in plan["segments"].values():
         addrs = [m["address"] for m in seg["members"] if "address" in m]   # not a bond's channels
         if not any(a in node_addrs for a in addrs):
@@ -40,7 +46,10 @@ def node_networks(plan: Plan) -> list[str]:
 
 def cluster_interface(node: dict[str, Any]) -> dict[str, Any]:
     """The node's interface that holds its cluster address (its physical name under
-    -i INVENTORY; a bond for a bonded node)."""
+    -i INVENTORY; a bond for a bonded node); with routing.engine frr, whose node address
+    is a loopback, the NIC it would be on with static routes."""
+    if "routing" in node:
+        return next(i for i in node["interfaces"] if i["name"] == node["routing"]["home"])
     return next(i for i in node["interfaces"]
                 if any(a.split("/")[0] == node["address"] for a in i["addresses"]))
 

@@ -20,7 +20,7 @@ from ..compiler.metrics import Metrics
 from ..compiler.model import Graph, Interface, Node, Route, Segment, Switch, ip_text, net_text, parse_net
 from ..compiler.pipeline import Compiled
 
-PLAN_FORMAT = 2
+PLAN_FORMAT = 3
 
 Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NIC name}
 
@@ -164,7 +164,9 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     out: NodePlan = {
         "index": node.index, "address": ip_text(node.address), "forwarding": node.forwarding,
         "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
-        "routes": _routes(node, physical) if routes else []}
+        "routes": _routes(node, physical) if routes and node.loopback is None else []}
+    if node.loopback is not None:       # what FRR's OSPF will install, for the live proof
+        out["learned"] = _routes(node, physical) if routes else []
     if node.group is not None:
         out["group"] = node.group
     if node.coords is not None:
@@ -174,7 +176,8 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     if failover is not None:
         cast("dict[str, Any]", out)["failover"] = failover
     if bfd is not None and node.loopback is not None:
-        out["routing"] = {"engine": "frr", "loopback": net_text(node.loopback, 32), "bfd": bfd}
+        out["routing"] = {"engine": "frr", "loopback": net_text(node.loopback, 32), "bfd": bfd,
+                          "home": physical.get(node.home.name, node.home.name)}
     return out
 
 
@@ -383,7 +386,8 @@ def compact_nodes_items(graph: Graph, physical: Physical | None, nodes: list[Nod
                 texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)),
                 _nexthops_json(r, hops, names) if r.alt_via else "")
             for r in n.routes)
-        out.append("%s:%s" % (json.dumps(n.name), head.replace('"routes":[]', '"routes":[%s]' % routes, 1)))
+        key = '"routes":[]' if n.loopback is None else '"learned":[]'
+        out.append("%s:%s" % (json.dumps(n.name), head.replace(key, key[:-1] + routes + "]", 1)))
     return ",".join(out)
 
 
