@@ -141,6 +141,13 @@ vm-test: setup
 slurm-topology-check: setup
 	bash scripts/slurm-topology-check.sh
 
+# beonet's frr.conf read by FRR's own parser (vtysh --dryrun, Debian's FRR in the node
+# image's frr variant): every node of every shipped topology compiled with routing.engine
+# frr, a sample of nodes above 500.
+.PHONY: frr-check
+frr-check: setup
+	bash scripts/frr-check.sh
+
 # The scenarios make test leaves out (EXTENDED_SCENARIOS), Docker and VM.
 molecule-extended: setup
 	bash scripts/docker-up.sh

@@ -5,6 +5,8 @@
 set -euo pipefail
 # Variant "mpi" (scripts/build-image.sh mpi): the same plus Open MPI, MPICH, Slurm,
 # munge and OpenSSH, for playbooks/mpi.yml and playbooks/slurm.yml (make mpi-demo).
+# Variant "frr": the same plus Debian's FRR (routing.engine frr: OSPF and BFD; labs/docker.py
+# picks it for such a topology, scripts/frr-check.sh loads beonet's frr.conf files in it).
 # Variant "slurm-check": Debian's next release with slurmctld only, to load a
 # topology.yaml (Slurm 25.05 or later).
 # BEONET_SUITE: the Debian release (default trixie, Debian 13; bookworm works too).
@@ -25,6 +27,9 @@ case "${1:-}" in
     IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-2}
     EXTRA=(openmpi-bin libopenmpi-dev mpich libmpich-dev openssh-server openssh-client python3-apt
            munge slurmctld slurmd slurm-client) ;;
+  frr)
+    IMAGE=${BEONET_IMAGE:-beonet-node-frr:$SUITE-1}
+    EXTRA=(frr) ;;
   slurm-check)
     SUITE=${BEONET_CHECK_SUITE:-forky}
     IMAGE=${BEONET_IMAGE:-beonet-slurm-check:$SUITE-2}

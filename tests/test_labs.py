@@ -1119,3 +1119,55 @@ def test_a_host_record_that_cannot_be_kept_is_a_lab_error(host, tree, tmp_path, 
     with pytest.raises(LabError, match="host-sysctl.json: unreadable"):
         dlab.up(str(tree), str(tmp_path))
     assert host.log == [] and host.sysctl.writes == []
+
+
+def _plan_of(family, params, engine):
+    text = json.dumps({"name": "t", "family": family, family: params, "routing": {"engine": engine}})
+    return render.plan(pipeline.compile_text(text, "t.yml"))
+
+
+@pytest.mark.parametrize("engine,env,image", [
+    ("static", {}, "beonet-node:trixie-2"),
+    ("frr", {}, "beonet-node-frr:trixie-1"),
+    ("frr", {"BEONET_SUITE": "bookworm"}, "beonet-node-frr:bookworm-1"),
+    ("frr", {"BEONET_IMAGE_VARIANT": "frr"}, "beonet-node-frr:trixie-1"),
+    ("static", {"BEONET_IMAGE_VARIANT": "mpi"}, "beonet-node-mpi:trixie-2"),
+    ("frr", {"BEONET_IMAGE": "mine:1", "BEONET_IMAGE_VARIANT": "mpi"}, "mine:1"),
+])
+def test_the_node_image_follows_the_routing_engine(engine, env, image):
+    assert dlab.node_image(_plan_of("mesh", {"dims": [2, 2]}, engine), env) == image
+
+
+@pytest.mark.parametrize("engine,variant,message", [
+    ("frr", "mpi", "BEONET_IMAGE_VARIANT=mpi: the topology's routing.engine is frr and only the frr "
+                   "image has FRR"),
+    ("static", "bogus", "BEONET_IMAGE_VARIANT=bogus: not one of frr, mpi"),
+])
+def test_a_node_image_variant_that_cannot_serve_is_refused(engine, variant, message):
+    with pytest.raises(LabError, match=message):
+        dlab.image_variant(_plan_of("mesh", {"dims": [2, 2]}, engine), {"BEONET_IMAGE_VARIANT": variant})
+
+
+@pytest.fixture
+def frr_mesh(tmp_path, monkeypatch):
+    """A 2x2 mesh with routing.engine frr, no image chosen by the environment."""
+    for name in ("BEONET_IMAGE", "BEONET_IMAGE_VARIANT", "BEONET_SUITE"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "frr.yml"
+    path.write_text(json.dumps({"name": "frr", "family": "mesh", "mesh": {"dims": [2, 2]},
+                                "routing": {"engine": "frr"}}))
+    return str(path)
+
+
+def test_an_frr_topologys_lab_runs_the_frr_image(host, frr_mesh, tmp_path):
+    dlab.up(frr_mesh, str(tmp_path))
+    runs = [cmd for cmd in host.log if cmd[:3] == ["docker", "run", "-d"]]
+    assert len(runs) == 4
+    assert all(cmd[-3:] == ["beonet-node-frr:trixie-1", "sleep", "infinity"] for cmd in runs)
+    assert ["docker", "image", "inspect", "beonet-node-frr:trixie-1"] in host.log
+
+
+def test_a_missing_frr_image_names_its_build_command(host, frr_mesh, tmp_path, monkeypatch):
+    monkeypatch.setattr(dlab, "_ok", lambda cmd: cmd[:3] != ["docker", "image", "inspect"] and host.ok(cmd))
+    with pytest.raises(LabError, match="beonet-node-frr:trixie-1 missing: run scripts/build-image.sh frr"):
+        dlab.up(frr_mesh, str(tmp_path))

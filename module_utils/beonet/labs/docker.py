@@ -76,11 +76,10 @@ from .base import run as _host_run
 __all__ = ["LabError", "down", "main", "up"]
 
 # The node image: BEONET_IMAGE, else the one scripts/build-image.sh builds for the
-# Debian release BEONET_SUITE (default trixie) and the variant BEONET_IMAGE_VARIANT.
-SUITE = os.environ.get("BEONET_SUITE") or "trixie"
-IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-2"}
-IMAGE = (os.environ.get("BEONET_IMAGE")
-         or IMAGES.get(os.environ.get("BEONET_IMAGE_VARIANT", ""), IMAGES[""]) % SUITE)
+# Debian release BEONET_SUITE (default trixie) and the variant BEONET_IMAGE_VARIANT,
+# else "frr" for a topology with routing.engine frr (node_image).
+SUITE = "trixie"
+IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-2", "frr": "beonet-node-frr:%s-1"}
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab
 LAB_PREFIX = 16          # each lab's share of the underlay
 RESERVED_ADDRESSES = 3   # addresses of a subnet no container gets: network, broadcast, Docker's gateway
@@ -93,6 +92,31 @@ Nets = dict[str, tuple[str, str]]
 Nic = dict[str, Any]          # one container NIC: logical, segment, name, mac, carrier, up
 Layout = dict[str, list[Nic]]  # node -> its NICs, in the order they are attached
 T = TypeVar("T")
+
+
+def image_variant(plan: Plan, env: Mapping[str, str] = os.environ) -> str:
+    """The variant of scripts/build-image.sh the plan's nodes need: BEONET_IMAGE_VARIANT
+    when set, else "frr" when a node's routing is FRR's, else the plain node image ("")."""
+    variant = env.get("BEONET_IMAGE_VARIANT", "")
+    frr = any((n.get("routing") or {}).get("engine") == "frr" for n in plan["nodes"].values())
+    if variant and variant not in IMAGES:
+        raise LabError("BEONET_IMAGE_VARIANT=%s: not one of %s"
+                       % (variant, ", ".join(sorted(v for v in IMAGES if v))))
+    if variant and frr and variant != "frr":
+        raise LabError("BEONET_IMAGE_VARIANT=%s: the topology's routing.engine is frr and only "
+                       "the frr image has FRR" % variant)
+    return variant or ("frr" if frr else "")
+
+
+def variant_image(variant: str, env: Mapping[str, str] = os.environ) -> str:
+    """The image scripts/build-image.sh VARIANT builds for the Debian release
+    BEONET_SUITE (default trixie)."""
+    return IMAGES[variant] % (env.get("BEONET_SUITE") or SUITE)
+
+
+def node_image(plan: Plan, env: Mapping[str, str] = os.environ) -> str:
+    """The Docker image of the plan's nodes: BEONET_IMAGE, else image_variant's image."""
+    return env.get("BEONET_IMAGE") or variant_image(image_variant(plan, env), env)
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
@@ -128,9 +152,10 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
         layout, moved = scramble(plan, nets, lab, miswire, seed)
     else:
         layout = {name: _plan_nics(plan, name, nets) for name in plan["nodes"]}
+    image = node_image(plan)
     held = _hold_host(plan, lab, folder)
     try:
-        subnets, kept = _make_room(lab, folder, nets, layout)
+        subnets, kept = _make_room(lab, folder, nets, layout, image)
     except BaseException:
         _release_host(folder)
         raise
@@ -139,7 +164,7 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     save_state(folder, STATE, record)
     _create_networks(lab, nets, subnets, kept)
     _create_media(plan, lab)
-    _start_containers(lab, nets, layout)
+    _start_containers(lab, nets, layout, image)
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
     hosts = _wire_nodes(plan, lab, nets, layout, record["wired"], wiring == "plan")
@@ -173,13 +198,14 @@ def _release_host(folder: str) -> None:
         _say("host: " + line)
 
 
-def _make_room(lab: str, folder: str, nets: Nets, layout: Layout) -> tuple[dict[str, str], set[str]]:
+def _make_room(lab: str, folder: str, nets: Nets, layout: Layout,
+               image: str) -> tuple[dict[str, str], set[str]]:
     """Take down what is left of the lab, check the image, and place its
     networks in its /16: ({network: subnet}, the networks the engine kept)."""
     _take_down_existing(lab, folder)
-    if not _ok(["docker", "image", "inspect", IMAGE]):
-        raise LabError("image %s missing: run scripts/build-image.sh %s"
-                       % (IMAGE, os.environ.get("BEONET_IMAGE_VARIANT", "")))
+    if not _ok(["docker", "image", "inspect", image]):
+        variant = next((v for v, name in IMAGES.items() if name.split(":")[0] == image.split(":")[0]), "")
+        raise LabError("image %s missing: run scripts/build-image.sh %s" % (image, variant))
     existing = _lab_subnets()
     kept = {net for net, (owner, _) in existing.items() if owner == lab}
     first = _underlay(lab, existing)
@@ -520,13 +546,13 @@ def _create_media(plan: Plan, lab: str) -> None:
         _run(["sh", "-ec", "\n".join(medium_commands(ifb, s["rate_mbit"], s["mtu"]))])
 
 
-def _start_containers(lab: str, nets: Nets, layout: Layout) -> None:
-    _say("starting %d containers (%d at a time)" % (len(layout), min(_workers(), len(layout))))
-    _each("starting", {"%s-%s" % (lab, name): partial(_start_container, lab, name, nets, nics)
+def _start_containers(lab: str, nets: Nets, layout: Layout, image: str) -> None:
+    _say("starting %d containers of %s (%d at a time)" % (len(layout), image, min(_workers(), len(layout))))
+    _each("starting", {"%s-%s" % (lab, name): partial(_start_container, lab, name, nets, nics, image)
                        for name, nics in layout.items()})
 
 
-def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic]) -> None:
+def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic], image: str) -> None:
     """Run one node's container on its first network, connect the others and
     add its spare NICs."""
     cont = "%s-%s" % (lab, name)
@@ -539,7 +565,7 @@ def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic]) -> None:
           "--sysctl", "net.ipv4.icmp_ratelimit=0",
           "--sysctl", "net.ipv4.conf.all.rp_filter=0",
           "--sysctl", "net.ipv4.conf.default.rp_filter=0",
-          IMAGE, "sleep", "infinity"])
+          image, "sleep", "infinity"])
     for net in wires[1:]:
         _run(["docker", "network", "connect", net, cont])
     _add_spares(cont, [n for n in nics if "host_end" in n])

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# FRR's own parser on beonet's frr.conf: every shipped topology compiled with
+# routing.engine frr, each node's frr.conf (a sample of nodes above 500) read by
+# `vtysh --dryrun --inputfile` in one container of the FRR node image, no network.
+#   scripts/frr-check.sh [TOPOLOGY...] [--sample N] [--huge N]
+# (module_utils/beonet/labs/frrcheck.py; exit status 1 on any refusal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/docker-up.sh >/dev/null
+bash scripts/build-image.sh frr
+PYTHONPATH=$PWD/module_utils exec .venv/bin/python -m beonet.labs.frrcheck "$@"
