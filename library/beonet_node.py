@@ -196,6 +196,10 @@ checkpoint:
       its confirmation; refused) or C(orphaned) (a change left unconfirmed by a reboot).
   returned: with preflight
   type: dict
+frr_installed:
+  description: With routing.engine frr in the plan, whether FRR's daemons are installed on the node.
+  returned: with routing.engine frr
+  type: bool
 rolled_back:
   description: What a rollback did (C(why), C(at), C(files), C(commands), C(errors), C(left)).
   returned: when a change of this node was rolled back
@@ -600,6 +604,8 @@ def main() -> None:
         "removed": [],
         "backend": backend + ("/" + decision.renderer if backend == "netplan" else ""),
         "notes": decision.notes}
+    if "routing" in n:
+        result["frr_installed"] = frr.installed(NODE_ROOT)
     if p["validate_only"]:
         module.exit_json(**result)
     write = not (module.check_mode or p["preflight"])

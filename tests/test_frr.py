@@ -307,3 +307,15 @@ def test_frr_metrics_give_the_routed_failures_and_no_static_figures():
     static = _with_engine(topo, "static").metrics
     assert m["failures"]["routed"] == static["failures"]["routed"]
     assert m["hops"] == static["hops"] and m["forwarding_nodes"] == 36
+
+
+def test_installed_looks_for_every_daemon(tmp_path):
+    lib = tmp_path / "usr" / "lib" / "frr"
+    lib.mkdir(parents=True)
+    for d in ("zebra", "ospfd"):
+        (lib / d).write_text("")
+        (lib / d).chmod(0o755)
+    assert not frr.installed(str(tmp_path))
+    (lib / "bfdd").write_text("")
+    (lib / "bfdd").chmod(0o755)
+    assert frr.installed(str(tmp_path))

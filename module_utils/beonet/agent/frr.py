@@ -168,6 +168,11 @@ def service_commands(changed: list[str], conf_text: str | None, systemd: bool) -
     return [service("restart" if FRR_DAEMONS in changed else "reload", systemd)]
 
 
+def installed(root: str = "/") -> bool:
+    """Whether FRR's daemons are on the node (Debian's and Red Hat's packages put them here)."""
+    return all(os.access(os.path.join(root, "usr/lib/frr", d), os.X_OK) for d in WATCHED)
+
+
 def systemd_runs(root: str = "/") -> bool:
     """Whether systemd is the node's init (the test systemd's own tools use)."""
     return os.path.isdir(os.path.join(root, "run/systemd/system"))

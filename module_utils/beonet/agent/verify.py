@@ -126,13 +126,15 @@ def _plan_business(r: dict[str, Any], devs: set[str]) -> bool:
 
 def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """(planned, live) sorted route lines of one node, in one format (a multipath
-    route on one line, its next hops as a set: routes.same_key).
+    route on one line, its next hops as a set: routes.same_key). With routing.engine
+    frr the plan's routes are those OSPF learns.
 
     live_routes: parsed ``ip -j -4 route show table main``. Only routes through
     a gateway on one of the plan's interfaces count: the management network's
     routes, the kernel's connected routes and IPv6 link-local routes are not
     the plan's business."""
-    planned = sorted(route_text(same_key(planned_key(r))) for r in plan_node["routes"])
+    planned = sorted(route_text(same_key(planned_key(r)))
+                     for r in plan_node["routes"] + plan_node.get("learned", []))
     devs = {i["name"] for i in plan_node["interfaces"]}
     live = [route_text(same_key(live_key(r))) for r in live_routes if _plan_business(r, devs)]
     return planned, sorted(live)

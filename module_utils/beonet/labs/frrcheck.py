@@ -124,7 +124,7 @@ def render_topology(path: str, folder: str, huge: int = HUGE, k: int = SAMPLE) -
     for name in names:
         rel = os.path.join(base, "%s.conf" % name)
         with open(os.path.join(folder, rel), "w", encoding="utf-8") as fh:
-            fh.write(frr.frr_files(name, nodes[name])[frr.FRR_CONF])
+            fh.write(frr.frr_files(nodes[name])[frr.FRR_CONF])
         out.files.append(rel)
     return out
 
