@@ -195,7 +195,7 @@ def test_docker_faults_stop_start_and_cut_links_from_the_saved_state(host, tree,
     saved = json.loads((tmp_path / ".lab" / "beonet-tree" / base.DOCKER_STATE).read_text())
     wired = saved["wired"]["node01"]
     assert [(w["logical"], w["rate"]) for w in wired] == [("eth1", 100)]
-    assert saved["faults"] == {"nodes": [], "links": []}
+    assert saved["faults"] == {"nodes": [], "links": [], "cables": [], "switches": []}
 
     def fault(**kw):
         return faults.fault(str(tree), root, None, "docker", **kw)
@@ -591,7 +591,7 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
     n4 = saved["nodes"]["node04"]
     assert (n4["image"], n4["nics"], n4["address"]) == ("nm", ["eth1", "eth2"], "198.18.0.13")
     assert n4["qemu"] == vmhost.log[10][4:], "the saved QEMU command is the one that booted it"
-    assert saved["faults"] == {"nodes": [], "links": []}
+    assert saved["faults"] == {"nodes": [], "links": [], "cables": [], "switches": []}
 
 
 def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):

@@ -586,7 +586,8 @@ def _lab_fault(args):
                                 args.delays == "on"))
             return
         print(faults.fault(args.topology, os.getcwd(), args.name, args.provider,
-                           node=None if link else args.node, link=link, action=action))
+                           node=None if link else args.node, link=link, action=action,
+                           cable=args.cable, switch=args.switch))
     except LabError as exc:
         print("beonet lab: %s" % exc, file=sys.stderr)
         sys.exit(1)
@@ -733,9 +734,10 @@ def parser() -> argparse.ArgumentParser:
     s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
             "QEMU VM lab) of a topology up or down", topology=False, inv=False)
     s.add_argument("action", choices=["up", "down", "fault", "link"],
-                   help="fault: stop or start a node, cut or restore a link (--node N --stop|"
-                   "--start, --link NODE:NIC --down|--up; alone: what is down); link: a VM "
-                   "NIC's link (--provider vm --node --nic --state)")
+                   help="fault: stop or start a node, cut or restore a NIC's link, a cable or "
+                   "a switch (--node N --stop|--start, --link NODE:NIC, --cable NODE:NIC or "
+                   "--switch NAME with --down|--up; alone: what is down); link: a VM NIC's "
+                   "link (--provider vm --node --nic --state)")
     s.add_argument("topology", help="topology YAML file")
     s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
                    "(default beonet-<topology file name>); lets labs of one topology coexist; "
@@ -752,11 +754,15 @@ def parser() -> argparse.ArgumentParser:
     what = s.add_mutually_exclusive_group()
     for flag, help_ in (("stop", "fault --node: stop it as if its power were cut"),
                         ("start", "fault --node: start it again"),
-                        ("down", "fault --link: cut the link (carrier loss)"),
-                        ("up", "fault --link: restore the link")):
+                        ("down", "fault --link, --cable, --switch: cut it (carrier loss)"),
+                        ("up", "fault --link, --cable, --switch: restore it")):
         what.add_argument("--" + flag, dest="fault", action="store_const", const=flag, help=help_)
     s.add_argument("--link", metavar="NODE:NIC", help="fault: a node's NIC (the plan's name, "
-                   "eth1, ...)")
+                   "eth1, ...): that NIC loses carrier")
+    s.add_argument("--cable", metavar="NODE:NIC", help="fault: the cable at a node's NIC: both "
+                   "ends of a point-to-point link lose carrier, on a LAN only that NIC")
+    s.add_argument("--switch", metavar="NAME", help="fault: a segment or switch as the plan "
+                   "names it (a tree's leaf switch, a bonded LAN): every NIC on it loses carrier")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")
     s.add_argument("--delays", choices=["on", "off"], help="fault, vm: the topology's per-hop "

@@ -144,6 +144,35 @@ def node_networks(plan: Plan, node: str, nets: dict[str, tuple[str, str]]) -> li
     return out
 
 
+def wire_kind(plan: Plan, wire: str) -> str:
+    """p2p for a point-to-point link, switch for a LAN, bond channel or leaf switch."""
+    seg = plan["segments"].get(wire)
+    return "p2p" if seg and seg["kind"] == "p2p" else "switch"
+
+
+def lab_segments(plan: Plan, ports: list[tuple[str, str, str, str | None]]) -> dict[str, Record]:
+    """What `lab fault --cable/--switch` acts on, saved in the lab's record:
+    {name: {"kind": p2p|switch, "nics": ["NODE:NIC", ...]}} for each wire (a
+    segment, or a tree's leaf switch, by its name in the plan) with the NICs
+    on it, and for each LAN carried by several wires (a bonded LAN's channels,
+    a tree's LAN) with all of theirs. ports: (node, NIC as the lab names it,
+    wire key of networks(), the NIC's plan name or None)."""
+    segs = plan["segments"]
+    out: dict[str, Record] = {}
+    carried: dict[str, list[str]] = {}
+    for node, nic, key, logical in ports:
+        name = key.partition("switch:")[2] or key
+        out.setdefault(name, {"kind": wire_kind(plan, key), "nics": []})["nics"].append(
+            "%s:%s" % (node, nic))
+        iface = _nic(plan, node, logical) if logical else None
+        lan = segs[key].get("carries") if key in segs else iface and iface["segment"]
+        if lan:
+            carried.setdefault(lan, []).append("%s:%s" % (node, nic))
+    for lan, nics in carried.items():
+        out.setdefault(lan, {"kind": "switch", "nics": nics})
+    return out
+
+
 # Link rates are shaped with tbf, as close to a wire as a token bucket gets.
 DEFAULT_MTU = 1500
 ETH_HEADER = 14         # counted by the kernel in every frame it queues

@@ -55,6 +55,7 @@ from .base import (
     check_kind,
     has_delay,
     lab_name,
+    lab_segments,
     load_state,
     media,
     medium_commands,
@@ -70,6 +71,7 @@ from .base import (
     short,
     state_dir,
     tbf,
+    wire_kind,
 )
 from .base import run as _host_run
 
@@ -168,6 +170,9 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
     hosts = _wire_nodes(plan, lab, nets, layout, record["wired"], wiring == "plan")
+    key = {net: k for k, (net, _) in nets.items()}
+    record["segments"] = lab_segments(plan, [(node, w["name"], key[w["network"]], w["logical"])
+                                             for node, ws in record["wired"].items() for w in ws])
     save_state(folder, STATE, record)
     _set_delays(plan, lab, {n: _logical_map(w) for n, w in record["wired"].items()})
     inv = inventory(topology, lab, hosts)
@@ -337,12 +342,6 @@ def scramble(plan: Plan, nets: Nets, lab: str, miswire: int, seed: int) -> tuple
     return layout, moved
 
 
-def _wire_kind(plan: Plan, segment: str) -> str:
-    """p2p for a point-to-point link, switch for a LAN, bond channel or leaf switch."""
-    seg = plan["segments"].get(segment)
-    return "p2p" if seg and seg["kind"] == "p2p" else "switch"
-
-
 def _miswire(plan: Plan, layout: Layout, rng: random.Random, count: int) -> list[Record]:
     """Move count cables, alternately a point-to-point cable and a switch cable
     (the other kind when one runs out); every move touches nodes of its own."""
@@ -364,7 +363,7 @@ def _move_p2p(plan: Plan, layout: Layout, rng: random.Random, used: set[str]) ->
     ends: dict[str, list[tuple[str, int]]] = {}
     for node, nics in layout.items():
         for i, nic in enumerate(nics):
-            if nic["segment"] and _wire_kind(plan, nic["segment"]) == "p2p":
+            if nic["segment"] and wire_kind(plan, nic["segment"]) == "p2p":
                 ends.setdefault(nic["segment"], []).append((node, i))
     cables = [seg for seg, e in sorted(ends.items()) if len(e) == 2 and not used & {n for n, _ in e}]
     rng.shuffle(cables)
@@ -385,7 +384,7 @@ def _move_p2p(plan: Plan, layout: Layout, rng: random.Random, used: set[str]) ->
 def _move_switch(plan: Plan, layout: Layout, rng: random.Random, used: set[str]) -> Record | None:
     """A node's switch cable into another segment's switch (one the node is not on)."""
     switches = sorted({n["segment"] for nics in layout.values() for n in nics
-                       if n["segment"] and _wire_kind(plan, n["segment"]) == "switch"})
+                       if n["segment"] and wire_kind(plan, n["segment"]) == "switch"})
     cands = [(node, i) for node, nics in layout.items() if node not in used
              for i, nic in enumerate(nics) if nic["logical"] and nic["segment"] in switches]
     rng.shuffle(cands)
@@ -464,8 +463,10 @@ def _record(plan: Plan, lab: str, nets: Nets, topology: str, layout: Layout) -> 
             "links": [a for _, a, _, _ in _uplinks(plan, lab)] + bridges + spares + ifbs,
             "iptables": [_bridge_rule(b) for b in bridges],
             # Filled once the containers are wired: each node's NICs (network,
-            # name, rate), and what `lab fault` has stopped or cut.
-            "wired": {}, "faults": {"nodes": [], "links": []}}
+            # name, rate), the segments they sit on, and what `lab fault`
+            # has stopped or cut.
+            "wired": {}, "segments": {},
+            "faults": {"nodes": [], "links": [], "cables": [], "switches": []}}
 
 
 def subnet_size(containers: int) -> int:

@@ -54,6 +54,7 @@ from .base import (
     clear_delay_commands,
     has_delay,
     lab_name,
+    lab_segments,
     load_state,
     media,
     medium_commands,
@@ -151,7 +152,8 @@ def layout(plan: Plan, name: str) -> dict[str, Any]:
     """Everything up() creates, as data: bridges, shared media (an ifb device
     per hub or coax segment: its rate and MTU), and per VM its management MAC
     and address and its plan NICs (logical name, bridge, tap, MAC, rate, MTU,
-    the medium it sends through or None)."""
+    the medium it sends through or None), and the segments `lab fault` cuts
+    (base.lab_segments)."""
     if plan.get("switches"):
         raise LabError("the VM provider does not build switch trees (uplink bridges); "
                        "use the Docker lab (beonet lab up) for tree topologies")
@@ -159,9 +161,12 @@ def layout(plan: Plan, name: str) -> dict[str, Any]:
     vms: dict[str, dict[str, Any]] = {}
     wires = networks(plan, name)
     shared = {wires[seg][0]: ifb for seg, ifb in media(plan, name).items()}
+    key = {net: k for k, (net, _) in wires.items()}
+    ports: list[tuple[str, str, str, str | None]] = []
     for i, node in enumerate(plan["nodes"]):
         nics = []
         for k, (logical, net) in enumerate(node_networks(plan, node, wires), 1):
+            ports.append((node, logical, key[net], logical))
             nics.append({"logical": logical, "bridge": bridges[net][0],
                          "tap": short(name, "%s/%s" % (node, logical), "vt"),
                          "mac": mac(name, i, k), "rate_mbit": rate(plan, node, logical),
@@ -171,6 +176,7 @@ def layout(plan: Plan, name: str) -> dict[str, Any]:
     used = {nic["bridge"] for vm in vms.values() for nic in vm["nics"]}
     segs = plan["segments"]
     return {"bridges": {b: hub for b, hub in bridges.values() if b in used}, "vms": vms,
+            "segments": lab_segments(plan, ports),
             "media": {ifb: {"rate_mbit": segs[seg]["rate_mbit"], "mtu": segs[seg]["mtu"]}
                       for seg, ifb in sorted(media(plan, name).items())}}
 
@@ -332,7 +338,8 @@ def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]
             "nodes": {n: {"image": images[n], "nics": [nic["logical"] for nic in vm["nics"]],
                           "address": vm["mgmt_address"], "qemu": (argv or {}).get(n, [])}
                       for n, vm in lay["vms"].items()},
-            "faults": {"nodes": [], "links": []}}
+            "segments": lay["segments"],
+            "faults": {"nodes": [], "links": [], "cables": [], "switches": []}}
 
 
 def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
