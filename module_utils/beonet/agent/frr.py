@@ -36,6 +36,9 @@ FRR_CONF = "/etc/frr/frr.conf"
 FRR_DAEMONS = "/etc/frr/daemons"
 OSPF_COST = 10                     # the same on every NIC: hops decide
 MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
+# BFD finds a dead neighbour; OSPF's own timers only decide how soon adjacencies form
+# (a LAN waits a dead interval before electing its designated router: 4 s, not 40)
+HELLO_S, DEAD_S = 1, 4
 BFD_PROFILE = "beonet"
 SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
@@ -52,7 +55,9 @@ def _interface(iface: Interface) -> list[str]:
     p2p = "peer" in iface
     return (["interface %s" % iface["name"],
              " ip ospf area 0",
-             " ip ospf cost %d" % OSPF_COST]
+             " ip ospf cost %d" % OSPF_COST,
+             " ip ospf hello-interval %d" % HELLO_S,
+             " ip ospf dead-interval %d" % DEAD_S]
             + ([" ip ospf network point-to-point"] if p2p else [])
             + [" ip ospf bfd",
                " ip ospf bfd profile %s" % BFD_PROFILE,
