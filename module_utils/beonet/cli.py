@@ -550,6 +550,9 @@ def cmd_lab(args):
     if args.action in ("fault", "link"):
         _lab_fault(args)
         return
+    if args.action == "outage":
+        _lab_outage(args)
+        return
     if args.provider == "vm":
         from .labs import vm as vmlab
         try:
@@ -591,6 +594,22 @@ def _lab_fault(args):
     except LabError as exc:
         print("beonet lab: %s" % exc, file=sys.stderr)
         sys.exit(1)
+
+
+def _lab_outage(args: argparse.Namespace) -> None:
+    """lab outage: one failure measured on the Docker lab (labs/outage.py)."""
+    from .labs import outage
+    from .labs.base import LabError
+    given = [(k, v) for k, v in (("node", args.node), ("cable", args.cable), ("switch", args.switch)) if v]
+    try:
+        if args.provider != "docker" or len(given) != 1:
+            raise LabError("outage: the Docker lab, and one of --node, --cable or --switch")
+        found = outage.measure(args.topology, os.getcwd(), args.name, given[0][0], given[0][1],
+                               args.window)
+    except LabError as exc:
+        print("beonet lab: %s" % exc, file=sys.stderr)
+        sys.exit(1)
+    print(outage.report(found, args.format_outage))
 
 
 OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
@@ -733,11 +752,12 @@ def parser() -> argparse.ArgumentParser:
     _output_commands(add)
     s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
             "QEMU VM lab) of a topology up or down", topology=False, inv=False)
-    s.add_argument("action", choices=["up", "down", "fault", "link"],
+    s.add_argument("action", choices=["up", "down", "fault", "link", "outage"],
                    help="fault: stop or start a node, cut or restore a NIC's link, a cable or "
                    "a switch (--node N --stop|--start, --link NODE:NIC, --cable NODE:NIC or "
                    "--switch NAME with --down|--up; alone: what is down); link: a VM NIC's "
-                   "link (--provider vm --node --nic --state)")
+                   "link (--provider vm --node --nic --state); outage: one failure (--node, "
+                   "--cable or --switch) made and measured on the Docker lab, then undone")
     s.add_argument("topology", help="topology YAML file")
     s.add_argument("--name", help="lab name: container prefix and .lab/NAME/ state folder "
                    "(default beonet-<topology file name>); lets labs of one topology coexist; "
@@ -763,6 +783,10 @@ def parser() -> argparse.ArgumentParser:
                    "ends of a point-to-point link lose carrier, on a LAN only that NIC")
     s.add_argument("--switch", metavar="NAME", help="fault: a segment or switch as the plan "
                    "names it (a tree's leaf switch, a bonded LAN): every NIC on it loses carrier")
+    s.add_argument("--window", type=float, default=10.0, metavar="SECONDS",
+                   help="outage: seconds the probes run after the failure (default 10)")
+    s.add_argument("--outage-format", dest="format_outage", choices=["text", "json"], default="text",
+                   help="outage: one line (default) or the JSON with every probed pair")
     s.add_argument("--nic", help="link: the plan NIC (eth1, ...) or mgmt")
     s.add_argument("--state", choices=["up", "down"], help="link: new link state")
     s.add_argument("--delays", choices=["on", "off"], help="fault, vm: the topology's per-hop "

@@ -1,0 +1,259 @@
+"""What one failure costs on a running Docker lab: the pairs whose paths cross it
+probed every 100 ms while it happens, then every pair once.
+
+``beonet lab outage TOPOLOGY --node N | --cable NODE:NIC | --switch NAME``:
+
+1. the pairs whose planned paths (any branch) cross the failure: through the node,
+   over the cable (a hop between its node and a node on the cable's segment), or
+   across the switch (a hop between two nodes on it); pairs of a stopped node
+   are not counted;
+2. each source of such a pair pings each of its destinations every 100 ms
+   (``ping -D``: the reply times; the kernels share the host's clock), the
+   failure is made (labs/faults.py) after a quiet second, and the probes run
+   for the window;
+3. each pair's outage is the time from the failure to the first answer after
+   its last lost probe (0 when none was lost), never-answered ones are lost;
+4. with the failure still in place, every ordered pair of live nodes is asked
+   once: those that do not answer are lost for good;
+5. the failure is undone (the lab is left as it was found).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import faults
+from .base import DOCKER_STATE, LabError, load_state, state_dir
+
+INTERVAL = 0.1                 # seconds between the probes of one pair
+QUIET = 1.0                    # seconds of probing before the failure
+PROBES = "/tmp/beonet-outage"  # the probes' output in each source container
+_REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [0-9.]+: icmp_seq=(\d+)")
+_SENT = re.compile(r"^\[(\d+\.\d+)\] no answer yet for icmp_seq=(\d+)")      # ping -O
+
+Pair = tuple[str, str]
+
+
+@dataclass
+class Outcome:
+    """One failure's measurement."""
+
+    fault: str
+    engine: str
+    probed: list[Pair] = field(default_factory=list)
+    back: dict[str, float] = field(default_factory=dict)     # "SRC>DST" -> seconds to come back
+    never: list[str] = field(default_factory=list)           # probed pairs that never came back
+    live_pairs: int = 0
+    lost: list[str] = field(default_factory=list)            # live pairs lost for good
+    window: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        worst = max(self.back.items(), key=lambda kv: kv[1], default=("", 0.0))
+        return {"fault": self.fault, "engine": self.engine, "probed": len(self.probed),
+                "back_max_s": round(worst[1], 2), "worst": worst[0],
+                "never_back": self.never, "live_pairs": self.live_pairs,
+                "lost_for_good": self.lost, "window_s": self.window,
+                "back_s": {k: round(v, 2) for k, v in sorted(self.back.items())}}
+
+    def line(self) -> str:
+        d = self.as_dict()
+        return ("outage: %s, %s: %d pairs probed every %d ms, %s; %d of %d live pairs lost for good"
+                % (d["engine"], d["fault"], d["probed"], INTERVAL * 1000,
+                   "all back after %.2f s (worst %s)" % (d["back_max_s"], d["worst"] or "none")
+                   if not d["never_back"] else "%d never back within %.0f s" % (len(d["never_back"]),
+                                                                               self.window),
+                   len(d["lost_for_good"]), d["live_pairs"]))
+
+
+def segments_of(plan: dict[str, Any]) -> dict[str, set[str]]:
+    """node -> the segments its addressed NICs (or bonds) sit on."""
+    return {name: {i["segment"] for i in n["interfaces"] if i["addresses"]}
+            for name, n in plan["nodes"].items()}
+
+
+def crosses(hops: Iterable[Pair], kind: str, what: str, segs: dict[str, set[str]],
+            cable_seg: str | None = None) -> bool:
+    """Whether a branch (its node-to-node hops) crosses the failure."""
+    for a, b in hops:
+        shared = segs[a] & segs[b]
+        if kind == "node" and a == what:
+            return True
+        if kind == "switch" and what in shared:
+            return True
+        if kind == "cable" and what in (a, b) and cable_seg in shared:
+            return True
+    return False
+
+
+def affected(plan: dict[str, Any], paths: dict[str, dict[str, list[list[str]]]], kind: str,
+             what: str) -> list[Pair]:
+    """The ordered pairs (neither end the failed node) some branch of which crosses it.
+    paths: {src: {dst: [[hop node, ...], ...]}} (the destination last in each branch)."""
+    segs = segments_of(plan)
+    cable_seg = None
+    if kind == "cable":
+        node, nic = what.split(":", 1)
+        cable_seg = next((i["segment"] for i in plan["nodes"][node]["interfaces"] if i["name"] == nic),
+                         None)
+        what = node
+    out = []
+    for src, dests in paths.items():
+        for dst, branches in dests.items():
+            if kind == "node" and what in (src, dst):
+                continue
+            if any(crosses(zip([src] + b[:-1], b), kind, what, segs, cable_seg) for b in branches):
+                out.append((src, dst))
+    return sorted(out)
+
+
+def outage_of(lines: Iterable[str], fault_at: float) -> float | None:
+    """Seconds from the failure to the first answer after the last probe lost since it
+    (0: none lost; None: none answered after it). lines: ``ping -D -O`` output."""
+    replies, sent = {}, set()
+    for line in lines:
+        m = _REPLY.match(line)
+        if m:
+            replies[int(m.group(2))] = float(m.group(1))
+            continue
+        m = _SENT.match(line)
+        if m:
+            sent.add(int(m.group(2)))
+    if not replies:
+        return None
+    seq0 = min(replies)
+    t0 = replies[seq0] - (seq0 - 1) * INTERVAL             # when probe 1 was sent, about
+    last = max(sent | set(replies))
+    after = [s for s in range(max(1, int((fault_at - t0) / INTERVAL) + 1), last + 1)]
+    lost = [s for s in after if s not in replies]
+    if not lost:
+        return 0.0
+    back = [s for s in after if s > lost[-1] and s in replies]
+    if not back:
+        return None
+    return max(0.0, t0 + (back[0] - 1) * INTERVAL - fault_at)
+
+
+def _docker(args: list[str], timeout: float = 60) -> str:
+    done = subprocess.run(["docker"] + args, capture_output=True, text=True, check=False,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        raise LabError("docker %s: %s" % (" ".join(args[:3]), done.stderr.strip()[:300]))
+    return done.stdout
+
+
+def _probe_script(addrs: list[str], seconds: float) -> str:
+    pings = " ".join("ping -n -D -O -i %.1f -W 1 -w %d %s > %s/%s 2>&1 &"
+                     % (INTERVAL, int(seconds) + 1, a, PROBES, a) for a in addrs)
+    return "rm -rf %s; mkdir -p %s; %s wait" % (PROBES, PROBES, pings)
+
+
+def _once_script(addrs: list[str]) -> str:
+    asks = " ".join("(ping -n -c 1 -W 1 %s >/dev/null 2>&1 && echo ok %s || echo lost %s) &" % (a, a, a)
+                    for a in addrs)
+    return "%s wait" % asks
+
+
+def _paths(compiled: Any, names: list[str]) -> dict[str, dict[str, list[list[str]]]]:
+    out: dict[str, dict[str, list[list[str]]]] = {}
+    for a in names:
+        for b in names:
+            if a != b:
+                out.setdefault(a, {})[b] = [[h["node"] for h in branch]
+                                            for branch in compiled.path(a, b) or []]
+    return out
+
+
+def _probe(lab: str, plan: dict[str, Any], pairs: list[Pair], seconds: float) -> list[subprocess.Popen[str]]:
+    """Start the probes: one docker exec per source, its pings in the background."""
+    by_src: dict[str, list[str]] = {}
+    for src, dst in pairs:
+        by_src.setdefault(src, []).append(plan["nodes"][dst]["address"])
+    return [subprocess.Popen(["docker", "exec", "%s-%s" % (lab, src), "sh", "-c",
+                              _probe_script(addrs, seconds)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+            for src, addrs in sorted(by_src.items())]
+
+
+def _outages(lab: str, plan: dict[str, Any], pairs: list[Pair], fault_at: float, out: Outcome) -> None:
+    for src in sorted({s for s, _d in pairs}):
+        text = _docker(["exec", "%s-%s" % (lab, src), "sh", "-c",
+                        "for f in %s/*; do echo \"== $f\"; cat \"$f\"; done" % PROBES])
+        files: dict[str, list[str]] = {}
+        for line in text.splitlines():
+            if line.startswith("== "):
+                cur = files.setdefault(os.path.basename(line[3:]), [])
+            elif files:
+                cur.append(line)
+        for s, dst in pairs:
+            if s == src:
+                took = outage_of(files.get(plan["nodes"][dst]["address"], []), fault_at)
+                key = "%s>%s" % (src, dst)
+                if took is None:
+                    out.never.append(key)
+                else:
+                    out.back[key] = took
+
+
+def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -> None:
+    """Every ordered pair of live nodes asked once (one docker exec per source)."""
+    owner = {plan["nodes"][n]["address"]: n for n in live}
+    for src in live:
+        addrs = [plan["nodes"][d]["address"] for d in live if d != src]
+        text = _docker(["exec", "%s-%s" % (lab, src), "sh", "-c", _once_script(addrs)], timeout=30)
+        out.live_pairs += len(addrs)
+        out.lost += ["%s>%s" % (src, owner[w.split()[1]]) for w in text.splitlines()
+                     if w.startswith("lost ")]
+    out.lost.sort()
+
+
+FAULTS = {"node": ("stop", "start"), "cable": ("down", "up"), "switch": ("down", "up")}
+
+
+def measure(topology: str, root: str, label: str | None, kind: str, what: str,
+            window: float = 10.0) -> Outcome:
+    """Make one failure on the Docker lab, measure it (see the module's docstring), undo it."""
+    from ..compiler import pipeline
+    from ..outputs import plan as render
+
+    folder = state_dir(root, topology, label)
+    record = load_state(folder, DOCKER_STATE)
+    if record is None:
+        raise LabError("no Docker lab in %s: bring it up first (beonet lab up)"
+                       % os.path.relpath(folder, root))
+    if kind not in FAULTS:
+        raise LabError("outage: give --node, --cable or --switch")
+    compiled = pipeline.compile_file(topology)
+    plan: dict[str, Any] = dict(render.plan(compiled))
+    stopped = set((record.get("faults") or {}).get("nodes", []))
+    live = [n for n in plan["nodes"] if n not in stopped and not (kind == "node" and n == what)]
+    pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)
+             if p[0] in live and p[1] in live]
+    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
+    down, up = FAULTS[kind]
+    args = {"node": what} if kind == "node" else {kind: what}
+    procs = _probe(record["lab"], plan, pairs, QUIET + window)
+    try:
+        time.sleep(QUIET)
+        fault_at = time.time()
+        faults.fault(topology, root, label, "docker", action=down, **args)
+        for p in procs:
+            p.wait(timeout=QUIET + window + 30)
+        _outages(record["lab"], plan, pairs, fault_at, out)
+        _every_pair(record["lab"], plan, live, out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        faults.fault(topology, root, label, "docker", action=up, **args)
+    return out
+
+
+def report(outcome: Outcome, fmt: str) -> str:
+    return json.dumps(outcome.as_dict(), indent=2) if fmt == "json" else outcome.line()

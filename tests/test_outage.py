@@ -1,0 +1,98 @@
+"""beonet lab outage (labs/outage.py): which pairs a failure's probes watch, how a
+pair's outage is read from ping's output, and the command's refusals."""
+
+import pytest
+from conftest import ROOT
+
+from beonet import cli
+from beonet.compiler import pipeline
+from beonet.labs import outage
+from beonet.outputs import plan as render
+
+
+def _mesh():
+    compiled = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh-2x2.yml"))
+    plan = render.plan(compiled)
+    return plan, outage._paths(compiled, list(plan["nodes"]))
+
+
+def test_a_node_failure_watches_the_pairs_through_it_and_none_of_its_own():
+    plan, paths = _mesh()
+    pairs = outage.affected(plan, paths, "node", "node-0-1")
+    assert pairs and all("node-0-1" not in p for p in pairs)
+    assert all(any("node-0-1" in b[:-1] for b in paths[s][d]) for s, d in pairs)
+    through = {(s, d) for s in paths for d in paths[s] if "node-0-1" not in (s, d)
+               and any("node-0-1" in b[:-1] for b in paths[s][d])}
+    assert set(pairs) == through
+
+
+def test_a_switch_failure_watches_every_pair_with_a_hop_across_it():
+    plan, paths = _mesh()
+    seg = plan["nodes"]["node-0-0"]["interfaces"][0]["segment"]
+    members = {n for n, node in plan["nodes"].items() if any(i["segment"] == seg for i in node["interfaces"])}
+    pairs = outage.affected(plan, paths, "switch", seg)
+    assert pairs
+    for s, d in pairs:
+        assert any(a in members and b in members for b_ in paths[s][d] for a, b in zip([s] + b_[:-1], b_))
+
+
+def test_a_cable_failure_watches_the_hops_over_that_cable_at_that_node():
+    plan, paths = _mesh()
+    nic = plan["nodes"]["node-0-0"]["interfaces"][0]
+    pairs = outage.affected(plan, paths, "cable", "node-0-0:%s" % nic["name"])
+    assert pairs and all("node-0-0" in (s, d) or any("node-0-0" in b for b in paths[s][d]) for s, d in pairs)
+    assert outage.affected(plan, paths, "cable", "node-0-0:nosuch") == []
+
+
+def _ping(seqs, start=1000.0, missing=()):
+    lines = ["PING 10.254.0.2 (10.254.0.2) 56(84) bytes of data."]
+    for s in seqs:
+        t = start + (s - 1) * 0.1
+        if s in missing:
+            lines.append("[%.6f] no answer yet for icmp_seq=%d" % (t + 0.1, s))
+        else:
+            lines.append("[%.6f] 64 bytes from 10.254.0.2: icmp_seq=%d ttl=63 time=0.05 ms" % (t, s))
+    return lines
+
+
+def test_an_outage_lasts_from_the_failure_to_the_first_answer_after_the_last_loss():
+    lines = _ping(range(1, 41), missing={12, 13, 14, 16})
+    took = outage.outage_of(lines, fault_at=1001.05)        # probe 12 was sent at 1001.1
+    assert took == pytest.approx(1000 + 16 * 0.1 - 1001.05)   # probe 17, at 1001.6
+    assert outage.outage_of(_ping(range(1, 41)), fault_at=1001.05) == 0.0
+    assert outage.outage_of(_ping(range(1, 41), missing=set(range(20, 41))), fault_at=1001.05) is None
+    assert outage.outage_of(["ping: connect: Network is unreachable"], fault_at=1001.05) is None
+    # a loss before the failure is not the failure's
+    assert outage.outage_of(_ping(range(1, 41), missing={3}), fault_at=1001.05) == 0.0
+
+
+def test_the_outcome_line_names_the_worst_pair_and_the_pairs_lost():
+    out = outage.Outcome("cable a:eth1", "frr", [("a", "b"), ("b", "a")], {"a>b": 0.25, "b>a": 0.31},
+                         live_pairs=12, window=5.0)
+    assert out.line() == ("outage: frr, cable a:eth1: 2 pairs probed every 100 ms, all back after 0.31 s "
+                          "(worst b>a); 0 of 12 live pairs lost for good")
+    out.never, out.lost = ["a>b"], ["a>b", "c>b"]
+    assert "1 never back within 5 s; 2 of 12 live pairs lost for good" in out.line()
+    assert outage.report(out, "json").startswith("{")
+
+
+def test_the_probe_scripts_ping_every_100_ms_and_once():
+    script = outage._probe_script(["10.254.0.2", "10.254.0.3"], 6)
+    assert "ping -n -D -O -i 0.1 -W 1 -w 7 10.254.0.3 > /tmp/beonet-outage/10.254.0.3 2>&1 &" in script
+    assert script.endswith(" wait")
+    assert "ping -n -c 1 -W 1 10.254.0.2" in outage._once_script(["10.254.0.2"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--node", "a", "--cable", "a:eth1"], "one of --node, --cable or --switch"),
+    ([], "one of --node, --cable or --switch"),
+    (["--provider", "vm", "--node", "a"], "the Docker lab"),
+    (["--node", "a"], "no Docker lab in"),
+])
+def test_outage_refusals(capsys, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    topo = tmp_path / "t.yml"
+    topo.write_text((ROOT / "topologies" / "routed-mesh-2x2.yml").read_text())
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lab", "outage", str(topo)] + args)
+    assert exc.value.code == 1 and message in capsys.readouterr().err
