@@ -279,8 +279,16 @@ def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState
             "nft_table": listed if rc == 0 else None,
             "tso": beonet.live_tso(n),
             "sysctls": beonet.live_sysctls(n, read_text),
-            "frr_running": "routing" in n and frr.running(os.path.join(NODE_ROOT, "proc")),
-            "systemd": "routing" in n and frr.systemd_runs(NODE_ROOT)}
+            **_frr_live(n)}
+
+
+def _frr_live(n: nodeplan.NodePlan) -> dict[str, Any]:
+    """FRR's part of the live state, read where the plan runs FRR or beonet's FRR
+    configuration is on the node (a plan that leaves FRR)."""
+    conf = read_text(os.path.join(NODE_ROOT, frr.FRR_CONF.lstrip("/")))
+    here = "routing" in n or frr.ours(conf)
+    return {"frr_conf": conf, "frr_running": here and frr.running(os.path.join(NODE_ROOT, "proc")),
+            "systemd": here and frr.systemd_runs(NODE_ROOT)}
 
 
 def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:
@@ -393,7 +401,7 @@ def _stale(files: dict[str, str], result: dict[str, Any], diffs: list[dict[str, 
     recorded = read_text(backends.RECORD_PATH)
     for path in backends.stale_paths(recorded, files):
         old = read_text(path)
-        if old is None:
+        if old is None or not frr.written_by_beonet(path, old):
             continue
         result["removed"].append(path)
         diffs.append({"before_header": path, "after_header": path + " (removed)",
@@ -600,7 +608,8 @@ def main() -> None:
     takeovers = _nm_takeovers(module, n, decision)
     backend = decision.backend or "networkd"
     result: dict[str, Any] = {
-        "changed": False, "actions": [" ".join(a) for a in actions + takeovers], "files": [],
+        "changed": False, "files": [],
+        "actions": [" ".join(a) for a in beonet.leave_actions(n, live) + actions + takeovers],
         "removed": [],
         "backend": backend + ("/" + decision.renderer if backend == "netplan" else ""),
         "notes": decision.notes}
@@ -621,6 +630,7 @@ def main() -> None:
     if write and p["confirm_timeout"] > 0 and (result["changed"] or record_stale or state_stale):
         _arm(module, live, files, result)       # before anything is written
     if write:
+        _run(module, beonet.leave_actions(n, live), result)     # while FRR's files are there
         _put_files(module, files, result, record_stale)
         _run(module, actions, result)
         _tell_managers(module, result)

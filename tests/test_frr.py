@@ -226,7 +226,7 @@ def test_frr_files_are_among_the_persistent_files_and_no_route_is_installed():
 
 @pytest.mark.parametrize("is_running,systemd,want", [
     (False, True, [["systemctl", "enable", "--now", "frr"]]),
-    (False, False, [[frr.FRRINIT, "start"]]),
+    (False, False, [frr.service("start", False)]),
     (True, True, []),
 ])
 def test_frr_is_started_where_it_does_not_run(is_running, systemd, want):
@@ -250,9 +250,9 @@ def test_a_node_with_routes_of_an_earlier_static_plan_loses_them():
 
 @pytest.mark.parametrize("changed,text,systemd,want", [
     ([frr.FRR_CONF], frr.HEADER + "x", True, [["systemctl", "reload", "frr"]]),
-    ([frr.FRR_CONF, frr.FRR_DAEMONS], frr.HEADER + "x", False, [[frr.FRRINIT, "restart"]]),
-    ([frr.FRR_CONF], None, True, [["systemctl", "stop", "frr"]]),           # removed: left FRR
-    ([frr.FRR_CONF], "! the node's own\n", False, [[frr.FRRINIT, "stop"]]),   # rolled back
+    ([frr.FRR_CONF, frr.FRR_DAEMONS], frr.HEADER + "x", False, [frr.service("restart", False)]),
+    ([frr.FRR_CONF], None, True, []),            # removed: stopped before (leave_actions)
+    ([frr.FRR_CONF], "! the node's own\n", False, [frr.service("stop", False)]),   # rolled back
     (["/etc/systemd/network/10-beonet-eth1.network"], None, True, []),
 ])
 def test_frr_is_told_of_its_files(changed, text, systemd, want):
@@ -319,3 +319,32 @@ def test_installed_looks_for_every_daemon(tmp_path):
     (lib / "bfdd").write_text("")
     (lib / "bfdd").chmod(0o755)
     assert frr.installed(str(tmp_path))
+
+
+def test_frrs_init_script_runs_with_its_output_in_a_log_not_the_callers_pipes():
+    cmd = frr.service("restart", False)
+    assert cmd[:2] == ["sh", "-c"] and cmd[2].startswith(frr.FRRINIT + " restart </dev/null >" + frr.INIT_LOG)
+    assert frr.service("disable", True) == ["systemctl", "disable", "--now", "frr"]
+
+
+def test_a_plan_that_leaves_frr_stops_it_before_its_files_go():
+    from beonet.agent import apply, backends
+
+    plan = render.plan(compiled("mesh", {"dims": [2, 2]}, routing={"engine": "static"}))
+    static = plan["nodes"]["node-0-0"]
+    ours = frr.frr_conf(_frr_node(), _frr_node()["routing"])
+    live = dict(apply.blank_live_state(static), frr_conf=ours, frr_running=True, systemd=False)
+    assert apply.leave_actions(static, live) == [frr.service("stop", False)]
+    lo = [{"ifname": "lo", "addr_info": [{"local": "127.0.0.1", "prefixlen": 8},
+                                         {"local": "10.254.0.1", "prefixlen": 32}]}]
+    assert apply.leave_actions(static, dict(live, addrs=lo, frr_running=False)) == [
+        ["ip", "address", "del", "10.254.0.1/32", "dev", "lo"]]
+    assert apply.leave_actions(static, dict(live, frr_running=False)) == []
+    assert apply.leave_actions(static, dict(live, frr_conf="! the node's own\n")) == []
+    assert apply.leave_actions(_frr_node(), live) == []
+    # FRR's files are stale once the plan leaves FRR, but removed only when beonet wrote them
+    record = backends.record_text([frr.FRR_CONF, frr.FRR_DAEMONS, "/etc/frr/vtysh.conf"])
+    assert backends.stale_paths(record, []) == [frr.FRR_DAEMONS, frr.FRR_CONF]
+    assert frr.written_by_beonet(frr.FRR_CONF, ours) and frr.written_by_beonet(frr.FRR_DAEMONS, frr.daemons())
+    assert not frr.written_by_beonet(frr.FRR_CONF, "frr defaults traditional\n")
+    assert frr.written_by_beonet("/etc/sysctl.d/90-beonet.conf", None)

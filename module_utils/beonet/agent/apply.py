@@ -71,7 +71,8 @@ class LiveState(TypedDict):
     nft_table: str | None        # `nft list table inet beonet` (None: no such table)
     tso: dict[str, bool | None]  # live_tso()
     sysctls: dict[str, str | None]   # live_sysctls(): the failover keys' live values
-    frr_running: bool            # FRR's daemons run (frr.running; read with engine frr only)
+    frr_running: bool            # FRR's daemons run (frr.running; read where FRR is or was planned)
+    frr_conf: str | None         # /etc/frr/frr.conf as it is (None: none; read likewise)
     systemd: bool                # systemd is the init (FRR is started through it)
 
 
@@ -352,7 +353,7 @@ def blank_live_state(n: NodePlan) -> LiveState:
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
             "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n)),
             "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)},
-            "frr_running": False, "systemd": True}
+            "frr_running": False, "frr_conf": None, "systemd": True}
 
 
 def actions_on_blank_node(n: NodePlan, node: str = "") -> list[Action]:
@@ -491,3 +492,11 @@ def routes_text(routes: IpJson, only_beonet: bool = True) -> str:
 def plan_routes_text(n: NodePlan) -> str:
     lines = [route_text(same_key(planned_key(r))) for r in n["routes"]]
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
+
+
+def leave_actions(n: NodePlan, live: LiveState) -> list[Action]:
+    """What runs before the persistent files change: FRR stopped where the plan leaves it."""
+    on_lo = ["%s/%s" % (a.get("local"), a.get("prefixlen")) for link in live["addrs"]
+             if link.get("ifname") == frr.LOOPBACK_NIC for a in link.get("addr_info", [])]
+    return frr.leave_actions(n, live.get("frr_conf"), live.get("frr_running", False),
+                             live.get("systemd", True), on_lo)

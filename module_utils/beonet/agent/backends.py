@@ -329,11 +329,13 @@ def unmanaged_file(nics: Iterable[str]) -> dict[str, str]:
 def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
     """The files an earlier plan wrote (the record's lines) that this plan does not.
 
-    Only beonet's own files (a name holding 'beonet') are ever named."""
+    Only beonet's own files (a name holding 'beonet') are ever named, and FRR's two
+    files (whose names FRR fixes; the caller removes them only when beonet wrote what
+    they hold: frr.written_by_beonet)."""
     keep = set(current)
     return sorted({p.strip() for p in (recorded or "").splitlines()
-                   if config_path_problem(p.strip()) is None and "beonet" in os.path.basename(p.strip())
-                   and p.strip() not in keep})
+                   if config_path_problem(p.strip()) is None and p.strip() not in keep
+                   and ("beonet" in os.path.basename(p.strip()) or p.strip() in frr.FILES)})
 
 
 def manager_commands(changed: Iterable[str]) -> list[list[str]]:

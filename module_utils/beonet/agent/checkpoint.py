@@ -261,13 +261,19 @@ def roll_back_now(why: str, roll_back: RollBack, folder: str | None = None, wait
 
 # -- the rollback itself ---------------------------------------------------------------
 
+COMMAND_TIMEOUT = 120      # seconds one command of a restore may take (a rollback always ends)
+
+
 def capture(argv: list[str]) -> tuple[int, str, str]:
     """Run a program (found on the sbin paths too); (rc, stdout, stderr)."""
     exe = shutil.which(argv[0], path=os.pathsep.join(filter(None, [os.environ.get("PATH"), PATH])))
     if exe is None:
         return 127, "", "%s is not installed" % argv[0]
-    proc = subprocess.run([exe] + argv[1:], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, check=False)
+    try:
+        proc = subprocess.run([exe] + argv[1:], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, check=False, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return 124, "", "no answer within %d s" % COMMAND_TIMEOUT
     return proc.returncode, proc.stdout, proc.stderr
 
 

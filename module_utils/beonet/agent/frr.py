@@ -34,6 +34,7 @@ from .nodeplan import Interface, NodePlan, Routing
 LOOPBACK_NIC = "lo"               # zebra adds the /32 beside 127.0.0.1/8
 FRR_CONF = "/etc/frr/frr.conf"
 FRR_DAEMONS = "/etc/frr/daemons"
+FILES = (FRR_CONF, FRR_DAEMONS)
 OSPF_COST = 10                     # the same on every NIC: hops decide
 MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
 # BFD finds a dead neighbour; OSPF's own timers only decide how soon adjacencies form
@@ -42,7 +43,9 @@ HELLO_S, DEAD_S = 1, 4
 BFD_PROFILE = "beonet"
 SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
+DAEMONS_HEADER = "# beonet: written from the cluster plan; changes here are replaced\n"
 FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does not run
+INIT_LOG = "/var/log/beonet-frr-init.log"
 WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons the plan needs
 
 
@@ -118,7 +121,7 @@ def daemons() -> str:
               'ospfd_options="  -A 127.0.0.1"',
               'staticd_options="-A 127.0.0.1"',
               'bfdd_options="   -A 127.0.0.1"']
-    return "# beonet: written from the cluster plan; changes here are replaced\n" + "\n".join(lines) + "\n"
+    return DAEMONS_HEADER + "\n".join(lines) + "\n"
 
 
 def frr_files(n: NodePlan) -> dict[str, str]:
@@ -147,10 +150,14 @@ def running(proc: str = "/proc") -> bool:
 
 def service(verb: str, systemd: bool) -> list[str]:
     """The command that starts, reloads, restarts or stops FRR: through systemd where it
-    runs (start also enables it for the next boot), else FRR's own init script."""
+    runs (start and disable also set the next boot), else FRR's own init script."""
     if not systemd:
-        return [FRRINIT, verb]
-    return ["systemctl", "enable", "--now", "frr"] if verb == "start" else ["systemctl", verb, "frr"]
+        # the daemons it starts must not hold the caller's pipes: their output goes to a log
+        return ["sh", "-c", "%s %s </dev/null >%s 2>&1 || { tail -n 5 %s >&2; exit 1; }"
+                % (FRRINIT, verb, INIT_LOG, INIT_LOG)]
+    if verb in ("start", "disable"):        # for the next boot too
+        return ["systemctl", "enable" if verb == "start" else "disable", "--now", "frr"]
+    return ["systemctl", verb, "frr"]
 
 
 def start_actions(n: NodePlan, is_running: bool, systemd: bool) -> list[list[str]]:
@@ -162,15 +169,46 @@ def ours(text: str | None) -> bool:
     return bool(text and text.startswith(HEADER))
 
 
+def written_by_beonet(path: str, text: str | None) -> bool:
+    """Whether one of FRR's files holds what beonet wrote (else it is the node's own)."""
+    return path not in FILES or bool(text and text.startswith(HEADER if path == FRR_CONF
+                                                               else DAEMONS_HEADER))
+
+
 def service_commands(changed: list[str], conf_text: str | None, systemd: bool) -> list[list[str]]:
     """What tells FRR that its files changed: a reload (a restart when the daemons to run
-    changed) when the configuration is beonet's, a stop when it is gone or no longer
-    beonet's (the plan left FRR, or a rollback put the node's own files back)."""
+    changed) when the configuration is beonet's, a stop when it is no longer beonet's (a
+    rollback put the node's own files back); nothing when it is gone."""
     if FRR_CONF not in changed and FRR_DAEMONS not in changed:
         return []
+    if conf_text is None:
+        return []           # gone: FRR was stopped before its files went (leave_actions)
     if not ours(conf_text):
         return [service("stop", systemd)]
     return [service("restart" if FRR_DAEMONS in changed else "reload", systemd)]
+
+
+def loopback_of(conf_text: str) -> str | None:
+    """The loopback address beonet's frr.conf has zebra put on lo ("ADDR/32")."""
+    lines = conf_text.splitlines()
+    for k, line in enumerate(lines[:-1]):
+        if line == "interface %s" % LOOPBACK_NIC and lines[k + 1].startswith(" ip address "):
+            return lines[k + 1].split()[-1]
+    return None
+
+
+def leave_actions(n: NodePlan, conf_text: str | None, is_running: bool, systemd: bool,
+                  on_lo: list[str]) -> list[list[str]]:
+    """FRR stopped on a node whose plan no longer runs it, while beonet's files are still
+    there to stop it by (run before the files go), and the loopback zebra put on lo
+    (on_lo: the addresses lo has) removed."""
+    if "routing" in n or not ours(conf_text):
+        return []
+    out = [service("disable" if systemd else "stop", systemd)] if is_running else []
+    loop = loopback_of(conf_text or "")
+    if loop in on_lo:
+        out.append(["ip", "address", "del", str(loop), "dev", LOOPBACK_NIC])
+    return out
 
 
 def installed(root: str = "/") -> bool:
