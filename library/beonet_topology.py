@@ -102,6 +102,12 @@ fast:
       check last found it in sync (the role's fast path, one C(raw) call instead of the module).
   returned: success
   type: dict
+agent:
+  description:
+    - SHA-256 of the node agent's code; part of the fast path's token, so that a node found
+      in sync by another version of the agent is checked in full.
+  returned: success
+  type: str
 rolling:
   description:
     - What a rolling, confirmed push needs (docs/changing.md). C(order) the nodes in the order
@@ -170,6 +176,7 @@ def run(module):
               "live": list(plan["nodes"]),
               "rolling": {"order": rolling.order(plan), "neighbours": rolling.neighbours(plan)},
               "fast": {k: fast.check_command(v) for k, v in plan["nodes"].items()},
+              "agent": fast.agent_digest(),
               "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
     if p["paths"]:
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]

@@ -24,12 +24,12 @@ EXTRA=()
 APT_OPTS=()
 case "${1:-}" in
   mpi)
-    IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-2}
+    IMAGE=${BEONET_IMAGE:-beonet-node-mpi:$SUITE-3}
     EXTRA=(openmpi-bin libopenmpi-dev mpich libmpich-dev openssh-server openssh-client python3-apt
-           munge slurmctld slurmd slurm-client) ;;
+           munge slurmctld slurmd slurm-client frr frr-pythontools) ;;
   frr)
-    IMAGE=${BEONET_IMAGE:-beonet-node-frr:$SUITE-1}
-    EXTRA=(frr) ;;
+    IMAGE=${BEONET_IMAGE:-beonet-node-frr:$SUITE-2}
+    EXTRA=(frr frr-pythontools) ;;
   slurm-check)
     SUITE=${BEONET_CHECK_SUITE:-forky}
     IMAGE=${BEONET_IMAGE:-beonet-slurm-check:$SUITE-2}

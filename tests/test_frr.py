@@ -318,6 +318,9 @@ def test_installed_looks_for_every_daemon(tmp_path):
     assert not frr.installed(str(tmp_path))
     (lib / "bfdd").write_text("")
     (lib / "bfdd").chmod(0o755)
+    assert not frr.installed(str(tmp_path))          # no reload tool (frr-pythontools)
+    (lib / frr.RELOAD).write_text("")
+    (lib / frr.RELOAD).chmod(0o755)
     assert frr.installed(str(tmp_path))
 
 

@@ -19,6 +19,9 @@ runs the full check. Nothing is ever taken as in sync that the full check would 
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import pkgutil
 import subprocess
 from collections.abc import Iterable
 
@@ -68,6 +71,20 @@ def dump_command(n: NodePlan) -> str:
               "ls -AR %s" % CHECKPOINTS]
     # stdin from /dev/null: a raw call over SSH has a terminal that never ends a read
     return "{ %s; } </dev/null 2>&1 | sha256sum" % "; ".join(parts)
+
+
+def agent_digest() -> str:
+    """SHA-256 of the node agent's own code (every module of this package): a node found in
+    sync by an agent that renders its files otherwise is not taken as in sync by this one."""
+    from .. import agent
+    digest = hashlib.sha256()
+    for info in sorted(pkgutil.iter_modules(agent.__path__), key=lambda m: m.name):
+        name = "%s.%s" % (agent.__name__, info.name)
+        spec = importlib.util.find_spec(name)
+        source = spec.loader.get_source(name) if spec and spec.loader and hasattr(spec.loader, "get_source") \
+            else None
+        digest.update(("%s\n%s\n" % (name, source or "")).encode())
+    return digest.hexdigest()
 
 
 def check_command(n: NodePlan) -> str:

@@ -40,6 +40,7 @@ MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
 # BFD finds a dead neighbour; OSPF's own timers only decide how soon adjacencies form
 # (a LAN waits a dead interval before electing its designated router: 4 s, not 40)
 HELLO_S, DEAD_S = 1, 4
+LSA_INTERVAL_MS, LSA_ARRIVAL_MS = 50, 20
 BFD_PROFILE = "beonet"
 SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
@@ -47,6 +48,7 @@ DAEMONS_HEADER = "# beonet: written from the cluster plan; changes here are repl
 FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does not run
 INIT_LOG = "/var/log/beonet-frr-init.log"
 WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons the plan needs
+RELOAD = "frr-reload.py"              # what a reload runs (frr-pythontools on Debian)
 
 
 def ospf_nics(n: NodePlan) -> list[Interface]:
@@ -95,6 +97,10 @@ def frr_conf(n: NodePlan, frr: Routing) -> str:
               " ospf router-id %s" % router_id,
               " maximum-paths %d" % MAX_PATHS,
               " timers throttle spf 0 50 1000",
+              # OSPF's defaults hold a changed LSA back up to 5 s (and drop a copy that
+              # arrives within 1 s of the last): a second change in a failure would wait
+              " timers throttle lsa all %d" % LSA_INTERVAL_MS,
+              " timers lsa min-arrival %d" % LSA_ARRIVAL_MS,
               "exit",
               "!",
               "bfd",
@@ -212,8 +218,9 @@ def leave_actions(n: NodePlan, conf_text: str | None, is_running: bool, systemd:
 
 
 def installed(root: str = "/") -> bool:
-    """Whether FRR's daemons are on the node (Debian's and Red Hat's packages put them here)."""
-    return all(os.access(os.path.join(root, "usr/lib/frr", d), os.X_OK) for d in WATCHED)
+    """Whether FRR's daemons and its reload tool are on the node (Debian's and Red Hat's
+    packages put them here; Debian's frr-pythontools brings the tool)."""
+    return all(os.access(os.path.join(root, "usr/lib/frr", d), os.X_OK) for d in WATCHED + (RELOAD,))
 
 
 def systemd_runs(root: str = "/") -> bool:

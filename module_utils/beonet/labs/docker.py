@@ -81,7 +81,8 @@ __all__ = ["LabError", "down", "main", "up"]
 # Debian release BEONET_SUITE (default trixie) and the variant BEONET_IMAGE_VARIANT,
 # else "frr" for a topology with routing.engine frr (node_image).
 SUITE = "trixie"
-IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-2", "frr": "beonet-node-frr:%s-1"}
+# Both variants have FRR (the mpi one too, so that its labs run either routing engine).
+IMAGES = {"": "beonet-node:%s-2", "mpi": "beonet-node-mpi:%s-3", "frr": "beonet-node-frr:%s-2"}
 UNDERLAY = (100 << 24) | (64 << 16)      # 100.64.0.0/10: a /16 per lab
 LAB_PREFIX = 16          # each lab's share of the underlay
 RESERVED_ADDRESSES = 3   # addresses of a subnet no container gets: network, broadcast, Docker's gateway
@@ -104,9 +105,6 @@ def image_variant(plan: Plan, env: Mapping[str, str] = os.environ) -> str:
     if variant and variant not in IMAGES:
         raise LabError("BEONET_IMAGE_VARIANT=%s: not one of %s"
                        % (variant, ", ".join(sorted(v for v in IMAGES if v))))
-    if variant and frr and variant != "frr":
-        raise LabError("BEONET_IMAGE_VARIANT=%s: the topology's routing.engine is frr and only "
-                       "the frr image has FRR" % variant)
     return variant or ("frr" if frr else "")
 
 
