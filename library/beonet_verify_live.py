@@ -235,15 +235,6 @@ ARGUMENT_SPEC: dict[str, Any] = {
 }
 
 
-def _pick(p: dict[str, Any]) -> dict[str, Any]:
-    """The sample (live), what each node traces and the command that reads and traces."""
-    result = proof.plan_sample(p["plan"], p["prefixes"]) if p["mode"] == "live" else {}
-    expected = readout.traced(p["plan"], p["mode"], result.get("sample", {}), p["paths"],
-                              max(0, p["max_targets"]))
-    result.update(expected=expected, commands=readout.commands(p["plan"], expected, max(0.0, p["settle"])))
-    return result
-
-
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
@@ -251,7 +242,8 @@ def main() -> None:
         module.fail_json(msg="beonet_verify_live: states or outputs is required unless prove is false")
     try:
         if not p["prove"]:
-            result = _pick(p)
+            result = readout.pick(p["plan"], p["prefixes"], p["mode"], p["paths"], p["max_targets"],
+                                  p["settle"])
         elif p["outputs"] is not None:
             result = readout.judge(p["plan"], p["prefixes"], p["outputs"], p["expected"], p["unreachable"],
                                    max(0, p["keep"]), p["mode"] == "live")

@@ -159,6 +159,25 @@ def test_the_live_module_picks_the_commands_and_reads_their_outputs(monkeypatch)
     assert read["dead"] == sorted(plan["nodes"]) and read["traced"]["checked"] == 0
 
 
+def test_the_compile_picks_for_verify_as_the_live_module_does(monkeypatch):
+    topology = _load("beonet_topology")
+    spec = {"topology": {}, "hosts": {}, "interfaces": {"default": {}}, "management": {},
+            "down": {"default": []}, "paths": {"default": False}, "verify": {},
+            "max_targets": {"default": 64}, "dest": {}}
+    params = {"topology": str(ROOT / "topologies/routed-mesh.yml")}
+    plain, _ = _run(topology, monkeypatch, params, spec)
+    assert "verify" not in plain
+    live, _ = _run(topology, monkeypatch, dict(params, verify="live"), spec)
+    picked, _ = _run(LIVE, monkeypatch, {"plan": plain["plan"], "prefixes": plain["prefixes"],
+                                         "prove": False}, SPEC)
+    picked.update(changed=None, seconds=None)
+    assert dict(live["verify"], changed=None, seconds=None) == picked
+    traced, _ = _run(topology, monkeypatch, dict(params, verify="traceroute", paths=True, max_targets=2),
+                     spec)
+    assert all(len(e) == 2 for e in traced["verify"]["expected"].values())
+    assert set(traced["verify"]) == {"expected", "commands"}
+
+
 def test_collect_and_trace_in_one_call(monkeypatch):
     monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
     monkeypatch.setattr(VERIFY.collect, "ask_neighbours", lambda targets: None)

@@ -227,19 +227,18 @@ def test_the_module_summarises_without_reading_a_node(monkeypatch):
 
 def _verify_tasks():
     """verify.yml's second play: its vars, and its tasks with the ones that read nodes
-    (pick, read and trace, prove) replaced by facts given (``fake_proof``: the prove
-    task's result, its ``traced`` made from the given trace results as the module makes it)."""
+    (read and trace, prove) replaced by facts given (``fake_proof``: the prove task's
+    result, its ``traced`` made from the given trace results as the module makes it)."""
     plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
     tasks = []
     for task in plays[1]["tasks"]:
         if "beonet_verify_live" in task:
-            picks = task["beonet_verify_live"].get("prove") is False
-            tasks.append({"name": "Pick (given)" if picks else "Prove (given)", "ansible.builtin.set_fact": {
-                "beonet_verify_picked" if picks else "beonet_verify_proof": "{{ fake_proof }}"},
-                "run_once": True})
+            tasks.append({"name": "Prove (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_proof": "{{ fake_proof }}"}, "run_once": True})
         elif "ansible.builtin.raw" in task:
             # one raw call per node: its command picked on the controller, bounded in time
-            assert task["ansible.builtin.raw"] == "{{ beonet_verify_picked.commands[inventory_hostname] }}"
+            command = "{{ beonet_plan_result.verify.commands[inventory_hostname] }}"
+            assert task["ansible.builtin.raw"] == command
             assert task["timeout"] == "{{ beonet_verify_timeout | int }}"
             tasks.append({"name": "Read (given)", "ansible.builtin.set_fact": {
                 "beonet_verify_read": {"stdout": ""}}})
@@ -346,10 +345,11 @@ def test_the_playbook_in_live_mode_fails_on_a_node_whose_state_could_not_be_read
     assert _failure(by_name) == [problem] and returncode == 2
 
 
-def test_the_pick_and_the_proof_are_told_the_mode_and_the_proof_reads_the_raw_outputs():
+def test_the_compile_picks_for_the_mode_and_the_proof_reads_the_raw_outputs():
     plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
     assert plays[1]["vars"]["beonet_verify_mode"] == "live"
-    pick, prove = [t["beonet_verify_live"] for t in plays[1]["tasks"] if "beonet_verify_live" in t]
-    assert pick["prove"] is False and pick["mode"] == prove["mode"] == "{{ beonet_verify_mode }}"
+    assert plays[0]["vars"]["beonet_plan_verify"] == "{{ beonet_verify_mode | default('live') }}"
+    [prove] = [t["beonet_verify_live"] for t in plays[1]["tasks"] if "beonet_verify_live" in t]
+    assert prove["mode"] == "{{ beonet_verify_mode }}"
     assert "'beonet_verify_read'" in prove["outputs"] and "attribute='stdout'" in prove["outputs"]
-    assert prove["expected"] == "{{ beonet_verify_picked.expected }}"
+    assert prove["expected"] == "{{ beonet_plan_result.verify.expected }}"

@@ -34,6 +34,16 @@ def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths:
     return out
 
 
+def pick(plan: Mapping[str, Any], prefixes: list[str], mode: str, paths: Mapping[str, Any],
+         max_targets: int, settle: float = 3.0) -> dict[str, Any]:
+    """What verify.yml needs before it reads the nodes: the sample (live), what each node
+    traces (``expected``) and each node's raw command (``commands``)."""
+    result = proof.plan_sample(plan, prefixes) if mode == "live" else {}
+    expected = traced(plan, mode, result.get("sample", {}), paths, max(0, max_targets))
+    result.update(expected=expected, commands=commands(plan, expected, max(0.0, settle)))
+    return result
+
+
 def _targets(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(destination, address) in the order the command traces them."""
     return [(d, plan["nodes"][d]["address"]) for d in sorted(expected) if d in plan["nodes"]]
