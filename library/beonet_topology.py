@@ -52,6 +52,20 @@ options:
         branch of multipath routes, the preferred first, at most 16.
     type: bool
     default: false
+  verify:
+    description:
+      - For verify.yml, also return what it needs before it reads the nodes (C(verify)). In
+        mode C(live) the pairs traceroute checks end to end (a pair of every path length and
+        one through each gateway), in mode C(traceroute) every pair of I(paths) (which must
+        be true; above I(max_targets) destinations per source a sample fixed by its name);
+        and each node's one shell command for C(ansible.builtin.raw) that prints its live
+        state and runs its traceroutes (see beonet_verify_live).
+    type: str
+    choices: [live, traceroute]
+  max_targets:
+    description: With I(verify=traceroute), the most destinations traced from one source.
+    type: int
+    default: 64
   dest:
     description:
       - Write the plan as JSON to this file on the controller, atomically and only
@@ -115,6 +129,12 @@ rolling:
       neighbours it asks before its change is confirmed (C(nic), C(address), C(node)).
   returned: success
   type: dict
+verify:
+  description:
+    - With I(verify), C(expected) (source to destination to the allowed hop lists it traces),
+      C(commands) (node to its raw command) and, in mode C(live), C(sample) and C(sampled).
+  returned: when verify is given
+  type: dict
 live:
   description: The nodes of the plan (all of them unless I(down) is given), in plan order.
   returned: success
@@ -134,6 +154,7 @@ from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 try:
     from ansible.module_utils.beonet.compiler import load, pipeline
     from ansible.module_utils.beonet.compiler.errors import CompileError, Problem
+    from ansible.module_utils.beonet.livestate import readout
     from ansible.module_utils.beonet.outputs import dryrun, inventory, rolling
     from ansible.module_utils.beonet.outputs import plan as render
     IMPORT_ERROR = load.missing_libraries()
@@ -182,6 +203,9 @@ def run(module):
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
                                for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
                            for a in plan["nodes"]}
+    if p["verify"]:
+        result["verify"] = readout.pick(plan, result["prefixes"], p["verify"], result.get("paths", {}),
+                                        p["max_targets"])
     if p["dest"]:
         text = render.dumps(plan)
         old = read_text(p["dest"])
@@ -204,6 +228,8 @@ def main():
             "management": {"type": "str"},
             "down": {"type": "list", "elements": "str", "default": []},
             "paths": {"type": "bool", "default": False},
+            "verify": {"type": "str", "choices": ["live", "traceroute"]},
+            "max_targets": {"type": "int", "default": 64},
             "dest": {"type": "path"},
         },
         supports_check_mode=True,

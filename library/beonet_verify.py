@@ -218,14 +218,6 @@ ARGUMENT_SPEC = {
 }
 
 
-def traceroute_command(addr: str, hops_max: int, wait: int, at_once: int = 1) -> list[str]:
-    """ICMP echo probes (-I) all hash to one branch of a multipath route; one probe
-    a hop (-q 1), at_once at a time (1 by default: the last hop is not rate
-    limited), wait seconds at most for each, and no deeper than hops_max."""
-    return ["traceroute", "-n", "-I", "-N", str(at_once), "-q", "1", "-w", str(wait), "-m", str(hops_max),
-            addr]
-
-
 def _pool_map(module: AnsibleModule, fn: Any, items: list[Any]) -> list[Any]:
     if not items:
         return []
@@ -257,7 +249,7 @@ def _trace_all(module: AnsibleModule, silent: list[str]) -> dict[str, list[str]]
     def trace(item: tuple[str, str], wait: int = 1) -> tuple[str, list[str]]:
         dst, addr = item
         at_once = hops_max if dst in silent else 1
-        rc, out, err = module.run_command(traceroute_command(addr, hops_max, wait, at_once))
+        rc, out, err = module.run_command(verify.traceroute_command(addr, hops_max, wait, at_once))
         if rc != 0:
             return dst, ["error: %s" % err.strip()]
         return dst, verify.parse_traceroute(out)
@@ -269,22 +261,6 @@ def _trace_all(module: AnsibleModule, silent: list[str]) -> dict[str, list[str]]
         for item in again:
             seen[item[0]] = trace(item, wait=3)[1]
     return seen
-
-
-def _state_problems(module: AnsibleModule, name: str, plan: dict[str, Any]) -> list[str]:
-    """Forwarding, bonds and bond offloads against the plan."""
-    problems = []
-    fwd = verify.forwarding_problem(name, read_text("/proc/sys/net/ipv4/ip_forward") or "",
-                                    plan["forwarding"])
-    problems += [fwd] if fwd else []
-    for iface in plan["interfaces"]:
-        if iface["kind"] == "bond":
-            text = read_text("/proc/net/bonding/%s" % iface["name"])
-            problems += verify.bond_problems(name, iface, text)
-    for bond, tso in sorted(beonet_node.live_tso(plan).items()):
-        if tso:
-            problems.append("%s: %s has TCP segmentation offload on, the plan says off" % (name, bond))
-    return problems
 
 
 def _summarise(module: AnsibleModule) -> None:
@@ -326,25 +302,12 @@ def main() -> None:
     name = p["node"]
     silent = _silent(module) if p["trace"] else []
     seen = _trace_all(module, silent) if p["trace"] else {}
-    mismatches = []
-    for dst in sorted(seen):
-        want = p["expected"].get(dst, [])
-        if not verify.on_allowed_path(want, seen[dst]):
-            mismatches.append({"pair": "%s -> %s" % (name, dst), "source": name, "destination": dst,
-                               "expected": verify.allowed_paths(want), "seen": seen[dst]})
-    problems = _state_problems(module, name, p["plan"])
     errors: list[str] = []
     routes = collect.needed(_runner(module), ["ip", "-j", "-4", "route", "show", "table", "main"], errors)
-    if routes is None:              # failed twice, or cut short: not every planned route missing
-        problems.append("%s: could not read its routes (%s); run verify again" % (name, "; ".join(errors)))
-        route_diff: list[str] = []
-    else:
-        route_problems, route_diff = verify.route_problems(name, p["plan"], routes)
-        problems += route_problems
+    result = verify.node_result(name, p["plan"], p["expected"], seen, silent, read_text,
+                                beonet_node.live_tso(p["plan"]), routes, errors)
     extra = {} if state is None else {"state": state}
-    module.exit_json(changed=False, mismatches=mismatches, checked=len(seen), targets=sorted(seen),
-                     silent=silent, forwarding=(read_text(beonet_node.FORWARD) or "").strip() == "1",
-                     problems=problems, route_diff=route_diff, **extra)
+    module.exit_json(changed=False, **result, **extra)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,12 @@ description:
     proven nor mismatched but counted in C(unread_pairs), so the check fails without a
     mismatch row for each of them.
   - Also picks the pairs traceroute checks end to end (I(sample)); with I(prove=false)
-    only those, from the plan alone (every node taken as alive), before the nodes are read.
+    only those, from the plan alone (every node taken as alive), before the nodes are read,
+    and each node's one shell command (C(commands), for C(ansible.builtin.raw)) that prints
+    its live state and runs its traceroutes (C(ping) first; a differing trace to a target
+    that answered is traced twice more, waiting longer). With I(outputs), reads those
+    commands' outputs into the states and proves from them (I(mode=live)), and checks each
+    node's traces, forwarding, bonds and routes against the plan (C(traced)).
 options:
   plan:
     description: The compiled plan (C(beonet_plan_result.plan)).
@@ -49,6 +54,39 @@ options:
     description: Prove the pairs from I(states); false, pick the traceroute sample only.
     type: bool
     default: true
+  outputs:
+    description:
+      - Node name to the output of its C(commands) entry run with C(ansible.builtin.raw)
+        (a node missing here is dead). Replaces I(states).
+    type: dict
+  mode:
+    description:
+      - live, traceroute the sample and prove every pair from the states; traceroute, trace
+        every pair (above I(max_targets) destinations per source a sample fixed by its name).
+    type: str
+    choices: [live, traceroute]
+    default: live
+  paths:
+    description: With I(mode=traceroute), the plan's allowed hop lists (C(beonet_plan_result.paths)).
+    type: dict
+    default: {}
+  max_targets:
+    description: With I(mode=traceroute), the most destinations traced from one source.
+    type: int
+    default: 64
+  expected:
+    description: With I(outputs), the C(expected) the command pick returned.
+    type: dict
+    default: {}
+  unreachable:
+    description: With I(outputs), the nodes Ansible could not reach or whose read failed.
+    type: list
+    elements: str
+    default: []
+  settle:
+    description: Seconds a node waits before reading its neighbours again while one is INCOMPLETE.
+    type: float
+    default: 3
   keep:
     description: The most mismatch rows returned (every mismatch is counted).
     type: int
@@ -149,37 +187,68 @@ summary:
   elements: str
 sample:
   description: Source to destination to allowed hop lists of the pairs for traceroute.
-  returned: success
+  returned: when prove or mode is live
   type: dict
 sampled:
   description: The number of pairs in I(sample).
-  returned: success
+  returned: when prove or mode is live
   type: int
+commands:
+  description: With I(prove=false), node name to the shell command for C(ansible.builtin.raw).
+  returned: when prove is false
+  type: dict
+expected:
+  description: With I(prove=false), source to destination to the allowed hop lists it traces.
+  returned: when prove is false
+  type: dict
+traced:
+  description:
+    - With I(outputs), the traces and node checks (checked, mismatches, problems, the diagnosis
+      as summary lines, dead, seconds).
+  returned: when outputs
+  type: dict
 seconds:
   description: How long the proof took on the controller.
   returned: success
   type: float
 """
 
+from typing import Any
+
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.livestate import proof
+from ansible.module_utils.beonet.livestate import proof, readout
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "plan": {"type": "dict", "required": True},
+    "prefixes": {"type": "list", "elements": "str", "required": True},
+    "states": {"type": "dict"},
+    "outputs": {"type": "dict"},
+    "prove": {"type": "bool", "default": True},
+    "keep": {"type": "int", "default": 100},
+    "sample": {"type": "bool", "default": True},
+    "mode": {"type": "str", "choices": list(readout.MODES), "default": "live"},
+    "paths": {"type": "dict", "default": {}},
+    "max_targets": {"type": "int", "default": 64},
+    "expected": {"type": "dict", "default": {}},
+    "unreachable": {"type": "list", "elements": "str", "default": []},
+    "settle": {"type": "float", "default": 3.0},
+}
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={
-        "plan": {"type": "dict", "required": True},
-        "prefixes": {"type": "list", "elements": "str", "required": True},
-        "states": {"type": "dict"},
-        "prove": {"type": "bool", "default": True},
-        "keep": {"type": "int", "default": 100},
-        "sample": {"type": "bool", "default": True},
-    }, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    if p["prove"] and p["states"] is None:
-        module.fail_json(msg="beonet_verify_live: states is required unless prove is false")
+    if p["prove"] and p["states"] is None and p["outputs"] is None:
+        module.fail_json(msg="beonet_verify_live: states or outputs is required unless prove is false")
     try:
-        result = (proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
-                  if p["prove"] else proof.plan_sample(p["plan"], p["prefixes"]))
+        if not p["prove"]:
+            result = readout.pick(p["plan"], p["prefixes"], p["mode"], p["paths"], p["max_targets"],
+                                  p["settle"])
+        elif p["outputs"] is not None:
+            result = readout.judge(p["plan"], p["prefixes"], p["outputs"], p["expected"], p["unreachable"],
+                                   max(0, p["keep"]), p["mode"] == "live")
+        else:
+            result = proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
     except proof.PlanError as exc:
         module.fail_json(msg="beonet_verify_live: %s" % exc)
     module.exit_json(changed=False, **result)

@@ -99,8 +99,7 @@ def test_the_trace_mode_still_needs_node_and_plan(monkeypatch):
                                                   "are missing: node, plan")
 
 
-SPEC = {"plan": {}, "prefixes": {}, "states": {}, "keep": {"default": 100}, "sample": {"default": True},
-        "prove": {"default": True}}
+SPEC = LIVE.ARGUMENT_SPEC
 
 
 def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
@@ -118,7 +117,15 @@ def test_the_live_modules_result_keys_are_the_documented_ones(monkeypatch):
     states = {n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}
     states[next(iter(states))].update(links={}, unread=["links"], errors=["links: no usable output"])
     result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
-    assert set(result) - {"changed", "invocation"} == set(yaml.safe_load(LIVE.RETURN))
+    documented = yaml.safe_load(LIVE.RETURN)
+    assert set(result) - {"changed", "invocation"} == set(documented) - {"commands", "expected", "traced"}
+    picked, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "prove": False}, SPEC)
+    assert set(picked) - {"changed"} == {k for k, v in documented.items()
+                                         if v["returned"] in ("success", "when prove is false",
+                                                              "when prove or mode is live")}
+    read, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "outputs": {},
+                                       "unreachable": list(states)}, SPEC)
+    assert set(read) - {"changed"} == set(result) - {"changed"} | {"traced"}
     assert result["unreadable"] == ["head"] and result["unread_pairs"] >= 2 * (len(states) - 1)
     assert result["pairs"] == sum(result[k] for k in ("proven", "mismatched", "unjudged", "dead_pairs",
                                                       "unread_pairs"))
@@ -134,14 +141,47 @@ def test_the_live_module_picks_the_sample_from_the_plan_alone(monkeypatch):
     assert picked["sample"] == proven["sample"] and picked["sampled"] == proven["sampled"] > 1
     assert "proven" not in picked and picked["changed"] is False
     missing, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes}, SPEC)
-    assert missing["failed"] and missing["msg"] == ("beonet_verify_live: states is required unless "
-                                                    "prove is false")
+    assert missing["failed"] and missing["msg"] == ("beonet_verify_live: states or outputs is required "
+                                                    "unless prove is false")
+
+
+def test_the_live_module_picks_the_commands_and_reads_their_outputs(monkeypatch):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    prefixes = render.prefixes(plan)
+    picked, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "prove": False}, SPEC)
+    assert set(picked["commands"]) == set(plan["nodes"])
+    assert {n: e for n, e in picked["expected"].items() if e} == picked["sample"]
+    traced, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "prove": False,
+                                         "mode": "traceroute", "paths": {"x": {}}}, SPEC)
+    assert "sample" not in traced and set(traced["expected"]) == set(plan["nodes"])
+    read, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "outputs": {"nope": ""},
+                                       "expected": picked["expected"]}, SPEC)
+    assert read["dead"] == sorted(plan["nodes"]) and read["traced"]["checked"] == 0
+
+
+def test_the_compile_picks_for_verify_as_the_live_module_does(monkeypatch):
+    topology = _load("beonet_topology")
+    spec = {"topology": {}, "hosts": {}, "interfaces": {"default": {}}, "management": {},
+            "down": {"default": []}, "paths": {"default": False}, "verify": {},
+            "max_targets": {"default": 64}, "dest": {}}
+    params = {"topology": str(ROOT / "topologies/routed-mesh.yml")}
+    plain, _ = _run(topology, monkeypatch, params, spec)
+    assert "verify" not in plain
+    live, _ = _run(topology, monkeypatch, dict(params, verify="live"), spec)
+    picked, _ = _run(LIVE, monkeypatch, {"plan": plain["plan"], "prefixes": plain["prefixes"],
+                                         "prove": False}, SPEC)
+    picked.update(changed=None, seconds=None)
+    assert dict(live["verify"], changed=None, seconds=None) == picked
+    traced, _ = _run(topology, monkeypatch, dict(params, verify="traceroute", paths=True, max_targets=2),
+                     spec)
+    assert all(len(e) == 2 for e in traced["verify"]["expected"].values())
+    assert set(traced["verify"]) == {"expected", "commands"}
 
 
 def test_collect_and_trace_in_one_call(monkeypatch):
     monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
     monkeypatch.setattr(VERIFY.collect, "ask_neighbours", lambda targets: None)
-    monkeypatch.setattr(VERIFY, "_state_problems", lambda module, name, plan: [])
+    monkeypatch.setattr(VERIFY.verify, "state_problems", lambda name, plan, read, tso: [])
     monkeypatch.setattr(VERIFY.verify, "route_problems", lambda name, plan, routes: ([], []))
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
     node = next(iter(plan["nodes"]))

@@ -16,9 +16,10 @@ import sys
 import pytest
 from conftest import ROOT, needs_host
 
-from beonet.agent import apply, routes
+from beonet.agent import apply, readout, routes
 from beonet.compiler import pipeline
 from beonet.livestate import proof
+from beonet.livestate import readout as controller
 from beonet.outputs import plan as render
 
 in_namespaces = needs_host("the live-state proof on kernels: a mesh of network namespaces (veths, bridges)",
@@ -108,6 +109,25 @@ def test_the_kernels_holding_the_plan_prove_every_pair(mesh):
     result = proof.prove(mesh.plan, render.prefixes(mesh.plan), mesh.states())
     assert (result["pairs"], result["proven"], result["mismatched"]) == (30, 30, 0), result["summary"]
     assert result["problems"] == [] and result["dead"] == []
+
+
+@in_namespaces
+def test_the_one_shell_command_reads_what_the_agent_collects_and_traces_the_sample(mesh):
+    """verify.yml's raw call: each node's command run in its namespace; its output read on
+    the controller is the state the agent collects, and proves every pair."""
+    prefixes = render.prefixes(mesh.plan)
+    expected = controller.traced(mesh.plan, "live", proof.plan_sample(mesh.plan, prefixes)["sample"], {}, 64)
+    outputs = {n: mesh.sh(n, c).stdout for n, c in controller.commands(mesh.plan, expected, 0).items()}
+    states = mesh.states()
+    for name, text in outputs.items():
+        read = readout.state_of_output(readout.parse_output(text))
+        assert dict(read, neigh=[]) == dict(states[name], neigh=[]), name
+    result = controller.judge(mesh.plan, prefixes, outputs, expected, [], 100, True)
+    assert (result["pairs"], result["proven"], result["mismatched"]) == (30, 30, 0), result["summary"]
+    assert result["traced"]["checked"] == sum(len(e) for e in expected.values()) > 0
+    assert result["traced"]["problems"] == []
+    if shutil.which("traceroute"):
+        assert result["traced"]["mismatches"] == [], result["traced"]["summary"]
 
 
 @in_namespaces

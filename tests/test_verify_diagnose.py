@@ -15,6 +15,7 @@ import yaml
 from conftest import ROOT
 
 from beonet.agent import diagnose, verify
+from beonet.livestate import readout
 
 
 def _node(addr, *ifaces, forwarding=False):
@@ -226,22 +227,21 @@ def test_the_module_summarises_without_reading_a_node(monkeypatch):
 
 def _verify_tasks():
     """verify.yml's second play: its vars, and its tasks with the ones that read nodes
-    (pick the sample, collect and trace, prove) replaced by facts given (``fake``,
-    ``fake_proof``)."""
+    (read and trace, prove) replaced by facts given (``fake_proof``: the prove task's
+    result, its ``traced`` made from the given trace results as the module makes it)."""
     plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
     tasks = []
     for task in plays[1]["tasks"]:
         if "beonet_verify_live" in task:
-            picks = task["beonet_verify_live"].get("prove") is False
-            tasks.append({"name": "Pick (given)" if picks else "Prove (given)", "ansible.builtin.set_fact": {
-                "beonet_verify_picked" if picks else "beonet_verify_proof": "{{ fake_proof }}"},
-                "run_once": True, "when": task["when"]})
-        elif "beonet_verify" in task and "node" in task["beonet_verify"]:
-            # one call per node: read the state (live mode), then trace
-            assert task["beonet_verify"]["collect"] == "{{ beonet_verify_is_live | bool }}"
-            assert task["beonet_verify"]["expected"] == "{{ beonet_verify_expected }}"
-            tasks.append({"name": "Trace (given)", "ansible.builtin.set_fact": {
-                "beonet_verify_result": "{{ fake[inventory_hostname] }}"}})
+            tasks.append({"name": "Prove (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_proof": "{{ fake_proof }}"}, "run_once": True})
+        elif "ansible.builtin.raw" in task:
+            # one raw call per node: its command picked on the controller, bounded in time
+            command = "{{ beonet_plan_result.verify.commands[inventory_hostname] }}"
+            assert task["ansible.builtin.raw"] == command
+            assert task["timeout"] == "{{ beonet_verify_timeout | int }}" and task["failed_when"] is False
+            tasks.append({"name": "Read (given)", "ansible.builtin.set_fact": {
+                "beonet_verify_read": {"stdout": ""}}})
         else:
             tasks.append(task)
     return plays[1]["vars"], tasks
@@ -251,9 +251,11 @@ def _play(tmp_path, results, mode, proof=None, plan_result=None):
     """Run verify.yml's second play on hosts a, b, c, d (d fails first, as an unreachable
     node drops out); (return code, {task name: host results})."""
     pvars, tasks = _verify_tasks()
+    reached = {n: r for n, r in results.items() if n != "d"}
+    proof = dict(proof or {}, traced=readout.summarise(reached, ["d"], NODES, 0.5))
     play = {"hosts": "all", "gather_facts": False,
-            "vars": dict(pvars, beonet_plan_result=plan_result or {"plan": {"nodes": NODES}}, fake=results,
-                         fake_proof=proof or {}, beonet_verify_mode=mode),
+            "vars": dict(pvars, beonet_plan_result=plan_result or {"plan": {"nodes": NODES}},
+                         fake_proof=proof, beonet_verify_mode=mode),
             "tasks": [{"name": "d is down", "ansible.builtin.fail": {"msg": "unreachable"},
                        "when": "inventory_hostname == 'd'"}] + tasks}
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
@@ -343,7 +345,11 @@ def test_the_playbook_in_live_mode_fails_on_a_node_whose_state_could_not_be_read
     assert _failure(by_name) == [problem] and returncode == 2
 
 
-def test_the_live_mode_traces_the_sample_only(tmp_path):
-    pvars, _tasks = _verify_tasks()
-    assert pvars["beonet_verify_mode"] == "live"
-    assert "beonet_verify_picked.sample[inventory_hostname]" in pvars["beonet_verify_expected"]
+def test_the_compile_picks_for_the_mode_and_the_proof_reads_the_raw_outputs():
+    plays = yaml.safe_load((ROOT / "playbooks/verify.yml").read_text())
+    assert plays[1]["vars"]["beonet_verify_mode"] == "live"
+    assert plays[0]["vars"]["beonet_plan_verify"] == "{{ beonet_verify_mode | default('live') }}"
+    [prove] = [t["beonet_verify_live"] for t in plays[1]["tasks"] if "beonet_verify_live" in t]
+    assert prove["mode"] == "{{ beonet_verify_mode }}"
+    assert "'beonet_verify_read'" in prove["outputs"] and "attribute='stdout'" in prove["outputs"]
+    assert prove["expected"] == "{{ beonet_plan_result.verify.expected }}"

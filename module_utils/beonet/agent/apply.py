@@ -31,7 +31,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from . import frr
+from . import frr, verify
 from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files, config_path_problem
 from .nodeplan import NodePlan, unsafe_text
 from .routes import (
@@ -52,10 +52,10 @@ if TYPE_CHECKING:
     Runner = Callable[[list[str]], "tuple[int, str]"]   # argv -> (rc, stderr)
 
 PROTO_NAME = "beonet"
+FORWARD = verify.FORWARD                      # the forwarding sysctl
 SYSCTL_PATH = "/etc/sysctl.d/90-beonet.conf"
 STATE_PATH = "/var/lib/beonet/addresses"       # "ADDR/LEN DEV" lines beonet installed
 NFT_PATH = "/etc/nftables.d/beonet.nft"
-FORWARD = "/proc/sys/net/ipv4/ip_forward"
 SIOCETHTOOL = 0x8946
 ETHTOOL_GTSO, ETHTOOL_STSO = 0x1e, 0x1f       # legacy one-feature get/set (all TSO bits)
 BLANK_MTU = 1500                              # an Ethernet NIC's MTU as it comes
@@ -316,7 +316,8 @@ def failover_actions(n: NodePlan, live: dict[str, str | None]) -> list[Action]:
     return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in failover_sysctls(n) if live.get(k) != v]
 
 
-def _tso_off_bonds(n: NodePlan) -> list[str]:
+def tso_off_bonds(n: NodePlan) -> list[str]:
+    """The bonds whose plan turns TCP segmentation offload off."""
     return [i["name"] for i in n["interfaces"] if i["kind"] == "bond" and i.get("tso") is False]
 
 
@@ -325,7 +326,7 @@ def offload_actions(n: NodePlan, live_tso: dict[str, bool | None]) -> list[Actio
 
     live_tso: {bond: True, False, or None when the bond does not exist yet}. The
     module applies them with ``set_tso``; the text is the equivalent ethtool command."""
-    return [["ethtool", "-K", b, "tso", "off"] for b in _tso_off_bonds(n) if live_tso.get(b) is not False]
+    return [["ethtool", "-K", b, "tso", "off"] for b in tso_off_bonds(n) if live_tso.get(b) is not False]
 
 
 def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
@@ -351,7 +352,7 @@ def blank_live_state(n: NodePlan) -> LiveState:
     links = [{"ifname": i["name"], "flags": [], "mtu": BLANK_MTU}
              for i in n["interfaces"] if i["kind"] == "ethernet"]
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
-            "nft_table": None, "tso": dict.fromkeys(_tso_off_bonds(n)),
+            "nft_table": None, "tso": dict.fromkeys(tso_off_bonds(n)),
             "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)},
             "frr_running": False, "frr_conf": None, "systemd": True}
 
@@ -464,7 +465,7 @@ def set_tso(dev: str, on: bool) -> None:
 def live_tso(n: NodePlan) -> dict[str, bool | None]:
     """{bond: live TSO} for the bonds whose plan turns TSO off (None: no such device)."""
     out: dict[str, bool | None] = {}
-    for bond in _tso_off_bonds(n):
+    for bond in tso_off_bonds(n):
         try:
             out[bond] = get_tso(bond)
         except OSError:

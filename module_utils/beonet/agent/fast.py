@@ -55,8 +55,7 @@ def dump_command(n: NodePlan) -> str:
     nics = _nics(n)
     sysctls = " ".join([sysctl_path("net.ipv4.ip_forward")]
                        + [sysctl_path(k) for k, _v in failover_sysctls(n)])
-    parts = ["export LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-             "cat %s" % OS_RELEASE]
+    parts = ["cat %s" % OS_RELEASE]
     parts += ["ip -j link show dev %s; ip -j -4 addr show dev %s" % (nic, nic) for nic in nics]
     frr = "routing" in n
     # with FRR the routes it learns change as links come and go; only beonet's own matter
@@ -69,8 +68,13 @@ def dump_command(n: NodePlan) -> str:
               "ls -d %s %s %s" % (_units(UNITS), PROGRAMS, "/run/NetworkManager /run/systemd/system"),
               "cat %s" % MANAGER_FILES,
               "ls -AR %s" % CHECKPOINTS]
-    # stdin from /dev/null: a raw call over SSH has a terminal that never ends a read
-    return "{ %s; } </dev/null 2>&1 | sha256sum" % "; ".join(parts)
+    return "%s 2>&1 | sha256sum" % shell(parts)
+
+
+def shell(parts: list[str]) -> str:
+    """One shell command running parts in the C locale with the system's programs, its
+    stdin from /dev/null (a raw call over SSH has a terminal that never ends a read)."""
+    return "{ %s; } </dev/null" % "; ".join(["export LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin"] + parts)
 
 
 def agent_digest() -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .nodeplan import Interface, NodePlan
@@ -16,6 +16,19 @@ from .routes import live_hops, live_key, planned_key, route_text, same_key
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
 _LINK_LOCAL = ipaddress.ip_network("fe80::/10")
+
+
+Reader = Callable[[str], "str | None"]          # path -> text, None when unreadable
+FORWARD = "/proc/sys/net/ipv4/ip_forward"
+BONDING = "/proc/net/bonding/%s"
+
+
+def traceroute_command(addr: str, hops_max: int | str, wait: int | str, at_once: int | str = 1) -> list[str]:
+    """ICMP echo probes (-I) all hash to one branch of a multipath route; one probe
+    a hop (-q 1), at_once at a time (1 by default: the last hop is not rate
+    limited), wait seconds at most for each, and no deeper than hops_max."""
+    return ["traceroute", "-n", "-I", "-N", str(at_once), "-q", "1", "-w", str(wait), "-m", str(hops_max),
+            addr]
 
 
 def parse_traceroute(text: str) -> list[str]:
@@ -148,3 +161,40 @@ def route_problems(node: str, plan_node: NodePlan,
     problems += ["%s: route not in the plan: %s" % (node, x) for x in sorted(set(live) - set(planned))]
     diff = list(difflib.unified_diff(planned, live, "%s plan" % node, "%s live" % node, lineterm=""))
     return problems, diff
+
+
+def state_problems(name: str, plan: NodePlan, read: Reader, tso: dict[str, bool | None]) -> list[str]:
+    """Forwarding, bonds and bond offloads against the plan (read: path -> text or None;
+    tso: {bond: live TSO} of the bonds whose plan turns it off)."""
+    problems = []
+    fwd = forwarding_problem(name, read(FORWARD) or "", plan["forwarding"])
+    problems += [fwd] if fwd else []
+    for iface in plan["interfaces"]:
+        if iface["kind"] == "bond":
+            problems += bond_problems(name, iface, read(BONDING % iface["name"]))
+    problems += ["%s: %s has TCP segmentation offload on, the plan says off" % (name, bond)
+                 for bond, on in sorted(tso.items()) if on]
+    return problems
+
+
+def node_result(name: str, plan: NodePlan, expected: dict[str, Any], seen: dict[str, list[str]],
+                silent: list[str], read: Reader, tso: dict[str, bool | None],
+                routes: list[dict[str, Any]] | None, errors: list[str]) -> dict[str, Any]:
+    """One node's verify result: its traces (seen) against the allowed hop lists, its
+    forwarding, bonds and routes (None: unreadable, errors say why) against the plan."""
+    mismatches = []
+    for dst in sorted(seen):
+        want = expected.get(dst, [])
+        if not on_allowed_path(want, seen[dst]):
+            mismatches.append({"pair": "%s -> %s" % (name, dst), "source": name, "destination": dst,
+                               "expected": allowed_paths(want), "seen": seen[dst]})
+    problems = state_problems(name, plan, read, tso)
+    route_diff: list[str] = []
+    if routes is None:              # failed twice, or cut short: not every planned route missing
+        problems.append("%s: could not read its routes (%s); run verify again" % (name, "; ".join(errors)))
+    else:
+        route_problems_, route_diff = route_problems(name, plan, routes)
+        problems += route_problems_
+    return {"mismatches": mismatches, "checked": len(seen), "targets": sorted(seen), "silent": silent,
+            "forwarding": (read(FORWARD) or "").strip() == "1", "problems": problems,
+            "route_diff": route_diff}

@@ -1,0 +1,162 @@
+"""One shell command per node for verify: the live state and the node's traceroutes,
+read with ``raw`` (no module started on the node) and parsed on the controller.
+
+Standard library only. ``read_command`` builds the command on the controller from
+the node's plan and its traceroute targets: it runs collect.COMMANDS (the links,
+addresses and routes tried twice, as ``collect.needed`` does), asks the neighbours
+the kernel marks FAILED or INCOMPLETE once more and reads them again (then once
+more after ``settle`` seconds while one is resolving, as ``collect.collect``
+does), prints the files the check reads (the forwarding sysctls, the bonds), the
+TSO of the bonds whose plan turns it off, and runs each traceroute (ping first;
+one whose target answered and whose hops are on no allowed hop list is traced
+twice more, waiting longer, as the module did). Every section starts with a line
+``@@beonet@@ KIND KEY RC``. ``parse_output`` splits the text into sections;
+``state_of_output`` makes the state ``collect.collect`` makes (through the same
+function, fed the printed output); ``node_result`` the result beonet_verify
+returns for the node (traces, forwarding, bonds, routes).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import collect, verify
+from .apply import tso_off_bonds
+from .fast import shell
+from .nodeplan import NodePlan
+
+MARK = "@@beonet@@"
+FILES = ("/proc/sys/net/ipv4/conf/*/forwarding /proc/sys/net/ipv4/conf/*/ignore_routes_with_linkdown "
+         "/proc/sys/net/ipv4/fib_multipath_use_neigh %s %s %s"
+         % (collect.IPTABLES_NAMES, verify.FORWARD, verify.BONDING % "*"))
+PARALLEL = 8                    # traceroutes at once
+TSO = "tcp-segmentation-offload:"
+
+# r KEY TRIES ARGV...: run ARGV (again while it fails, up to TRIES times), print its
+# stdout and stderr as a section. t N ADDR MAX ALLOWED...: ping, then trace (see above).
+_FUNCTIONS = r"""M=%(mark)s; d=$(mktemp -d) || exit 1
+r() { k=$1 n=$2; shift 2; while :; do "$@" >"$d/o" 2>"$d/e"; c=$?; n=$((n - 1))
+if { [ $c = 0 ] && ! grep -q "%(interrupted)s" "$d/e"; } || [ $n -le 0 ]; then break; fi; done
+echo "$M out $k $c"; cat "$d/o"; echo; echo "$M err $k $c"; cat "$d/e"; echo; }
+t() { k=$1 a=$2 m=$3; shift 3; s=0 n=1
+if command -v ping >/dev/null && ! ping -n -q -c 1 -W 1 "$a" >/dev/null 2>&1; then s=1 n=$m; fi
+for w in 1 3 3; do o=$(%(trace)s 2>&1); c=$?; [ $s = 1 ] && break
+h=$(printf '%%s\n' "$o" | awk '$1 ~ /^[0-9]+$/ {printf "%%s%%s", p, $2; p=" "}')
+for x in "$@"; do [ "$h" = "$x" ] && break 2; done; done
+{ echo "$M trace $k $c $s"; printf '%%s\n' "$o"; } >"$d/t$k"; }"""
+
+
+def _functions() -> str:
+    trace = " ".join(verify.traceroute_command('"$a"', '"$m"', '"$w"', '"$n"'))
+    return _FUNCTIONS % {"mark": MARK, "interrupted": collect.INTERRUPTED, "trace": trace}
+
+
+def _neighbours(settle: float) -> list[str]:
+    """Ask the unanswered neighbours once more, then read the table again (collect.collect)."""
+    argv = " ".join(dict(collect.COMMANDS)["neigh"])
+    ask = ("ip -4 neigh show nud failed nud incomplete | head -n %d | "
+           "{ while read -r a _ n _; do ping -n -q -c 1 -W %d -I \"$n\" \"$a\" >/dev/null 2>&1 & done; "
+           "wait; }"
+           % (collect.ASK_MAX, collect.ASK_WAIT))
+    out = ["if ip -4 neigh show nud failed nud incomplete | grep -q .; then %s; fi" % ask]
+    if settle > 0:
+        out.append("if ip -4 neigh show nud incomplete | grep -q .; then sleep %g; fi" % settle)
+    return out + ["r neigh 1 %s" % argv]
+
+
+def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], settle: float = 3.0) -> str:
+    """The command for ``raw``: targets are (address, hops at most, allowed hop lists)."""
+    parts = [_functions()]
+    for key, argv in collect.COMMANDS:
+        if key != "neigh":
+            parts.append("r %s %d %s" % (key, 2 if key in collect.NEEDED else 1, " ".join(argv)))
+    parts += _neighbours(settle)
+    parts.append("echo \"$M files - 0\"; grep -H '' %s 2>/dev/null" % FILES)
+    for bond in tso_off_bonds(n):
+        parts.append("r tso:%s 1 ethtool -k %s" % (bond, bond))
+    jobs: list[str] = []
+    for addr, hops_max, allowed in targets:
+        lines = " ".join(shlex.quote(" ".join(b)) for b in allowed)
+        jobs.append("t %d %s %d %s &" % (len(jobs), shlex.quote(addr), hops_max, lines))
+    # PARALLEL at a time ("a & b & wait": a ";" may not follow "&")
+    parts += [" ".join(jobs[k:k + PARALLEL]) + " wait" for k in range(0, len(jobs), PARALLEL)]
+    parts += ["cat \"$d\"/t* 2>/dev/null", "rm -rf \"$d\""]
+    return shell(parts)
+
+
+@dataclass
+class Output:
+    """The sections of one node's output: {key: (rc, stdout, stderr)}, files, traces."""
+
+    commands: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    traces: dict[int, tuple[int, bool, str]] = field(default_factory=dict)   # k -> rc, silent, output
+
+
+def parse_output(text: str) -> Output:
+    """The sections of the printed output (a terminal's CR line ends taken off)."""
+    out = Output()
+    head: list[str] | None = None
+    body: list[str] = []
+    for line in text.replace("\r\n", "\n").split("\n") + ["%s end - 0" % MARK]:
+        words = line.split(" ")
+        if words[0] == MARK and len(words) >= 4:
+            if head is not None:
+                _section(out, head, body)
+            head, body = words, []
+        elif head is not None:
+            body.append(line)
+    return out
+
+
+def _section(out: Output, head: list[str], body: list[str]) -> None:
+    kind, key, rc = head[1], head[2], head[3]
+    code = int(rc) if rc.lstrip("-").isdigit() else -1
+    text = "\n".join(body)
+    if kind == "out":
+        out.commands[key] = (code, text, "")
+    elif kind == "err" and key in out.commands:
+        out.commands[key] = (out.commands[key][0], out.commands[key][1], text)
+    elif kind == "files":
+        for line in body:
+            path, sep, value = line.partition(":")
+            if sep:
+                out.files[path] = out.files.get(path, "") + value + "\n"
+    elif kind == "trace" and key.isdigit():
+        out.traces[int(key)] = (code, len(head) > 4 and head[4] == "1", text)
+
+
+def state_of_output(out: Output) -> dict[str, Any]:
+    """The state collect.collect makes on a node, from the printed output (a command
+    that printed nothing at all failed: the shell did not run it)."""
+    argv_key = {tuple(argv): key for key, argv in collect.COMMANDS}
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        key = argv_key.get(tuple(argv), "")
+        return out.commands.get(key, (127, "", "%s: not run (the node's output has no section)" % key))
+    return collect.collect(run, out.files.get, settle=0)
+
+
+def _tso(out: Output, bond: str) -> bool | None:
+    rc, text, _err = out.commands.get("tso:%s" % bond, (1, "", ""))
+    found = [line.split(":", 1)[1].split() for line in text.splitlines() if line.strip().startswith(TSO)]
+    return found[0][0] == "on" if rc == 0 and found and found[0] else None
+
+
+def node_result(name: str, n: NodePlan, out: Output, targets: list[tuple[str, str]],
+                expected: dict[str, Any]) -> dict[str, Any]:
+    """What beonet_verify returns for the node: targets are (destination, address) in
+    the order read_command was given them."""
+    seen: dict[str, list[str]] = {}
+    silent = []
+    for k, (dst, _addr) in enumerate(targets):
+        rc, quiet, text = out.traces.get(k, (1, False, "the node printed no trace"))
+        seen[dst] = verify.parse_traceroute(text) if rc == 0 else ["error: %s" % text.strip()]
+        silent += [dst] if quiet else []
+    tso = {bond: _tso(out, bond) for bond in tso_off_bonds(n)}
+    rc, text, err = out.commands.get("routes", (127, "", "no routes printed"))
+    errors: list[str] = []
+    routes = collect.needed(lambda _argv: (rc, text, err), dict(collect.COMMANDS)["routes"], errors)
+    return verify.node_result(name, n, expected, seen, silent, out.files.get, tso, routes, errors)

@@ -1,0 +1,177 @@
+"""verify.yml's one raw call per node: the command built on the controller, and its
+output (a recorded one from a node of the metanode testbed lab, and variants of it)
+read back into the state the agent collects and the result beonet_verify returns."""
+
+import json
+import re
+
+import pytest
+from conftest import ROOT
+
+from beonet.agent import collect, readout
+from beonet.compiler import pipeline
+from beonet.livestate import proof, state
+from beonet.livestate import readout as controller
+from beonet.outputs import plan as render
+
+TEXT = (ROOT / "tests/livestate/read-node28.txt").read_text()
+NODE = json.loads((ROOT / "tests/livestate/read-node28.json").read_text())
+TARGETS = [(d, NODE["addresses"][d]) for d in sorted(NODE["expected"])]
+
+
+def _result(text):
+    out = readout.parse_output(text)
+    return readout.node_result(NODE["node"], NODE["plan"], out, TARGETS, NODE["expected"])
+
+
+def _section(text, key, rc, stdout, stderr=""):
+    """The output with one command's section replaced."""
+    start = text.index("%s out %s " % (readout.MARK, key))
+    end = text.index("%s out " % readout.MARK, text.index("%s err %s " % (readout.MARK, key)))
+    return text[:start] + "%s out %s %d\n%s\n%s err %s %d\n%s\n" % (
+        readout.MARK, key, rc, stdout, readout.MARK, key, rc, stderr) + text[end:]
+
+
+def test_the_recorded_output_splits_into_every_command_the_files_and_the_traces():
+    out = readout.parse_output(TEXT)
+    assert sorted(out.commands) == sorted(key for key, _argv in collect.COMMANDS)
+    assert all(rc == 0 and err.strip() == "" for rc, _out, err in out.commands.values())
+    assert out.files["/proc/sys/net/ipv4/ip_forward"] == "1\n"
+    assert out.files["/proc/sys/net/ipv4/conf/eth0/ignore_routes_with_linkdown"] == "1\n"
+    assert sorted(out.traces) == [0, 1, 2] and all(not silent for _rc, silent, _t in out.traces.values())
+
+
+def test_the_recorded_output_makes_the_state_the_agent_makes_from_the_same_readings():
+    out = readout.parse_output(TEXT)
+    parsed = {key: json.loads(text) for key, (_rc, text, _err) in out.commands.items()}
+    got = readout.state_of_output(out)
+    assert got == collect.state_of(parsed, out.files.get)
+    assert got["unread"] == [] and got["errors"] == []
+    assert got["sysctl"]["forwarding"] == {"all": 1, "eth0": 1, "eth1": 1, "lo": 1}
+    assert [c["policy"] for c in got["filter"]["chains"]] == ["drop"]
+    parsed_state = state.parse(NODE["node"], got)
+    assert parsed_state.links == {"lo": "up", "eth0": "up", "eth1": "up"}
+    assert any(len(r.hops) == 3 for r in parsed_state.routes)           # every next hop of a multipath route
+
+
+def test_the_recorded_traces_routes_and_forwarding_match_the_plan():
+    result = _result(TEXT)
+    assert result["checked"] == 3 and result["targets"] == sorted(NODE["expected"])
+    assert result["mismatches"] == [] and result["silent"] == []
+    assert result["problems"] == [] and result["route_diff"] == [] and result["forwarding"] is True
+
+
+def test_a_terminals_line_ends_are_read_the_same():
+    assert readout.parse_output(TEXT.replace("\n", "\r\n")) == readout.parse_output(TEXT)
+
+
+def test_a_route_table_that_failed_twice_leaves_the_node_unreadable_and_named():
+    text = _section(TEXT, "routes", 1, "", "Dump was interrupted and may be inconsistent.")
+    got = readout.state_of_output(readout.parse_output(text))
+    assert got["unread"] == ["routes"]
+    interrupted = "Dump was interrupted and may be inconsistent."
+    assert got["errors"] == ["%s: %s" % (" ".join(dict(collect.COMMANDS)["routes"]), interrupted),
+                             "routes: no usable output"]
+    problems = _result(text)["problems"]
+    assert problems == ["node28: could not read its routes (ip -j -4 -d route show table main: Dump was "
+                        "interrupted and may be inconsistent.); run verify again"]
+    assert "run verify again" in proof.unreadable("node28", state.parse("node28", got))
+
+
+def test_output_cut_off_before_the_commands_leaves_every_needed_reading_unread():
+    got = readout.state_of_output(readout.parse_output("sh: 1: mktemp: not found\n"))
+    assert got["unread"] == list(collect.NEEDED)
+    assert got["errors"][0] == "ip -j link show: links: not run (the node's output has no section)"
+    assert got["filter"]["error"].startswith("nft -j list ruleset: nft: not run")
+
+
+def test_a_route_missing_on_the_node_is_named():
+    out = readout.parse_output(TEXT)
+    routes = [r for r in json.loads(out.commands["routes"][1]) if r["dst"] != "10.0.1.7"]
+    result = _result(_section(TEXT, "routes", 0, json.dumps(routes)))
+    assert result["problems"] == ["node28: route missing: 10.0.1.7/32 via 10.0.3.4 dev eth0 src 10.0.3.1"]
+
+
+def test_forwarding_off_and_a_trace_that_stops_are_reported():
+    text = TEXT.replace("/proc/sys/net/ipv4/ip_forward:1", "/proc/sys/net/ipv4/ip_forward:0")
+    head = "%s trace 1 0 0\n" % readout.MARK
+    start = text.index(head)
+    end = text.index("%s trace 2 " % readout.MARK)
+    text = text[:start] + "%s trace 1 0 1\n 1  10.0.3.4  0.1 ms\n 2  *\n" % readout.MARK + text[end:]
+    result = _result(text)
+    assert result["forwarding"] is False and result["silent"] == ["node10"]
+    assert result["problems"] == ["node28: forwarding is off, the plan says on"]
+    assert [(r["pair"], r["seen"]) for r in result["mismatches"]] == [("node28 -> node10", ["10.0.3.4", "*"])]
+
+
+def test_a_trace_that_failed_and_one_missing_are_errors():
+    start = TEXT.index("%s trace 0 " % readout.MARK)
+    text = TEXT[:start] + "%s trace 0 1 0\nconnect: Network is unreachable\n" % readout.MARK
+    result = _result(text)
+    assert [(r["destination"], r["seen"]) for r in result["mismatches"]] == [
+        ("node01", ["error: connect: Network is unreachable"]),
+        ("node10", ["error: the node printed no trace"]), ("node19", ["error: the node printed no trace"])]
+
+
+def test_a_bond_is_read_from_its_file_and_its_tso_from_ethtool():
+    plan = dict(NODE["plan"], interfaces=NODE["plan"]["interfaces"] + [
+        {"name": "bond0", "kind": "bond", "mode": "802.3ad", "members": ["eth2", "eth3"], "tso": False,
+         "addresses": []}])
+    bonding = ("Bonding Mode: IEEE 802.3ad Dynamic link aggregation\nSlave Interface: eth2\nMII Status: up\n"
+               "Slave Interface: eth3\nMII Status: down\n")
+    files = "".join("/proc/net/bonding/bond0:%s\n" % line for line in bonding.splitlines())
+    text = TEXT.replace("%s files - 0\n" % readout.MARK, "%s files - 0\n%s" % (readout.MARK, files))
+    text += "%s out tso:bond0 0\nFeatures for bond0:\ntcp-segmentation-offload: on\n%s err tso:bond0 0\n" % (
+        readout.MARK, readout.MARK)
+    out = readout.parse_output(text)
+    problems = readout.node_result("node28", plan, out, TARGETS, NODE["expected"])["problems"]
+    assert problems == ["node28: bond0 member eth3 is down",
+                        "node28: bond0 has TCP segmentation offload on, the plan says off"]
+    assert "ethtool -k bond0" in readout.read_command(plan, [])
+
+
+def test_the_command_reads_from_no_terminal_in_the_c_locale_and_traces_eight_at_a_time():
+    targets = [("10.0.%d.1" % k, 4, [["10.0.9.1", "10.0.%d.1" % k], ["10.0.9.2", "10.0.%d.1" % k]])
+               for k in range(10)]
+    cmd = readout.read_command(NODE["plan"], targets, settle=2)
+    assert cmd.startswith("{ export LC_ALL=C PATH=") and cmd.endswith("; } </dev/null")
+    for _key, argv in collect.COMMANDS:
+        assert " ".join(argv) in cmd
+    assert "r links 2 ip -j link show" in cmd and "r nft 1 nft -j list ruleset" in cmd
+    assert "sleep 2" in cmd and "head -n %d" % collect.ASK_MAX in cmd
+    assert len(re.findall(r"[;&] t \d+ ", cmd)) == 10 and cmd.count("& wait") == 2
+    assert "t 9 10.0.9.1 4 '10.0.9.1 10.0.9.1' '10.0.9.2 10.0.9.1' & wait" in cmd
+    assert "traceroute -n -I -N \"$n\" -q 1 -w \"$w\" -m \"$m\" \"$a\"" in cmd
+
+
+def test_the_pick_gives_every_node_its_command_and_the_traceroute_mode_caps_the_destinations():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    prefixes = render.prefixes(plan)
+    sample = proof.plan_sample(plan, prefixes)["sample"]
+    live = controller.traced(plan, "live", sample, {}, 64)
+    assert {n: e for n, e in live.items() if e} == sample
+    paths = {n: {d: [[plan["nodes"][d]["address"]]] for d in plan["nodes"] if d != n} for n in plan["nodes"]}
+    capped = controller.traced(plan, "traceroute", {}, paths, 2)
+    assert all(len(e) == 2 and set(e) <= set(paths[n]) for n, e in capped.items())
+    assert capped == controller.traced(plan, "traceroute", {}, paths, 2)          # fixed by the source's name
+    assert controller.traced(plan, "traceroute", {}, paths, 64) == paths
+    commands = controller.commands(plan, live, 3)
+    assert set(commands) == set(plan["nodes"])
+    src = next(iter(sample))
+    assert all("t %d %s " % (k, plan["nodes"][d]["address"]) in commands[src]
+               for k, d in enumerate(sorted(sample[src])))
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_the_proof_names_unreadable_and_dead_nodes_from_the_outputs(live):
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    names = list(plan["nodes"])
+    outputs = {n: "" for n in names[1:]}
+    result = controller.judge(plan, render.prefixes(plan), outputs, {}, [names[0]], 10, live)
+    assert result["traced"]["dead"] == [names[0]] and result["traced"]["checked"] == 0
+    assert result["traced"]["summary"][0] == "nodes dead or unreachable (1): %s" % names[0]
+    if live:
+        assert result["dead"] == [names[0]] and result["unreadable"] == sorted(names[1:])
+        assert result["proven"] == 0 and result["mismatched"] == 0
+    else:
+        assert "proven" not in result
