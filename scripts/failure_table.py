@@ -35,7 +35,8 @@ def row(path: str) -> str:
     for key, _label in KINDS:
         if key != "node":
             cells.append(str(f["routed"][key]["elements"]))
-        cells.append("%s / %s" % (worst(f["routed"][key]), worst(f["static"].get(key))))
+        static = "— (FRR)" if compiled.graph.engine == "frr" else worst(f["static"].get(key))
+        cells.append("%s / %s" % (worst(f["routed"][key]), static))
     return "| %s |" % " | ".join(cells)
 
 

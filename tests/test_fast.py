@@ -77,3 +77,19 @@ def test_with_frr_the_dump_reads_beonets_routes_and_frrs_daemons_not_what_ospf_l
     cmd = fast.dump_command(n)
     assert "ip -j route show table main proto beonet; ps -C zebra,ospfd,bfdd -o pid=,comm=;" in cmd
     assert "ip -j route show table main;" in fast.dump_command(_node("node-0-0")[1])
+
+
+def test_the_agent_digest_covers_the_agents_code(monkeypatch):
+    import importlib.util
+
+    first = fast.agent_digest()
+    assert len(first) == 64 and fast.agent_digest() == first
+    real = importlib.util.find_spec
+
+    def edited(name, *args):
+        spec = real(name, *args)
+        if name.endswith(".frr"):
+            spec.loader = type("L", (), {"get_source": lambda self, n: "# another FRR renderer\n"})()
+        return spec
+    monkeypatch.setattr(importlib.util, "find_spec", edited)
+    assert fast.agent_digest() != first

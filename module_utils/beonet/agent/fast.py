@@ -23,6 +23,7 @@ import hashlib
 import importlib.util
 import pkgutil
 import subprocess
+import sys
 from collections.abc import Iterable
 
 from .apply import NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, sysctl_path
@@ -80,10 +81,10 @@ def shell(parts: list[str]) -> str:
 def agent_digest() -> str:
     """SHA-256 of the node agent's own code (every module of this package): a node found in
     sync by an agent that renders its files otherwise is not taken as in sync by this one."""
-    from .. import agent
+    package = sys.modules[__name__.rpartition(".")[0]]        # this agent package
     digest = hashlib.sha256()
-    for info in sorted(pkgutil.iter_modules(agent.__path__), key=lambda m: m.name):
-        name = "%s.%s" % (agent.__name__, info.name)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        name = "%s.%s" % (package.__name__, info.name)
         spec = importlib.util.find_spec(name)
         source = spec.loader.get_source(name) if spec and spec.loader and hasattr(spec.loader, "get_source") \
             else None

@@ -177,8 +177,8 @@ def ours(text: str | None) -> bool:
 
 def written_by_beonet(path: str, text: str | None) -> bool:
     """Whether one of FRR's files holds what beonet wrote (else it is the node's own)."""
-    return path not in FILES or bool(text and text.startswith(HEADER if path == FRR_CONF
-                                                               else DAEMONS_HEADER))
+    header = HEADER if path == FRR_CONF else DAEMONS_HEADER
+    return path not in FILES or bool(text and text.startswith(header))
 
 
 def service_commands(changed: list[str], conf_text: str | None, systemd: bool) -> list[list[str]]:
