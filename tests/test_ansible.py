@@ -224,3 +224,22 @@ def test_mpi_module_gives_each_launcher_its_own_ssh_parameter(tmp_path):
     assert r["prte_mca_by_name"] == mpi.prte_mca(plan, by_name=True) + "plm_ssh_args = -o BatchMode=yes\n"
     assert r["prte_by_name_problem"] == mpi.cluster_nic_names(plan)[1]
     assert r["mpich_env"] == mpi.mpich_env_files(plan)
+
+
+@pytest.mark.parametrize("extra", [
+    ["-e", "beonet_serial=0"], ["-e", "beonet_serial=101%"], ["-e", "beonet_serial=abc"],
+    ["-e", "beonet_serial=-1"], ["-e", '{"beonet_serial": [1, 2]}'], ["-e", "beonet_serial=1;reboot"],
+    ["-e", "beonet_batch_check=/nonexistent/check.yml"],
+])
+def test_site_refuses_a_bad_batch_size_or_batch_check_before_any_node_is_read(tmp_path, extra):
+    res, calls = site(tmp_path, *extra)
+    assert res.returncode != 0 and calls == [], res.stdout + res.stderr
+    assert "beonet_serial must be a number of nodes" in res.stdout
+
+
+def test_site_takes_a_batch_check_file_that_exists(tmp_path):
+    check = tmp_path / "check.yml"
+    check.write_text("- name: A check of ours\n  ansible.builtin.debug:\n    msg: batch checked\n")
+    res, calls = site(tmp_path, "-e", "beonet_serial=50%", "-e", "beonet_batch_check=%s" % check, synced="b")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("batch checked") == 2 and "a apply" in calls and "c apply" in calls
