@@ -96,3 +96,15 @@ def test_outage_refusals(capsys, tmp_path, monkeypatch, args, message):
     with pytest.raises(SystemExit) as exc:
         cli.main(["lab", "outage", str(topo)] + args)
     assert exc.value.code == 1 and message in capsys.readouterr().err
+
+
+def test_outage_json_is_alone_on_stdout_the_faults_lines_go_to_stderr(capsys, tmp_path, monkeypatch):
+    import json
+
+    def measure(*_args):
+        print("beonet lab: cable a:eth1 down: a:eth1 lost carrier")
+        return outage.Outcome("cable a:eth1", "frr", [("a", "b")], {"a>b": 0.2}, live_pairs=2, window=6)
+    monkeypatch.setattr(outage, "measure", measure)
+    cli.main(["lab", "outage", "t.yml", "--cable", "a:eth1", "--outage-format", "json"])
+    out, err = capsys.readouterr()
+    assert json.loads(out)["back_max_s"] == 0.2 and "lost carrier" in err

@@ -1,6 +1,7 @@
 """The `beonet` command line: compile, dry run, paths, metrics, drawings, exports."""
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -604,8 +605,9 @@ def _lab_outage(args: argparse.Namespace) -> None:
     try:
         if args.provider != "docker" or len(given) != 1:
             raise LabError("outage: the Docker lab, and one of --node, --cable or --switch")
-        found = outage.measure(args.topology, os.getcwd(), args.name, given[0][0], given[0][1],
-                               args.window)
+        with contextlib.redirect_stdout(sys.stderr):      # the fault's own lines; stdout is the result's
+            found = outage.measure(args.topology, os.getcwd(), args.name, given[0][0], given[0][1],
+                                   args.window)
     except LabError as exc:
         print("beonet lab: %s" % exc, file=sys.stderr)
         sys.exit(1)
