@@ -43,8 +43,9 @@ lint: setup
 MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed rollback
 # Scenarios kept out of make test (each proves what another in it proves too): failover
 # (testbed runs the same fault playbooks on the bigger testbed), vm-mesh
-# (vm-backends reboots networkd and NetworkManager nodes with forwarded routes).
-EXTENDED_SCENARIOS ?= failover vm-mesh
+# (vm-backends reboots networkd and NetworkManager nodes with forwarded routes), frr (the
+# testbed's failures measured with each routing engine in turn, docs/frr.md).
+EXTENDED_SCENARIOS ?= failover vm-mesh frr
 molecule: setup
 	bash scripts/docker-up.sh
 	bash scripts/build-image.sh
