@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, golden, needs_host
 
 from beonet.agent import apply as node
-from beonet.agent import backends, files, nodeplan
+from beonet.agent import backends, files, frr, nodeplan
 from beonet.agent.backends import RECORD_PATH
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
@@ -285,6 +285,8 @@ def _simulate(live, actions, prefixes):
             live["nft_table"] = node.forward_ruleset(prefixes)[1]
         elif cmd[:2] == ["nft", "delete"]:
             live["nft_table"] = None
+        elif cmd in (frr.service("start", True), frr.service("start", False)):
+            live["frr_running"] = True
         else:
             assert cmd[:2] == ["ethtool", "-K"] and cmd[3:] == ["tso", "off"], cmd
             live["tso"][cmd[2]] = False

@@ -49,6 +49,8 @@ class PlanTables:
                     assert self.owner.get(ip, name) == name, \
                         "%s is held by %s and %s" % (ip, self.owner[ip], name)
                     self.owner[ip] = name
+            if "routing" in node:       # routing.engine frr: the address is a loopback on lo
+                self.owner[ipaddress.ip_interface(node["routing"]["loopback"]).ip] = name
         for name, addr in self.address.items():
             assert self.owner.get(addr) == name, \
                 "%s's address %s is on none of its interfaces" % (name, addr)
@@ -64,9 +66,13 @@ class PlanTables:
                 own.add(ii.ip)
                 connected.setdefault(iface["name"], []).append(ii.network)
                 entries.append((ii.network, "link", iface["segment"]))
+        if "routing" in node:
+            loop = ipaddress.ip_interface(node["routing"]["loopback"])
+            own.add(loop.ip)
+            entries.append((loop.network, "link", "lo"))
         nets = [n for ns in connected.values() for n in ns]
         seen = set()
-        for r in node["routes"]:
+        for r in node["routes"] + node.get("learned", []):
             to = ipaddress.ip_network(r["to"])
             via = ipaddress.ip_address(r["via"])
             assert to not in seen, "%s: two routes to %s" % (name, to)

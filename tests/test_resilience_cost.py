@@ -206,7 +206,8 @@ families = st.one_of(
 # -- equal to the oracle ------------------------------------------------------------
 
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT))
-                                         for p in (ROOT / "topologies").glob("*.yml")))
+                                         for p in (ROOT / "topologies").glob("*.yml")
+                                         if "engine: frr" not in p.read_text()))   # no static routes
 def test_shipped_topologies_equal_the_oracle(path):
     same(pipeline.compile_file(str(ROOT / path)))
 
