@@ -176,3 +176,10 @@ def test_main_refuses_a_zero_sample(capsys):
     with pytest.raises(SystemExit):
         frrcheck.main(["t.yml", "--sample", "0"], runner=FakeDocker())
     assert "--huge and --sample must be 1 or more" in capsys.readouterr().err
+
+
+def test_a_topology_too_big_for_an_frr_plan_is_left_out_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(frrcheck, "COMPILE_MAX", 3)
+    done = frrcheck.render_topology(_topology(tmp_path, "mesh", MESH), str(tmp_path / "out"))
+    assert not done.files
+    assert done.skipped.startswith("4 nodes, more than 3: the plan with routing.engine frr")

@@ -3,7 +3,8 @@ with ``routing: {engine: frr}`` merged in, every node's /etc/frr/frr.conf render
 by the node agent (agent/frr.py) into a folder, and each file read by
 ``vtysh --dryrun --inputfile FILE`` in one container of the FRR node image
 (scripts/build-image.sh frr), with no network. A topology of more than ``--huge``
-nodes (default 500) is checked on ``--sample`` nodes spread over its node order.
+nodes (default 500) is checked on ``--sample`` nodes spread over its node order;
+one of more than COMPILE_MAX nodes is left out, named with its reason.
 
     python -m beonet.labs.frrcheck [TOPOLOGY ...] [--sample N] [--huge N] [--image IMAGE]
 
@@ -35,6 +36,7 @@ from .docker import variant_image
 
 HUGE = 500              # nodes; above it only a sample of nodes is rendered
 SAMPLE = 16             # nodes of a huge topology that are checked
+COMPILE_MAX = 1000      # nodes; above it a topology is left out (its frr plan is N x (segments + N) routes)
 SHIPPED = ("topologies/*.yml", "topologies/benchmarks/*.yml", "topologies/benchmarks/compile/*.yml")
 MARK = "@@beonet-frr-check"
 MOUNT = "/check"
@@ -113,6 +115,11 @@ def render_topology(path: str, folder: str, huge: int = HUGE, k: int = SAMPLE) -
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     try:
+        size = len(pipeline.compile_text(text, path).graph.nodes)
+        if size > COMPILE_MAX:   # the frr compile holds every node's OSPF routes: N x (segments + N)
+            out.skipped = ("%d nodes, more than %d: the plan with routing.engine frr holds every "
+                           "node's OSPF routes" % (size, COMPILE_MAX))
+            return out
         nodes = render.plan(pipeline.compile_text(with_frr(text, path), path))["nodes"]
     except (CompileError, LabError, yaml.YAMLError) as exc:
         out.skipped = "does not compile with routing.engine frr: %s" % str(exc).strip().splitlines()[0]
