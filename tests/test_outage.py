@@ -88,6 +88,10 @@ def test_the_probe_scripts_ping_every_100_ms_and_once():
     ([], "one of --node, --cable or --switch"),
     (["--provider", "vm", "--node", "a"], "the Docker lab"),
     (["--node", "a"], "no Docker lab in"),
+    (["--node", "a", "--window", "nan"], "--window must be 1 to 600 seconds"),
+    (["--node", "a", "--window", "-5"], "--window must be 1 to 600 seconds"),
+    (["--node", "a", "--window", "1e9"], "--window must be 1 to 600 seconds"),
+    (["--cable", "../a:eth1\n", "--provider", "vm"], "the Docker lab"),
 ])
 def test_outage_refusals(capsys, tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
@@ -108,3 +112,13 @@ def test_outage_json_is_alone_on_stdout_the_faults_lines_go_to_stderr(capsys, tm
     cli.main(["lab", "outage", "t.yml", "--cable", "a:eth1", "--outage-format", "json"])
     out, err = capsys.readouterr()
     assert json.loads(out)["back_max_s"] == 0.2 and "lost carrier" in err
+
+
+def test_outage_names_a_node_the_plan_lacks_before_anything(tmp_path, monkeypatch):
+    from beonet.labs import base
+
+    monkeypatch.setattr(outage, "load_state", lambda *_a: {"lab": "l", "faults": {"nodes": []}})
+    topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
+    for what in ("../x:eth1", "a/b:eth1", "node\n:eth1"):
+        with pytest.raises(base.LabError, match="no node"):
+            outage.measure(topo, str(tmp_path), None, "cable", what)

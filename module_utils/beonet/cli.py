@@ -605,6 +605,8 @@ def _lab_outage(args: argparse.Namespace) -> None:
     try:
         if args.provider != "docker" or len(given) != 1:
             raise LabError("outage: the Docker lab, and one of --node, --cable or --switch")
+        if not 1 <= args.window <= 600:          # NaN fails both
+            raise LabError("outage: --window must be 1 to 600 seconds, not %s" % args.window)
         with contextlib.redirect_stdout(sys.stderr):      # the fault's own lines; stdout is the result's
             found = outage.measure(args.topology, os.getcwd(), args.name, given[0][0], given[0][1],
                                    args.window)

@@ -231,6 +231,9 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
         raise LabError("outage: give --node, --cable or --switch")
     compiled = pipeline.compile_file(topology)
     plan: dict[str, Any] = dict(render.plan(compiled))
+    node = what.split(":", 1)[0] if kind != "switch" else None
+    if node is not None and node not in plan["nodes"]:
+        raise LabError("outage: no node %r in the plan" % node)
     stopped = set((record.get("faults") or {}).get("nodes", []))
     live = [n for n in plan["nodes"] if n not in stopped and not (kind == "node" and n == what)]
     pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)
