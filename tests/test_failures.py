@@ -9,7 +9,7 @@ from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_metrics import brute_resilience
-from test_properties import SETTINGS, custom_topologies, dump
+from test_properties import SETTINGS, PlanTables, custom_topologies, dump
 
 from beonet import cli
 from beonet.compiler import failures, pipeline
@@ -20,8 +20,15 @@ def by_name(compiled):
     """({element: pairs} routed, {element: pairs} static) over nodes, cables and LANs."""
     el = failures.Elements(compiled.graph)
     routed = failures.routed_counts(el)
-    static = failures.static_counts(compiled.graph, compiled.proof, el)
+    static, _every, _some = failures.static_counts(compiled.graph, compiled.proof, el)
     return dict(zip(el.names, routed)), dict(zip(el.names, static))
+
+
+def failover_by_name(compiled):
+    """({element: pairs} every branch, {element: pairs} some branch) of the failover routes."""
+    el = failures.Elements(compiled.graph)
+    _one, every, some = failures.static_counts(compiled.graph, compiled.proof, el)
+    return dict(zip(el.names, every)), dict(zip(el.names, some))
 
 
 def compile_custom(nodes, segments=(), links=()):
@@ -41,6 +48,21 @@ def test_chain():
     # a--b: a <-> b and a <-> c cross it, and it holds b's address, so b <-> c too (3);
     # b--c: b <-> c and a <-> c cross it (c's address: the same two)
     assert static == {"a": 0, "b": 1, "c": 0, ab: 3, bc: 2}
+
+
+def test_ring_failover_branches():
+    # a - b - c - d - a over four links; the addresses of a and b are on a--b, c's on
+    # b--c, d's on c--d. The diagonals a <-> c and b <-> d each have two equal branches.
+    every, some = failover_by_name(compile_custom("abcd", links=[["a", "b"], ["b", "c"],
+                                                                 ["c", "d"], ["d", "a"]]))
+    da = "d:eth2 <-> a:eth2"
+    # d--a: only a <-> d has every branch on it (each end reaches the other's address
+    # over it in one hop); the diagonals have a branch on it and one around it
+    assert (every[da], some[da]) == (1, 3)
+    # a--b holds the addresses of a and b: their 5 pairs, whatever the branches
+    assert every["a:eth1 <-> b:eth1"] == some["a:eth1 <-> b:eth1"] == 5
+    # a node's death: every diagonal pair has a branch around it, none through it only
+    assert [every[v] for v in "abcd"] == [0, 0, 0, 0] and [some[v] for v in "abcd"] == [1, 1, 1, 1]
 
 
 def test_star_on_a_lan():
@@ -169,8 +191,27 @@ def test_routed_equals_removing_each_element(topo, down):
 def test_static_nodes_equal_resilience_single_path(topo, failover):
     compiled = pipeline.compile_text(dump({**topo, "routing": {"failover": failover}}), "prop.yml")
     _routed, static = by_name(compiled)
-    single, _failover, _risk = brute_resilience(render.plan(compiled))
+    single, failover_cut, risk = brute_resilience(render.plan(compiled))
     assert {v: static[v] for v in single} == single == compiled.metrics["resilience"]["single_path"]
+    every, some = failover_by_name(compiled)
+    assert {v: every[v] for v in single} == failover_cut
+    assert {v: some[v] for v in single} == brute_some_branch(render.plan(compiled))
+    # every branch crossing it implies the preferred one does, which implies some does;
+    # a pair the dead node may cut for good (the flow hash decides) has a branch through it
+    assert all(every[k] <= static[k] <= some[k] for k in static)
+    assert all(risk[v] <= some[v] for v in single)
+
+
+def brute_some_branch(plan):
+    """{node: pairs of others some branch of which, either way, passes the node}."""
+    tables = PlanTables(plan)
+    names = list(plan["nodes"])
+    count = dict.fromkeys(names, 0)
+    for s, t in itertools.combinations(names, 2):
+        passed = {v for way in (tables.branches(s, t), tables.branches(t, s)) for b in way for v in b[1:-1]}
+        for v in passed:
+            count[v] += 1
+    return count
 
 
 @pytest.mark.parametrize("name", ["custom-example", "backends-chain", "switch-tree", "bonded-dual-net"])
@@ -188,7 +229,10 @@ def test_static_steps_cap_and_force(monkeypatch, capsys):
     static = pipeline.compile_file(topology).metrics["failures"]["static"]
     assert not static["computed"] and "--resilience" in static["reason"]
     assert "cable" not in static and static["node"]["histogram"] == {"9": 16}
-    assert pipeline.compile_file(topology, resilience=True).metrics["failures"]["static"]["computed"]
+    forced = pipeline.compile_file(topology, resilience=True).metrics["failures"]["static"]
+    assert forced["computed"]
+    assert forced["failover"]["cable"]["worst"] == {"name": "node-0-0:eth1", "pairs": 15}
+    assert forced["disrupted"]["cable"]["worst"] == {"name": "node-0-0:eth1", "pairs": 24}
     assert cli.main(["metrics", topology]) in (0, None)
     text = capsys.readouterr().out
     assert "single failures" in text and "not computed" in text

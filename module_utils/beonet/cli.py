@@ -245,6 +245,10 @@ def _failures_lines(f: Mapping[str, Any]) -> list[str]:
         if key in static:
             line += "; static worst %s, %d cut some pair" % (_worst(static[key]), static[key]["cutting"])
         out.append(line)
+    for key, label in FAILURE_KINDS if "failover" in static else ():
+        out.append("%-5s failover routes: every branch cut (for good) worst %s; some branch cut "
+                   "(until the dead next hop is skipped) worst %s"
+                   % (label, _worst(static["failover"][key]), _worst(static["disrupted"][key])))
     if not static.get("computed"):
         out.append("static %snot computed: %s" % ("cables and LANs " if "node" in static else "",
                                                   static.get("reason", "")))

@@ -21,22 +21,22 @@ attachments at once). For each element, unordered pairs of live nodes:
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from typing import TypedDict
 
-from .model import ON_LINK, Graph, RouteTable
+from .model import ON_LINK, Graph, Hop, RouteTable
 from .prove import Proof
 
-# Steps (about a microsecond each) the static figures of cables and LANs may take in a
+# Steps (a few microseconds each) the static figures of cables and LANs may take in a
 # compile: a table lookup for each node towards each destination, and each hop of each
-# ordered pair's preferred branch (n^2 + the sum of hops over ordered pairs). 200,000:
-# about 0.2 s, some 200 nodes; above, they are left out, said why, unless forced
-# (beonet metrics --resilience): the 380-node meta-graph takes 550,000 steps (0.4 s,
-# more than its whole compile), 1,024 nodes about 3 million (3 s); time and memory
-# grow as n^2 (the 8,256-node meta-graph: 270 million steps, by estimate minutes and
-# 0.6 GB for the next-hop arrays).
-STATIC_STEPS = 200_000
+# ordered pair's preferred branch (n^2 + the sum of hops over ordered pairs); each step
+# carries bit masks of the elements on every branch, as wide as the elements, so the
+# cost grows a little faster than the steps. 60,000: the 128-node meta-graph (57,392
+# steps, about 0.15 s); above, they are left out, said why, unless forced (beonet
+# metrics --resilience): the 380-node meta-graph takes 550,000 steps (about 3 s, more
+# than its whole compile); the masks of every pair are held at once (n^2 x 3 integers of
+# n + cables + LANs bits: at 1,000 nodes several GB).
+STATIC_STEPS = 60_000
 
 
 class Worst(TypedDict):
@@ -59,6 +59,8 @@ class Static(TypedDict, total=False):
     node: KindFigures                   # resilience's single_path (when it was computed)
     cable: KindFigures
     lan: KindFigures
+    failover: dict[str, KindFigures]    # failover routes: every branch of one direction crosses it
+    disrupted: dict[str, KindFigures]   # failover routes: some branch crosses it
 
 
 class Failures(TypedDict):
@@ -98,12 +100,12 @@ class Elements:
         self.lan_of = {k: self.n + self.cables + i for i, k in enumerate(self.lan_of)}
         self.names += cables + lans
         home = {id(node.primary): node.index for node in graph.nodes}
-        self.home: list[tuple[int, ...]] = [()] * self.n    # node -> its home cable (and LAN)
+        self.home = [0] * self.n        # node -> bit mask of its home cable (and LAN) by element id
         for k, seg in enumerate(self.segments):
             for node, iface, _host in seg.members:
                 if home.get(id(iface)) == node.index:
-                    lan = (self.lan_of[k],) if k in self.lan_of else ()
-                    self.home[node.index] = (self.cable_of[node.index, k], *lan)
+                    lan = 1 << self.lan_of[k] if k in self.lan_of else 0
+                    self.home[node.index] = 1 << self.cable_of[node.index, k] | lan
 
 
 def _figures(names: list[str], pairs: list[int]) -> KindFigures:
@@ -203,81 +205,138 @@ def routed_counts(el: Elements) -> list[int]:
     return counts
 
 
-# --- static: the preferred branches of the proof's tables ------------------------------------------
+# --- static: the branches of the proof's tables ----------------------------------------------------
 
-def _segment_keys(graph: Graph, el: Elements) -> list[dict[tuple[int, int], int]]:
-    """Per node: (plen, net) of each table entry -> the segment its preferred next hop is on."""
+def _segment_keys(graph: Graph, el: Elements) -> list[dict[tuple[int, int], tuple[int, ...]]]:
+    """Per node: (plen, net) of each table entry -> the segments of its next hops, the
+    preferred one first."""
     seg_index = {id(seg): k for k, seg in enumerate(el.segments)}
     of_addr = {a: seg_index[id(seg)] for seg in el.segments for _node, iface, _host in seg.members
                for a in iface.addresses}
     out = []
     for node in graph.nodes:
-        keys: dict[tuple[int, int], int] = {}
+        keys: dict[tuple[int, int], tuple[int, ...]] = {}
         for iface in node.interfaces:
             if iface.addresses and id(iface.segment) in seg_index:
-                keys.setdefault((iface.segment.plen, iface.segment.net), seg_index[id(iface.segment)])
+                keys.setdefault((iface.segment.plen, iface.segment.net), (seg_index[id(iface.segment)],))
         for r in node.routes:
-            if r.via in of_addr:
-                keys.setdefault((r.plen, r.net), of_addr[r.via])
+            if r.via in of_addr and (r.plen, r.net) not in keys:
+                keys[r.plen, r.net] = tuple(of_addr.get(via, -1) for via, _dev in r.nexthops())
         out.append(keys)
     return out
 
 
-def _towards(table: RouteTable, addr: int) -> tuple[int, int, int] | None:
-    """(plen, net, next node or ON_LINK) of the longest match for addr."""
+def _towards(table: RouteTable, addr: int) -> tuple[int, int, Hop] | None:
+    """(plen, net, entry) of the longest match for addr."""
     for plen, netmask, bucket in table.order:
         entry = bucket.get(addr & netmask)
         if entry is not None:
-            return plen, addr & netmask, entry[0]
+            return plen, addr & netmask, entry
     return None
 
 
-def _tree(proof: Proof, keys: list[dict[tuple[int, int], int]], addr: int, t: int
-          ) -> tuple[array[int], array[int]]:
-    """Every node's next node (-1: none) and the segment it crosses towards node t."""
-    n = len(keys)
-    nxt, seg = array("i", [-1]) * n, array("i", [-1]) * n
-    for x in range(n):
-        found = _towards(proof.tables[x], addr) if x != t else None
-        if found is not None:
-            plen, net, hop = found
-            nxt[x] = t if hop == ON_LINK else hop
-            seg[x] = keys[x].get((plen, net), -1)
-    return nxt, seg
+class _Masks:
+    """Towards one node t, for every node x: bit masks of the elements (by element id)
+    that the branches x -> t cross, t and x themselves left out: the preferred branch
+    (`one`), some branch (`some`) and every branch (`every`); -1 where x has no way."""
 
+    def __init__(self, el: Elements, proof: Proof, keys: list[dict[tuple[int, int], tuple[int, ...]]],
+                 addr: int, t: int) -> None:
+        self.el, self.t = el, t
+        self.hops: list[list[tuple[int, int]]] = [self._hops(proof.tables[x], keys[x], addr)
+                                                  if x != t else [] for x in range(el.n)]
+        self.one, self.some, self.every = [-1] * el.n, [-1] * el.n, [-1] * el.n
+        self.one[t] = self.some[t] = self.every[t] = 0
+        for x in range(el.n):
+            self._fill(x)
 
-def _walk(el: Elements, nxt: array[int], seg: array[int], s: int, t: int, into: set[int]) -> bool:
-    """Add the elements of the preferred branch s -> t to into; False when it is cut."""
-    x, hops = s, 0
-    while x != t:
-        y, k = nxt[x], seg[x]
-        if y < 0 or k < 0 or hops > el.n:
-            return False
+    def _hops(self, table: RouteTable, keys: dict[tuple[int, int], tuple[int, ...]],
+              addr: int) -> list[tuple[int, int]]:
+        """(next node, segment) of every next hop towards t, the preferred first."""
+        found = _towards(table, addr)
+        if found is None:
+            return []
+        plen, net, (hop, _src, alts) = found
+        nodes = (self.t if hop == ON_LINK else hop, *alts)
+        return list(zip(nodes, keys.get((plen, net), ())))
+
+    def _bits(self, x: int, y: int, k: int) -> int:
+        """The elements of one hop x -> y over segment k (y itself unless it is t)."""
+        el = self.el
+        bits = 1 << el.cable_of[x, k]
         if k in el.lan_of:
-            into.update((el.cable_of[x, k], el.cable_of[y, k], el.lan_of[k]))
-        else:
-            into.add(el.cable_of[x, k])
-        if y != t:
-            into.add(y)
-        x, hops = y, hops + 1
-    return True
+            bits |= 1 << el.cable_of[y, k] | 1 << el.lan_of[k]
+        return bits | (1 << y if y != self.t else 0)
+
+    def _fill(self, start: int) -> None:
+        """Masks of start and of the nodes its branches pass, nearest t first."""
+        stack, state = [start], {start: 0}
+        while stack:
+            x = stack[-1]
+            if self.one[x] != -1 or not self.hops[x]:
+                stack.pop()
+                continue
+            todo = [y for y, k in self.hops[x] if k >= 0 and self.one[y] == -1 and self.hops[y]]
+            if todo and state[x] == 0:
+                state[x] = 1
+                for y in todo:
+                    if state.get(y) == 1:       # a loop: the proof has said so; no way here
+                        self.hops[y] = []
+                    else:
+                        state[y] = 0
+                        stack.append(y)
+                continue
+            stack.pop()
+            self._set(x)
+
+    def _set(self, x: int) -> None:
+        ways = [(self._bits(x, y, k), y) for y, k in self.hops[x] if k >= 0 and self.one[y] != -1]
+        y, k = self.hops[x][0]
+        if k < 0 or self.one[y] == -1:
+            return                              # the preferred branch has no way: cut
+        self.one[x] = ways[0][0] | self.one[y]
+        some, every = 0, -1
+        for bits, y in ways:
+            some |= bits | self.some[y]
+            every &= bits | self.every[y]
+        self.some[x], self.every[x] = some, every
 
 
-def static_counts(graph: Graph, proof: Proof, el: Elements) -> list[int]:
-    """Pairs each element's failure cuts for good with the static routes, by element id
-    (nodes too: resilience's single_path by another way)."""
+def _add_pair(counts: tuple[list[int], list[int], list[int]], one: int, every: int, some: int) -> None:
+    """Count a pair for each element of its masks (every within one within some)."""
+    c_one, c_every, c_some = counts
+    bits_some, bits_one, bits_every = bin(some)[:1:-1], bin(one)[:1:-1], bin(every)[:1:-1]
+    n_one, n_every = len(bits_one), len(bits_every)
+    e = bits_some.find("1")
+    while e >= 0:
+        c_some[e] += 1
+        if e < n_one and bits_one[e] == "1":
+            c_one[e] += 1
+            if e < n_every and bits_every[e] == "1":
+                c_every[e] += 1
+        e = bits_some.find("1", e + 1)
+
+
+def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], list[int], list[int]]:
+    """Pairs each element's failure cuts with the static routes, by element id (nodes
+    too: resilience's figures by another way): on the preferred branch (failover off),
+    on every branch of one direction (cut for good with failover routes) and on some
+    branch (disrupted: lost until the kernel skips the dead next hop, for good where a
+    branch has no other way left). A pair whose preferred branch
+    has no way either direction is not counted."""
     keys = _segment_keys(graph, el)
-    trees = [_tree(proof, keys, node.address, node.index) for node in graph.nodes]
-    counts = [0] * (el.n + el.cables + el.lans)
+    towards = [_Masks(el, proof, keys, node.address, node.index) for node in graph.nodes]
+    size = el.n + el.cables + el.lans
+    counts = [0] * size, [0] * size, [0] * size
     for t in range(el.n):
-        nxt_t, seg_t = trees[t]
+        to_t = towards[t]
         for s in range(t):
-            on: set[int] = set()
-            if _walk(el, nxt_t, seg_t, s, t, on) and _walk(el, *trees[s], t, s, on):
-                on.update(el.home[s])
-                on.update(el.home[t])
-                for e in on:
-                    counts[e] += 1
+            to_s = towards[s]
+            if to_t.one[s] == -1 or to_s.one[t] == -1:
+                continue
+            home = el.home[s] | el.home[t]
+            _add_pair(counts, to_t.one[s] | to_s.one[t] | home, to_t.every[s] | to_s.every[t] | home,
+                      to_t.some[s] | to_s.some[t] | home)
     return counts
 
 
@@ -303,6 +362,9 @@ def failures(graph: Graph, proof: Proof, single_path: dict[str, int] | None,
         static["reason"] = ("cables and LANs: about %d steps, more than %d: "
                             "`beonet metrics --resilience` computes them" % (steps, STATIC_STEPS))
     else:
-        walked = _kinds(el, static_counts(graph, proof, el))
+        one, every, some = static_counts(graph, proof, el)
+        walked = _kinds(el, one)
         static["computed"], static["cable"], static["lan"] = True, walked["cable"], walked["lan"]
+        if graph.failover:
+            static["failover"], static["disrupted"] = _kinds(el, every), _kinds(el, some)
     return {"routed": _kinds(el, routed_counts(el)), "static": static}
