@@ -122,3 +122,44 @@ def test_outage_names_a_node_the_plan_lacks_before_anything(tmp_path, monkeypatc
     for what in ("../x:eth1", "a/b:eth1", "node\n:eth1"):
         with pytest.raises(base.LabError, match="no node"):
             outage.measure(topo, str(tmp_path), None, "cable", what)
+
+
+def _fake_lab(monkeypatch, answers):
+    """A lab whose every-pair asks lose answers[k] pairs on the k-th ask (the last one
+    ever after); records the failures made."""
+    made, asks = [], []
+
+    def every_pair(_lab, _plan, live, out):
+        lost = answers[min(len(asks), len(answers) - 1)]
+        asks.append(lost)
+        out.live_pairs += len(live) * (len(live) - 1)
+        out.lost += ["%s>%s" % (live[0], live[1])] * lost
+
+    monkeypatch.setattr(outage, "load_state", lambda *_a: {"lab": "l", "faults": {"nodes": []}})
+    monkeypatch.setattr(outage, "_every_pair", every_pair)
+    monkeypatch.setattr(outage.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(outage.faults, "fault", lambda *a, **k: made.append(k["action"]))
+    monkeypatch.setattr(outage, "_probe", lambda *_a: [])
+    monkeypatch.setattr(outage, "_outages", lambda *_a: None)
+    return made, asks
+
+
+def test_an_outage_waits_until_every_pair_answers_before_the_failure(tmp_path, monkeypatch):
+    made, asks = _fake_lab(monkeypatch, [3, 1, 0])
+    topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
+    out = outage.measure(topo, str(tmp_path), None, "node", "node-0-1", window=1)
+    # three asks to settle, then the one with the failure in place; stop, then start
+    assert asks == [3, 1, 0, 0] and made == ["stop", "start"]
+    assert out.as_dict()["settled_s"] >= 0
+
+
+def test_an_outage_on_a_lab_that_does_not_settle_fails_nothing(tmp_path, monkeypatch):
+    from beonet.labs import base
+
+    made, _asks = _fake_lab(monkeypatch, [2])
+    monkeypatch.setattr(outage, "SETTLE", 0.0)
+    monkeypatch.setattr(outage.time, "monotonic", iter(range(0, 1000, 5)).__next__)
+    topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
+    with pytest.raises(base.LabError, match="has not settled: 2 of 12 pairs"):
+        outage.measure(topo, str(tmp_path), None, "cable", "node-0-0:eth1", window=1)
+    assert made == []

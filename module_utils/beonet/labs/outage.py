@@ -7,15 +7,20 @@ probed every 100 ms while it happens, then every pair once.
    over the cable (a hop between its node and a node on the cable's segment), or
    across the switch (a hop between two nodes on it); pairs of a stopped node
    are not counted;
-2. each source of such a pair pings each of its destinations every 100 ms
+2. the lab must have settled first: every ordered pair of live nodes is asked once,
+   again every second until all answer (at most SETTLE seconds, else the outage is
+   refused): an earlier failure just undone is still being repaired (a routing
+   daemon's adjacencies and BFD sessions forming again), and a failure made then is
+   measured with the repair's delay in it;
+3. each source of such a pair pings each of its destinations every 100 ms
    (``ping -D``: the reply times; the kernels share the host's clock), the
    failure is made (labs/faults.py) after a quiet second, and the probes run
    for the window;
-3. each pair's outage is the time from the failure to the first answer after
+4. each pair's outage is the time from the failure to the first answer after
    its last lost probe (0 when none was lost), never-answered ones are lost;
-4. with the failure still in place, every ordered pair of live nodes is asked
+5. with the failure still in place, every ordered pair of live nodes is asked
    once: those that do not answer are lost for good;
-5. the failure is undone (the lab is left as it was found).
+6. the failure is undone (the lab is left as it was found).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from .base import DOCKER_STATE, LabError, load_state, state_dir
 
 INTERVAL = 0.1                 # seconds between the probes of one pair
 QUIET = 1.0                    # seconds of probing before the failure
+SETTLE = 60.0                  # seconds the lab may take to answer every pair before it
 PROBES = "/tmp/beonet-outage"  # the probes' output in each source container
 _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [0-9.]+: icmp_seq=(\d+)")
 _SENT = re.compile(r"^\[(\d+\.\d+)\] no answer yet for icmp_seq=(\d+)")      # ping -O
@@ -53,13 +59,14 @@ class Outcome:
     live_pairs: int = 0
     lost: list[str] = field(default_factory=list)            # live pairs lost for good
     window: float = 0.0
+    settled: float = 0.0                                     # seconds until every pair answered
 
     def as_dict(self) -> dict[str, Any]:
         worst = max(self.back.items(), key=lambda kv: kv[1], default=("", 0.0))
         return {"fault": self.fault, "engine": self.engine, "probed": len(self.probed),
                 "back_max_s": round(worst[1], 2), "worst": worst[0],
                 "never_back": self.never, "live_pairs": self.live_pairs,
-                "lost_for_good": self.lost, "window_s": self.window,
+                "lost_for_good": self.lost, "window_s": self.window, "settled_s": round(self.settled, 1),
                 "back_s": {k: round(v, 2) for k, v in sorted(self.back.items())}}
 
     def line(self) -> str:
@@ -213,6 +220,21 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     out.lost.sort()
 
 
+def _settle(lab: str, plan: dict[str, Any], live: list[str]) -> float:
+    """Seconds until every ordered pair of live nodes answered (asked again every second)."""
+    start, limit = time.monotonic(), SETTLE
+    while True:
+        asked = Outcome("settle", "")
+        _every_pair(lab, plan, live, asked)
+        if not asked.lost:
+            return time.monotonic() - start
+        if time.monotonic() - start > limit:
+            raise LabError("outage: the lab has not settled: %d of %d pairs still do not answer "
+                           "after %.0f s (e.g. %s); nothing was failed"
+                           % (len(asked.lost), asked.live_pairs, limit, ", ".join(asked.lost[:3])))
+        time.sleep(1.0)
+
+
 FAULTS = {"node": ("stop", "start"), "cable": ("down", "up"), "switch": ("down", "up")}
 
 
@@ -241,6 +263,7 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
+    out.settled = _settle(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped])
     procs = _probe(record["lab"], plan, pairs, QUIET + window)
     try:
         time.sleep(QUIET)
