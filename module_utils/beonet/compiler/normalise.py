@@ -422,6 +422,28 @@ def _metagraph_weights(L: int, ports: int) -> tuple[dict[tuple[int, int], int], 
     return w, unused
 
 
+# Routes OSPF installs that a compile holds for the proof with routing.engine frr: every
+# node a route to each segment it is not on and a /32 to every other node's loopback,
+# nodes x (segments + nodes) in all. 3,000,000 is about 2 GB and a minute of a compile
+# (the 1,024-node meta-graph L=32 P=32 C=1: 1.6 million, 1.1 GB, 20 s on a 2-core
+# machine); the 8,256-node one would hold 68 million (measured: 6 GB after 7 minutes).
+FRR_MAX_ROUTES = 3_000_000
+
+
+def check_frr_size(graph: Graph, problems: Problems) -> None:
+    """With routing.engine frr, refuse a cluster whose learned routes would not fit."""
+    if graph.engine != "frr":
+        return
+    n, attached = len(graph.nodes), sum(len(seg.members) for seg in graph.segments)
+    routes = n * len(graph.segments) - attached + n * (n - 1)
+    if routes > FRR_MAX_ROUTES:
+        problems.add("routing.engine", "frr: %s nodes on %s segments: the plan would hold %s routes "
+                     "(a route to each segment and a /32 to every other node, on every node), more "
+                     "than the %s beonet routes and proves for FRR (about 2 GB); route a cluster "
+                     "this large with engine static"
+                     % tuple(format(v, ",") for v in (n, len(graph.segments), routes, FRR_MAX_ROUTES)))
+
+
 def normalise(source: Source) -> tuple[Graph | None, Problems]:
     """Return (Graph or None, Problems)."""
     b = Builder(source)
@@ -433,6 +455,7 @@ def normalise(source: Source) -> tuple[Graph | None, Problems]:
     if not b.problems:
         cabling.check_ports(b.graph, b.problems)
         latency.check_names(b.graph, b.problems)
+        check_frr_size(b.graph, b.problems)
     if not b.problems and b.graph.latency is not None:
         b.graph.latency.fill(b.graph.segments)
     return (None if b.problems else b.graph), b.problems
