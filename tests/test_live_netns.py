@@ -22,8 +22,8 @@ from beonet.livestate import proof
 from beonet.livestate import readout as controller
 from beonet.outputs import plan as render
 
-in_namespaces = needs_host("the live-state proof on kernels: a mesh of network namespaces (veths, bridges)",
-                           "ip", netns=True)
+in_namespaces = needs_host("the live-state proof on kernels: a mesh of network namespaces (veths, bridges) "
+                           "with the plan's forward filter", "ip", "nft", netns=True)
 PREFIX = "blv%d" % (os.getpid() % 10000)
 COLLECT = ("import json, subprocess, sys\nsys.path.insert(0, sys.argv[1])\nfrom beonet.agent import collect\n"
            "def run(argv):\n    try:\n        r = subprocess.run(argv, capture_output=True, text=True)\n"

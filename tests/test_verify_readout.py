@@ -78,6 +78,13 @@ def test_a_route_table_that_failed_twice_leaves_the_node_unreadable_and_named():
     assert "run verify again" in proof.unreadable("node28", state.parse("node28", got))
 
 
+def test_a_program_the_node_lacks_is_named_as_the_agent_names_it():
+    # the shell says "sh: 2: nft: not found"; the agent's own run says "nft is not installed"
+    text = _section(TEXT, "nft", 127, "", "sh: 2: nft: not found")
+    got = readout.state_of_output(readout.parse_output(text))
+    assert got["filter"]["error"] == "nft -j list ruleset: nft is not installed"
+
+
 def test_output_cut_off_before_the_commands_leaves_every_needed_reading_unread():
     got = readout.state_of_output(readout.parse_output("sh: 1: mktemp: not found\n"))
     assert got["unread"] == list(collect.NEEDED)
