@@ -135,7 +135,8 @@ def state_of_output(out: Output) -> dict[str, Any]:
 
     def run(argv: list[str]) -> tuple[int, str, str]:
         key = argv_key.get(tuple(argv), "")
-        rc, text, err = out.commands.get(key, (127, "", "%s: not run (the node's output has no section)" % key))
+        missing = (127, "", "%s: not run (the node's output has no section)" % key)
+        rc, text, err = out.commands.get(key, missing)
         if rc == 127 and err.rstrip().endswith("not found"):
             err = "%s is not installed" % argv[0]      # the shell's words for what the agent says
         return rc, text, err
