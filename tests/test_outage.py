@@ -1,12 +1,15 @@
 """beonet lab outage (labs/outage.py): which pairs a failure's probes watch, how a
 pair's outage is read from ping's output, and the command's refusals."""
 
+import json
+
 import pytest
 from conftest import ROOT
 
 from beonet import cli
 from beonet.compiler import pipeline
 from beonet.labs import outage
+from beonet.labs.base import LabError
 from beonet.outputs import plan as render
 
 
@@ -160,6 +163,31 @@ def test_an_outage_on_a_lab_that_does_not_settle_fails_nothing(tmp_path, monkeyp
     monkeypatch.setattr(outage, "SETTLE", 0.0)
     monkeypatch.setattr(outage.time, "monotonic", iter(range(0, 1000, 5)).__next__)
     topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
-    with pytest.raises(base.LabError, match="has not settled: 2 of 12 pairs"):
+    with pytest.raises(base.LabError, match="has not settled after 0 s: 2 of 12 pairs"):
         outage.measure(topo, str(tmp_path), None, "cable", "node-0-0:eth1", window=1)
     assert made == []
+
+
+def test_with_frr_an_outage_also_waits_until_every_bfd_session_is_up(tmp_path, monkeypatch):
+    made, _asks = _fake_lab(monkeypatch, [0])
+    topo = tmp_path / "mesh-frr.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\nrouting: {engine: frr}\n")
+    rounds = []
+
+    def docker(args, timeout=60):
+        # each node of the 2x2 mesh has one neighbour on each of its two segments;
+        # in the first round node-0-0 has only one of its two sessions up
+        assert args[-1] == "show bfd peers json"
+        if args[1].endswith("node-0-0"):
+            rounds.append(1)
+        up = 1 if len(rounds) == 1 and args[1].endswith("node-0-0") else 2
+        return json.dumps([{"peer": "10.0.0.%d" % k, "status": "up"} for k in range(up)]
+                          + [{"peer": "10.0.1.9", "status": "init"}])
+
+    monkeypatch.setattr(outage, "_docker", docker)
+    out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert len(rounds) == 2 and made == ["stop", "start"] and out.engine == "frr"
+    monkeypatch.setattr(outage, "SETTLE", 0.0)
+    monkeypatch.setattr(outage, "_docker", lambda args, timeout=60: "not json")
+    with pytest.raises(LabError, match="BFD is not up everywhere: node-0-0 \\(0 of 2 BFD sessions up\\)"):
+        outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)

@@ -8,10 +8,11 @@ probed every 100 ms while it happens, then every pair once.
    across the switch (a hop between two nodes on it); pairs of a stopped node
    are not counted;
 2. the lab must have settled first: every ordered pair of live nodes is asked once,
-   again every second until all answer (at most SETTLE seconds, else the outage is
-   refused): an earlier failure just undone is still being repaired (a routing
-   daemon's adjacencies and BFD sessions forming again), and a failure made then is
-   measured with the repair's delay in it;
+   again every second until all answer and, with FRR, every node has a BFD session up
+   to each neighbour (at most SETTLE seconds, else the outage is refused): an earlier
+   failure just undone is still being repaired (adjacencies and BFD sessions forming
+   again; OSPF drops a neighbour on BFD's word only once its session was up), and a
+   failure made then is measured with the repair's delay in it;
 3. each source of such a pair pings each of its destinations every 100 ms
    (``ping -D``: the reply times; the kernels share the host's clock), the
    failure is made (labs/faults.py) after a quiet second, and the probes run
@@ -220,18 +221,44 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     out.lost.sort()
 
 
-def _settle(lab: str, plan: dict[str, Any], live: list[str]) -> float:
-    """Seconds until every ordered pair of live nodes answered (asked again every second)."""
+def _bfd_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
+    """With FRR: the live nodes without a BFD session up to every live neighbour (one per
+    segment they share): OSPF drops a neighbour when BFD does only once its session was up."""
+    segs = segments_of(plan)
+    behind = []
+    for n in live:
+        want = sum(len(segs[n] & segs[m]) for m in live if m != n)
+        text = _docker(["exec", "%s-%s" % (lab, n), "vtysh", "-c", "show bfd peers json"], timeout=30)
+        try:
+            peers = json.loads(text)
+        except ValueError:
+            peers = []
+        up = sum(1 for p in peers if isinstance(p, dict) and p.get("status") == "up") \
+            if isinstance(peers, list) else 0
+        if up < want:
+            behind.append("%s (%d of %d BFD sessions up)" % (n, up, want))
+    return behind
+
+
+def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool) -> float:
+    """Seconds until every ordered pair of live nodes answered and, with FRR, every BFD
+    session was up (asked again every second)."""
     start, limit = time.monotonic(), SETTLE
     while True:
         asked = Outcome("settle", "")
         _every_pair(lab, plan, live, asked)
-        if not asked.lost:
+        waiting = []
+        if asked.lost:
+            waiting.append("%d of %d pairs do not answer (e.g. %s)"
+                           % (len(asked.lost), asked.live_pairs, ", ".join(asked.lost[:3])))
+        if not waiting and frr:
+            behind = _bfd_behind(lab, plan, live)
+            waiting = ["BFD is not up everywhere: %s" % ", ".join(behind[:3])] if behind else []
+        if not waiting:
             return time.monotonic() - start
         if time.monotonic() - start > limit:
-            raise LabError("outage: the lab has not settled: %d of %d pairs still do not answer "
-                           "after %.0f s (e.g. %s); nothing was failed"
-                           % (len(asked.lost), asked.live_pairs, limit, ", ".join(asked.lost[:3])))
+            raise LabError("outage: the lab has not settled after %.0f s: %s; nothing was failed"
+                           % (limit, waiting[0]))
         time.sleep(1.0)
 
 
@@ -263,7 +290,8 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
-    out.settled = _settle(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped])
+    out.settled = _settle(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped],
+                          compiled.graph.engine == "frr")
     procs = _probe(record["lab"], plan, pairs, QUIET + window)
     try:
         time.sleep(QUIET)
