@@ -4,6 +4,7 @@ compile benchmark's generated topology."""
 import importlib.util
 import ipaddress
 import random
+import subprocess
 import sys
 
 import pytest
@@ -168,17 +169,44 @@ def test_bench_custom_topology_is_fixed_and_sized_as_stated():
     assert text != timing.custom_topology(seed=random.Random(7).randrange(10**6))
 
 
+def _two_cases(timing, small_s, big_s):
+    """The 380- and 8,256-node cases (targets 0.4 and 4 s) with these medians."""
+    small = timing.Case("L=20 P=19 C=1, 380 nodes", "x", 0.4, times=[small_s], rss_mb=50,
+                        nodes=380, entries=7600, out_bytes=7600 * 300)
+    big = timing.Case("L=129 P=64 C=2, 8,256 nodes", "x", 4.0, times=[big_s], rss_mb=900,
+                      nodes=8256, entries=2_000_000, out_bytes=2_000_000 * 200)
+    return small, big
+
+
 def test_bench_gate_applies_the_tolerance(capsys):
     timing = _timing_module()
-    small = timing.Case("L=20 P=19 C=1, 380 nodes", "x", 0.4, times=[0.5], rss_mb=50,
-                        nodes=380, entries=7600, out_bytes=7600 * 300)
-    big = timing.Case("L=129 P=64 C=2, 8,256 nodes", "x", 4.0, times=[3.0], rss_mb=900,
-                      nodes=8256, entries=2_000_000, out_bytes=2_000_000 * 200)
+    small, big = _two_cases(timing, 0.5, 3.0)
     assert not timing.report([small, big], 1.0)
     assert "<-- MISSED" in capsys.readouterr().out
     assert timing.report([small, big], 2.0)
     big.rss_mb = 2100
     assert not timing.report([small, big], 2.0)
+
+
+def test_bench_targets_scale_with_the_machine(capsys):
+    timing = _timing_module()
+    small, big = _two_cases(timing, 0.7, 7.0)
+    slow = timing.Machine(2.0, "twice as slow")
+    assert not timing.report([small, big], 1.0)
+    assert timing.report([small, big], 1.0, slow)
+    out = capsys.readouterr().out
+    assert "machine: twice as slow" in out and "8.00s" in out
+    assert not timing.report([small, big], 1.0, timing.Machine(1.5, "a little slow"))
+
+
+def test_bench_machine_without_the_baseline_takes_the_targets_as_written(tmp_path, monkeypatch):
+    timing = _timing_module()
+    assert timing.machine(str(tmp_path), absolute=True).factor == 1.0
+    def shallow(argv, **_kw):               # git archive in a clone without that commit
+        raise subprocess.CalledProcessError(128, argv)
+    monkeypatch.setattr(timing.subprocess, "run", shallow)
+    speed = timing.machine(str(tmp_path), absolute=False)
+    assert speed.factor == 1.0 and "not in this clone" in speed.note
 
 
 def test_bench_plot_and_markdown(tmp_path, capsys):
