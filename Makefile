@@ -55,8 +55,9 @@ schema: setup
 	$(BIN)/beonet schema > topologies/beonet.schema.json
 
 # Compile performance: whole-process `beonet build`/`metrics` timings, peak RSS
-# and output size against their targets (docs/benchmarks.md); exits 1 on a miss.
-# BENCH_TOLERANCE=2 fails only beyond twice a target (CI).
+# and output size against their targets (docs/benchmarks.md), the time targets
+# scaled to this machine's speed (the commit that met them, built here); exits 1
+# on a miss. BENCH_TOLERANCE=1.25 fails only beyond 1.25 times a target (CI).
 BENCH_TOLERANCE ?= 1
 bench: setup
 	$(BIN)/python scripts/compile_timing.py --tolerance $(BENCH_TOLERANCE)

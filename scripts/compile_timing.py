@@ -11,13 +11,14 @@ median, the 8,256-node RSS or the output growth misses its target times
 runs once.
 
 The time targets are for the machine they were set on; a machine twice as slow
-takes twice as long on the same code. So the bench first measures this
-machine: the commit on which every case last met its target (BASELINE_COMMIT,
-its 8,256-node build measured at BASELINE_SECONDS there) builds the 8,256-node
-case here, and every time target is scaled by how much longer that takes here
-(the "target here" column). The baseline's code is read from the repository's
-history (git archive); without it (no git, a shallow clone), or with
---absolute, the targets are taken as written.
+takes twice as long on the same code. So the bench measures this machine too:
+the commit on which every case last met its target (BASELINE_COMMIT, its
+8,256-node build measured at BASELINE_SECONDS there) builds the 8,256-node case
+here, before, among and after the cases, and every time target is scaled by how
+much longer that takes here (median of the three; the "here" column). The
+baseline's code is read from the repository's history (git archive); without
+it (no git, a shallow clone), or with --absolute, the targets are taken as
+written.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ CUSTOM_SEED = 1998
 # (AMD EPYC, 2 CPUs, 2026-11-26; docs/benchmarks.md).
 BASELINE_COMMIT = "5cfe70b"
 BASELINE_SECONDS = 3.27
-BASELINE_RUNS = 2
 
 
 @dataclass
@@ -168,21 +168,33 @@ def baseline_code(scratch: str) -> str | None:
     return os.path.join(folder, "module_utils")
 
 
-def machine(scratch: str, absolute: bool) -> Machine:
-    """This machine against the targets' one: BASELINE_COMMIT's 8,256-node build,
-    fastest of BASELINE_RUNS, over BASELINE_SECONDS."""
-    if absolute:
-        return Machine(note="targets as written (--absolute)")
-    code = baseline_code(scratch)
-    if code is None:
-        return Machine(note="targets as written: commit %s is not in this clone" % BASELINE_COMMIT)
-    case = Case("baseline", os.path.join(BENCH, "compile-metagraph-8256.yml"), BASELINE_SECONDS)
-    out = os.path.join(scratch, "baseline-out")
-    best = min(run_once(case, out, code) for _ in range(BASELINE_RUNS))
-    shutil.rmtree(out, ignore_errors=True)
-    factor = best / BASELINE_SECONDS
-    return Machine(factor, "commit %s builds the 8,256-node case in %.2f s here, %.2f s where the "
-                   "targets were set: targets x %.2f" % (BASELINE_COMMIT, best, BASELINE_SECONDS, factor))
+class Baseline:
+    """BASELINE_COMMIT's 8,256-node build on this machine, sampled before, among
+    and after the cases (the machine's speed drifts), to scale the targets by."""
+
+    def __init__(self, scratch: str, absolute: bool) -> None:
+        self.scratch = scratch
+        self.times: list[float] = []
+        self.code = None if absolute else baseline_code(scratch)
+        self.why = "--absolute" if absolute else "commit %s is not in this clone" % BASELINE_COMMIT
+
+    def sample(self) -> None:
+        if self.code is None:
+            return
+        case = Case("baseline", os.path.join(BENCH, "compile-metagraph-8256.yml"), BASELINE_SECONDS)
+        out = os.path.join(self.scratch, "baseline-out")
+        self.times.append(run_once(case, out, self.code))
+        shutil.rmtree(out, ignore_errors=True)
+
+    def machine(self) -> Machine:
+        if not self.times:
+            return Machine(note="targets as written (%s)" % self.why)
+        med = statistics.median(self.times)
+        factor = med / BASELINE_SECONDS
+        return Machine(factor, "commit %s builds the 8,256-node case in %.2f s here (median of %d: "
+                       "%s s), %.2f s where the targets were set: targets x %.2f" % (
+                           BASELINE_COMMIT, med, len(self.times),
+                           ", ".join("%.2f" % t for t in self.times), BASELINE_SECONDS, factor))
 
 
 def environment() -> str:
@@ -277,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     done = []
     with tempfile.TemporaryDirectory(prefix="beonet-bench-", dir=scratch_root) as scratch:
-        speed = machine(scratch, args.absolute or bool(args.only))
-        for case in cases():
+        baseline = Baseline(scratch, args.absolute or bool(args.only))
+        baseline.sample()
+        for k, case in enumerate(cases()):
             if args.only not in case.label:
                 continue
             if case.topology == "custom":
@@ -287,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
                     fh.write(custom_topology())
             run_case(case, args.runs, scratch)
             done.append(case)
+            if k == len(cases()) // 2:
+                baseline.sample()
+        baseline.sample()
+        speed = baseline.machine()
     if args.only:
         for c in done:
             print("%-34s median %.2fs (target %.1fs), RSS %.0f MB"

@@ -201,12 +201,24 @@ def test_bench_targets_scale_with_the_machine(capsys):
 
 def test_bench_machine_without_the_baseline_takes_the_targets_as_written(tmp_path, monkeypatch):
     timing = _timing_module()
-    assert timing.machine(str(tmp_path), absolute=True).factor == 1.0
+    absolute = timing.Baseline(str(tmp_path), absolute=True)
+    absolute.sample()
+    assert absolute.machine().factor == 1.0 and "--absolute" in absolute.machine().note
+
     def shallow(argv, **_kw):               # git archive in a clone without that commit
         raise subprocess.CalledProcessError(128, argv)
     monkeypatch.setattr(timing.subprocess, "run", shallow)
-    speed = timing.machine(str(tmp_path), absolute=False)
-    assert speed.factor == 1.0 and "not in this clone" in speed.note
+    missing = timing.Baseline(str(tmp_path), absolute=False)
+    missing.sample()
+    assert missing.machine().factor == 1.0 and "not in this clone" in missing.machine().note
+
+
+def test_bench_machine_factor_is_the_median_baseline_over_its_figure(tmp_path):
+    timing = _timing_module()
+    baseline = timing.Baseline(str(tmp_path), absolute=True)
+    baseline.times = [timing.BASELINE_SECONDS * f for f in (3.0, 2.0, 2.5)]
+    speed = baseline.machine()
+    assert speed.factor == pytest.approx(2.5) and "median of 3" in speed.note
 
 
 def test_bench_plot_and_markdown(tmp_path, capsys):
