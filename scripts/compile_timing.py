@@ -10,15 +10,14 @@ median, the 8,256-node RSS or the output growth misses its target times
 --tolerance. A case whose first run takes more than RUN_CAP times its target
 runs once.
 
-The time targets are for the machine they were set on; a machine twice as slow
-takes twice as long on the same code. So the bench measures this machine too:
-the commit on which every case last met its target (BASELINE_COMMIT, its
-8,256-node build measured at BASELINE_SECONDS there) builds the 8,256-node case
-here, before, among and after the cases, and every time target is scaled by how
-much longer that takes here (median of the three; the "here" column). The
-baseline's code is read from the repository's history (git archive); without
-it (no git, a shallow clone), or with --absolute, the targets are taken as
-written.
+The time targets are for the machine they were set on, and a shared machine's
+speed drifts by tens of percent within minutes. So each run of a case is
+followed by a run of the same case by the commit on which every case last met
+its target (BASELINE_COMMIT, whose medians there are BASELINE), and the case's
+target is scaled by how much longer that commit takes here (the "here"
+column). The baseline's code is read from the repository's history (git
+archive); without it (no git, a shallow clone), or with --absolute, the
+targets are taken as written.
 """
 
 from __future__ import annotations
@@ -45,10 +44,10 @@ RUN_CAP = 5
 RSS_TARGET_MB = 1024
 GROWTH_TARGET = 1.5            # output bytes per plan entry, 380 -> 8,256 nodes
 CUSTOM_SEED = 1998
-# The commit on which every case met its target, and its 8,256-node build's median there
-# (AMD EPYC, 2 CPUs, 2026-11-26; docs/benchmarks.md).
+# The commit on which every case met its target (AMD EPYC, 2 CPUs, 2026-11-26;
+# docs/benchmarks.md), and its median there for each case, in the order of cases().
 BASELINE_COMMIT = "5cfe70b"
-BASELINE_SECONDS = 3.27
+BASELINE = (0.12, 0.28, 1.61, 3.27, 0.94, 2.62, 0.88, 0.42)
 
 
 @dataclass
@@ -63,12 +62,20 @@ class Case:
     nodes: int = 0
     entries: int = 0            # nodes + routes of the plan
     out_bytes: int = 0
+    baseline: float = 0.0       # BASELINE_COMMIT's median where the targets were set
+    base_times: list[float] = field(default_factory=list)      # ... and here
+
+    def factor(self) -> float:
+        """How much longer the baseline takes here than where the targets were set."""
+        if not self.base_times or not self.baseline:
+            return 1.0
+        return statistics.median(self.base_times) / self.baseline
 
 
 def cases() -> list[Case]:
     def bench(name: str) -> str:
         return os.path.join(BENCH, name)
-    return [
+    out = [
         Case("metanode-testbed, 36 nodes", os.path.join(ROOT, "topologies", "metanode-testbed.yml"), 0.2),
         Case("L=20 P=19 C=1, 380 nodes", bench("compile-metagraph-380.yml"), 0.4),
         Case("L=97 P=48 C=2, 4,656 nodes", bench("compile-metagraph-4656.yml"), 2.0),
@@ -79,6 +86,9 @@ def cases() -> list[Case]:
         Case("metrics, mesh 60x60", bench("compile-mesh-60x60.yml"), 3.0, command="metrics",
              family="mesh"),
     ]
+    for case, seconds in zip(out, BASELINE):
+        case.baseline = seconds
+    return out
 
 
 def custom_topology(seed: int = CUSTOM_SEED, lans: int = 100, size: int = 20,
@@ -136,23 +146,20 @@ def measure_output(case: Case, out: str) -> None:
                          for d, _dirs, files in os.walk(out) for f in files)
 
 
-def run_case(case: Case, runs: int, scratch: str) -> None:
+def run_case(case: Case, runs: int, scratch: str, baseline: str | None = None) -> None:
+    """runs runs of the case, each followed by one of the baseline's code when given."""
+    twin = Case(case.label, case.topology, case.target, case.command)    # its RSS is not ours
     for k in range(runs):
         out = os.path.join(scratch, "out%d" % k)
         case.times.append(run_once(case, out))
         if case.command == "build" and k == 0:
             measure_output(case, out)
         shutil.rmtree(out, ignore_errors=True)
-        if case.times[0] > RUN_CAP * case.target:
+        if baseline is not None:
+            case.base_times.append(run_once(twin, out, baseline))
+            shutil.rmtree(out, ignore_errors=True)
+        if case.times[0] > RUN_CAP * case.target * case.factor():
             break
-
-
-@dataclass
-class Machine:
-    """How this machine's speed compares with the one the targets were set on."""
-
-    factor: float = 1.0             # the targets are multiplied by this here
-    note: str = "targets as written"
 
 
 def baseline_code(scratch: str) -> str | None:
@@ -168,35 +175,6 @@ def baseline_code(scratch: str) -> str | None:
     return os.path.join(folder, "module_utils")
 
 
-class Baseline:
-    """BASELINE_COMMIT's 8,256-node build on this machine, sampled before, among
-    and after the cases (the machine's speed drifts), to scale the targets by."""
-
-    def __init__(self, scratch: str, absolute: bool) -> None:
-        self.scratch = scratch
-        self.times: list[float] = []
-        self.code = None if absolute else baseline_code(scratch)
-        self.why = "--absolute" if absolute else "commit %s is not in this clone" % BASELINE_COMMIT
-
-    def sample(self) -> None:
-        if self.code is None:
-            return
-        case = Case("baseline", os.path.join(BENCH, "compile-metagraph-8256.yml"), BASELINE_SECONDS)
-        out = os.path.join(self.scratch, "baseline-out")
-        self.times.append(run_once(case, out, self.code))
-        shutil.rmtree(out, ignore_errors=True)
-
-    def machine(self) -> Machine:
-        if not self.times:
-            return Machine(note="targets as written (%s)" % self.why)
-        med = statistics.median(self.times)
-        factor = med / BASELINE_SECONDS
-        return Machine(factor, "commit %s builds the 8,256-node case in %.2f s here (median of %d: "
-                       "%s s), %.2f s where the targets were set: targets x %.2f" % (
-                           BASELINE_COMMIT, med, len(self.times),
-                           ", ".join("%.2f" % t for t in self.times), BASELINE_SECONDS, factor))
-
-
 def environment() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -208,23 +186,24 @@ def environment() -> str:
                                                     os.cpu_count() or 0, platform.release())
 
 
-def report(done: list[Case], tolerance: float, speed: Machine | None = None) -> bool:
-    """Print the table; True when every case meets its target (times the
-    machine's factor) times tolerance."""
-    speed = speed or Machine()
+def report(done: list[Case], tolerance: float, note: str = "targets as written") -> bool:
+    """Print the table; True when every case meets its target (scaled to this
+    machine) times tolerance."""
     ok = True
-    print("machine: %s" % speed.note)
-    print("%-34s %5s %8s %7s %7s %7s %7s %7s %9s %9s" % (
-        "case", "runs", "median", "min", "max", "target", "here", "RSS MB", "B/node", "B/entry"))
+    print("machine: %s" % note)
+    print("%-34s %5s %8s %7s %7s %7s %8s %7s %7s %9s %9s" % (
+        "case", "runs", "median", "min", "max", "target", "baseline", "here", "RSS MB", "B/node",
+        "B/entry"))
     for c in done:
         med = statistics.median(c.times)
-        here = c.target * speed.factor
+        here = c.target * c.factor()
         miss = med > here * tolerance
         ok &= not miss
+        base = "%7.2fs" % statistics.median(c.base_times) if c.base_times else "%8s" % "-"
         per_node = "%9d" % (c.out_bytes // c.nodes) if c.nodes else "%9s" % "-"
         per_entry = "%9d" % (c.out_bytes // c.entries) if c.entries else "%9s" % "-"
-        print("%-34s %5d %7.2fs %6.2fs %6.2fs %6.1fs %6.2fs %7.0f %s %s%s" % (
-            c.label, len(c.times), med, min(c.times), max(c.times), c.target, here, c.rss_mb,
+        print("%-34s %5d %7.2fs %6.2fs %6.2fs %6.1fs %s %6.2fs %7.0f %s %s%s" % (
+            c.label, len(c.times), med, min(c.times), max(c.times), c.target, base, here, c.rss_mb,
             per_node, per_entry, "  <-- MISSED" if miss else ""))
     big = next(c for c in done if "8,256" in c.label)
     small = next(c for c in done if "380 nodes" in c.label)
@@ -261,15 +240,15 @@ def plot(done: list[Case], path: str) -> None:
     print("plot written to %s" % path)
 
 
-def markdown(done: list[Case], speed: Machine | None = None) -> None:
-    factor = (speed or Machine()).factor
-    print("| case | median | min | max | target | target here | peak RSS | output bytes per node "
-          "| per node or route |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+def markdown(done: list[Case]) -> None:
+    print("| case | median | min | max | target | %s here | target here | peak RSS "
+          "| output bytes per node | per node or route |" % BASELINE_COMMIT)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in done:
-        print("| %s | %.2f s | %.2f s | %.2f s | ≤ %g s | ≤ %.2f s | %.0f MB | %s | %s |" % (
+        print("| %s | %.2f s | %.2f s | %.2f s | ≤ %g s | %s | ≤ %.2f s | %.0f MB | %s | %s |" % (
             c.label, statistics.median(c.times), min(c.times), max(c.times), c.target,
-            c.target * factor, c.rss_mb,
+            "%.2f s" % statistics.median(c.base_times) if c.base_times else "-",
+            c.target * c.factor(), c.rss_mb,
             f"{c.out_bytes // c.nodes:,}" if c.nodes else "-",
             f"{c.out_bytes // c.entries:,}" if c.entries else "-"))
 
@@ -289,29 +268,29 @@ def main(argv: list[str] | None = None) -> int:
     scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     done = []
     with tempfile.TemporaryDirectory(prefix="beonet-bench-", dir=scratch_root) as scratch:
-        baseline = Baseline(scratch, args.absolute or bool(args.only))
-        baseline.sample()
-        for k, case in enumerate(cases()):
+        baseline = None if args.absolute or args.only else baseline_code(scratch)
+        for case in cases():
             if args.only not in case.label:
                 continue
             if case.topology == "custom":
                 case.topology = os.path.join(scratch, "compile-custom.yml")
                 with open(case.topology, "w", encoding="utf-8") as fh:
                     fh.write(custom_topology())
-            run_case(case, args.runs, scratch)
+            run_case(case, args.runs, scratch, baseline)
             done.append(case)
-            if k == len(cases()) // 2:
-                baseline.sample()
-        baseline.sample()
-        speed = baseline.machine()
+    note = ("targets as written (%s)" % ("--absolute" if args.absolute else
+                                        "commit %s is not in this clone" % BASELINE_COMMIT)
+            if baseline is None else
+            "each run followed by one of commit %s, which met every target where they were set; "
+            "targets scaled by its time here (baseline, here)" % BASELINE_COMMIT)
     if args.only:
         for c in done:
             print("%-34s median %.2fs (target %.1fs), RSS %.0f MB"
                   % (c.label, statistics.median(c.times), c.target, c.rss_mb))
         return 0
-    ok = report(done, args.tolerance, speed)
+    ok = report(done, args.tolerance, note)
     if args.markdown:
-        markdown(done, speed)
+        markdown(done)
     if args.plot:
         plot(done, args.plot)
     return 0 if ok else 1

@@ -188,37 +188,30 @@ def test_bench_gate_applies_the_tolerance(capsys):
     assert not timing.report([small, big], 2.0)
 
 
-def test_bench_targets_scale_with_the_machine(capsys):
+def test_bench_targets_scale_with_the_baseline_here(capsys):
     timing = _timing_module()
     small, big = _two_cases(timing, 0.7, 7.0)
-    slow = timing.Machine(2.0, "twice as slow")
     assert not timing.report([small, big], 1.0)
-    assert timing.report([small, big], 1.0, slow)
+    for case, seconds in ((small, 0.28), (big, 3.27)):
+        case.baseline = seconds
+        case.base_times = [seconds * f for f in (2.5, 1.5, 2.0)]     # median: twice as slow here
+    assert small.factor() == pytest.approx(2.0)
+    assert timing.report([small, big], 1.0, "slow")
     out = capsys.readouterr().out
-    assert "machine: twice as slow" in out and "8.00s" in out
-    assert not timing.report([small, big], 1.0, timing.Machine(1.5, "a little slow"))
+    assert "machine: slow" in out and "8.00s" in out and "6.54s" in out
+    big.base_times = [3.27 * 1.5]
+    assert not timing.report([small, big], 1.0)
 
 
-def test_bench_machine_without_the_baseline_takes_the_targets_as_written(tmp_path, monkeypatch):
+def test_bench_without_the_baseline_commit_takes_the_targets_as_written(tmp_path, monkeypatch):
     timing = _timing_module()
-    absolute = timing.Baseline(str(tmp_path), absolute=True)
-    absolute.sample()
-    assert absolute.machine().factor == 1.0 and "--absolute" in absolute.machine().note
 
     def shallow(argv, **_kw):               # git archive in a clone without that commit
         raise subprocess.CalledProcessError(128, argv)
     monkeypatch.setattr(timing.subprocess, "run", shallow)
-    missing = timing.Baseline(str(tmp_path), absolute=False)
-    missing.sample()
-    assert missing.machine().factor == 1.0 and "not in this clone" in missing.machine().note
-
-
-def test_bench_machine_factor_is_the_median_baseline_over_its_figure(tmp_path):
-    timing = _timing_module()
-    baseline = timing.Baseline(str(tmp_path), absolute=True)
-    baseline.times = [timing.BASELINE_SECONDS * f for f in (3.0, 2.0, 2.5)]
-    speed = baseline.machine()
-    assert speed.factor == pytest.approx(2.5) and "median of 3" in speed.note
+    assert timing.baseline_code(str(tmp_path)) is None
+    case = timing.cases()[3]
+    assert case.baseline == 3.27 and case.factor() == 1.0
 
 
 def test_bench_plot_and_markdown(tmp_path, capsys):
