@@ -21,8 +21,9 @@ $(VENV)/.done: requirements.txt pyproject.toml
 # Everything: unit tests, lint, then every Molecule scenario on the Docker lab.
 test: setup unit lint collection-sanity molecule
 
+# The suite on every core (pytest-xdist); `pytest tests/FILE.py` runs one file alone.
 unit: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 # No unit test reads the controller: the whole suite in two unprivileged containers of a
 # Debian controller, with NetworkManager, netplan and ifupdown and without (docs/architecture.md).
