@@ -40,9 +40,12 @@ STREAM_SIZE = 65536         # stream tokens, bytes
 STREAM_SECONDS = 2.0        # a stream lasts about this long at the link rate (slow start is ~0.1 s)
 # The checks, as fractions of the link rate (or of one pair's throughput).
 # A TCP stream at MTU 1500 carries at most 94 % of a wire's rate (91 % on a hub, whose
-# ACKs share the medium); a 2-core host loaded by other jobs measured 84.5-85 % on the
-# hub twice in a row, so a shaper is called wrong only below 80 %.
-STREAM_MIN = 0.80
+# ACKs share the medium). The wire-like bucket needs the host to wake the shaper every
+# 250 us: a 2-core host loaded by other jobs measured 84.5-85 % on the hub twice in a
+# row, and a slow one (AMD EPYC, 2026-11-27, nothing else running) 67-71 % on the hub
+# and 77-82 % on the switch; so a shaper is called wrong only below 60 % (a rate set in
+# the wrong unit, or a link left unshaped by a shared bridge, is far beyond that).
+STREAM_MIN = 0.60
 TCP_IP_HEADERS = 52         # IPv4 20, TCP 20 and its timestamps 12
 PINGPONG_SLACK = 1.02       # timing noise allowed over the bucket's bound
 # What the check calls wire-like, on its own (not read from the lab's shaping,
