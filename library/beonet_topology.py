@@ -148,96 +148,17 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.agent import fast
-from ansible.module_utils.beonet.agent.files import atomic_write, read_text
-
-try:
-    from ansible.module_utils.beonet.compiler import load, pipeline
-    from ansible.module_utils.beonet.compiler.errors import CompileError, Problem
-    from ansible.module_utils.beonet.livestate import readout
-    from ansible.module_utils.beonet.outputs import dryrun, inventory, rolling
-    from ansible.module_utils.beonet.outputs import plan as render
-    IMPORT_ERROR = load.missing_libraries()
-except ImportError as exc:  # beonet's module_utils incomplete on the controller
-    IMPORT_ERROR = str(exc)
-
-
-def _fail(module, problems):
-    errors = [str(p) for p in problems]
-    module.fail_json(msg="beonet: %d error(s)\n%s" % (len(errors), "\n".join(errors)),
-                     errors=errors)
-
-
-def run(module):
-    p = module.params
-    try:
-        compiled = pipeline.compile_file(p["topology"], down=p["down"])
-    except CompileError as exc:
-        _fail(module, exc.problems)
-    graph = compiled.graph
-    problems = []
-    if p["hosts"] is not None:
-        nodes = set(graph.by_name) | set(compiled.down)
-        for host in p["hosts"]:
-            if host not in nodes:
-                problems.append(Problem("host '%s' is not a node of the topology" % host,
-                                        "hosts", file="inventory"))
-        hosts = {h: {} for h in p["hosts"] if h not in compiled.down}
-    else:
-        hosts = {n.name: {} for n in graph.nodes}
-    for host, names in (p["interfaces"] or {}).items():
-        if host in hosts:
-            hosts[host] = {inventory.VAR: names}
-    physical, more = inventory.physical_names(graph, hosts, "inventory", p["management"])
-    problems.extend(more.items)
-    if problems:
-        _fail(module, problems)
-    plan = render.plan(compiled, physical)
-    result = {"changed": False, "plan": plan, "prefixes": render.prefixes(plan),
-              "live": list(plan["nodes"]),
-              "rolling": {"order": rolling.order(plan), "neighbours": rolling.neighbours(plan)},
-              "fast": {k: fast.check_command(v) for k, v in plan["nodes"].items()},
-              "agent": fast.agent_digest(),
-              "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
-    if p["paths"]:
-        result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
-                               for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
-                           for a in plan["nodes"]}
-    if p["verify"]:
-        result["verify"] = readout.pick(plan, result["prefixes"], p["verify"], result.get("paths", {}),
-                                        p["max_targets"])
-    if p["dest"]:
-        text = render.dumps(plan)
-        old = read_text(p["dest"])
-        if old != text:
-            result["changed"] = True
-            if module._diff:
-                result["diff"] = {"before": old or "", "after": text,
-                                  "before_header": p["dest"], "after_header": p["dest"]}
-            if not module.check_mode:
-                atomic_write(p["dest"], text)
-    module.exit_json(**result)
+from ansible.module_utils.beonet.controller import TaskFailed
+from ansible.module_utils.beonet.outputs.topology_task import ARGUMENT_SPEC, compile_task
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "topology": {"type": "path", "required": True},
-            "hosts": {"type": "list", "elements": "str"},
-            "interfaces": {"type": "dict", "default": {}},
-            "management": {"type": "str"},
-            "down": {"type": "list", "elements": "str", "default": []},
-            "paths": {"type": "bool", "default": False},
-            "verify": {"type": "str", "choices": ["live", "traceroute"]},
-            "max_targets": {"type": "int", "default": 64},
-            "dest": {"type": "path"},
-        },
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR is not None:
-        module.fail_json(msg="beonet needs the Python packages PyYAML and jsonschema on the "
-                             "controller (run `make setup`); missing: %s" % IMPORT_ERROR)
-    run(module)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = compile_task(module.params, module.check_mode, module._diff)
+    except TaskFailed as exc:
+        module.fail_json(msg=exc.msg, **exc.extra)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -213,44 +213,17 @@ seconds:
   type: float
 """
 
-from typing import Any
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.livestate import proof, readout
-
-ARGUMENT_SPEC: dict[str, Any] = {
-    "plan": {"type": "dict", "required": True},
-    "prefixes": {"type": "list", "elements": "str", "required": True},
-    "states": {"type": "dict"},
-    "outputs": {"type": "dict"},
-    "prove": {"type": "bool", "default": True},
-    "keep": {"type": "int", "default": 100},
-    "sample": {"type": "bool", "default": True},
-    "mode": {"type": "str", "choices": list(readout.MODES), "default": "live"},
-    "paths": {"type": "dict", "default": {}},
-    "max_targets": {"type": "int", "default": 64},
-    "expected": {"type": "dict", "default": {}},
-    "unreachable": {"type": "list", "elements": "str", "default": []},
-    "settle": {"type": "float", "default": 3.0},
-}
+from ansible.module_utils.beonet.controller import TaskFailed
+from ansible.module_utils.beonet.livestate.task import ARGUMENT_SPEC, prove_task
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    p = module.params
-    if p["prove"] and p["states"] is None and p["outputs"] is None:
-        module.fail_json(msg="beonet_verify_live: states or outputs is required unless prove is false")
     try:
-        if not p["prove"]:
-            result = readout.pick(p["plan"], p["prefixes"], p["mode"], p["paths"], p["max_targets"],
-                                  p["settle"])
-        elif p["outputs"] is not None:
-            result = readout.judge(p["plan"], p["prefixes"], p["outputs"], p["expected"], p["unreachable"],
-                                   max(0, p["keep"]), p["mode"] == "live")
-        else:
-            result = proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
-    except proof.PlanError as exc:
-        module.fail_json(msg="beonet_verify_live: %s" % exc)
+        result = prove_task(module.params, module.check_mode, module._diff)
+    except TaskFailed as exc:
+        module.fail_json(msg=exc.msg, **exc.extra)
     module.exit_json(changed=False, **result)
 
 

@@ -29,6 +29,8 @@ NAMESPACE, NAME = "beonet", "cluster"
 FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_verify_live", "beonet_benchmark",
            "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm", "beonet_files")
+# Modules that run on the controller also run in its own Python, as action plugins.
+ACTION_PLUGINS = ("beonet_topology", "beonet_verify_live")
 ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark", "beonet_mpi",
          "beonet_slurm")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml", "mpi.yml",
@@ -177,6 +179,9 @@ def lay_out(root: Path, dest: Path) -> Path:
     for module in MODULES:
         _copy_text(root / "library" / ("%s.py" % module), dest / "plugins" / "modules" / ("%s.py" % module),
                    lambda t: to_fqcn(to_collection_imports(t)))
+    for plugin in ACTION_PLUGINS:
+        _copy_text(root / "action_plugins" / ("%s.py" % plugin),
+                   dest / "plugins" / "action" / ("%s.py" % plugin), to_collection_imports)
     for path in sorted(module_utils_files(root)):
         target = dest / "plugins" / "module_utils" / path.relative_to(root / "module_utils")
         shutil.copy2(path, _mkparent(target))

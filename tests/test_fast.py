@@ -80,6 +80,7 @@ def test_with_frr_the_dump_reads_beonets_routes_and_frrs_daemons_not_what_ospf_l
 
 
 def test_the_agent_digest_covers_the_agents_code(monkeypatch):
+    import copy
     import importlib.util
 
     first = fast.agent_digest()
@@ -89,7 +90,21 @@ def test_the_agent_digest_covers_the_agents_code(monkeypatch):
     def edited(name, *args):
         spec = real(name, *args)
         if name.endswith(".frr"):
+            spec = copy.copy(spec)       # not the imported module's own spec
             spec.loader = type("L", (), {"get_source": lambda self, n: "# another FRR renderer\n"})()
         return spec
     monkeypatch.setattr(importlib.util, "find_spec", edited)
     assert fast.agent_digest() != first
+
+
+def test_the_agent_digest_is_the_same_under_any_package_name():
+    """The controller's compile runs as a module (ansible.module_utils.beonet), in place
+    (beonet) or from the collection: one agent, one digest."""
+    import importlib
+
+    import ansible.module_utils
+    from conftest import ROOT
+    if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+    other = importlib.import_module("ansible.module_utils.beonet.agent.fast")
+    assert other is not fast and other.agent_digest() == fast.agent_digest()

@@ -47,6 +47,7 @@ class _Module:
         self.params = {k: v.get("default") for k, v in spec.items()}
         self.params.update(params)
         self.no_nft, self.commands = no_nft, []
+        self.check_mode = self._diff = False
 
     def get_bin_path(self, name):
         return None if name == "nft" and self.no_nft else "/usr/sbin/" + name

@@ -80,7 +80,8 @@ def shell(parts: list[str]) -> str:
 
 def agent_digest() -> str:
     """SHA-256 of the node agent's own code (every module of this package): a node found in
-    sync by an agent that renders its files otherwise is not taken as in sync by this one."""
+    sync by an agent that renders its files otherwise is not taken as in sync by this one.
+    The same whatever name the package is imported under (a module's, a collection's, the CLI's)."""
     package = sys.modules[__name__.rpartition(".")[0]]        # this agent package
     digest = hashlib.sha256()
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
@@ -88,7 +89,7 @@ def agent_digest() -> str:
         spec = importlib.util.find_spec(name)
         source = spec.loader.get_source(name) if spec and spec.loader and hasattr(spec.loader, "get_source") \
             else None
-        digest.update(("%s\n%s\n" % (name, source or "")).encode())
+        digest.update(("%s\n%s\n" % (info.name, source or "")).encode())
     return digest.hexdigest()
 
 

@@ -1,0 +1,1 @@
+beonet_topology.py
