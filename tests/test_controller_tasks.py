@@ -111,3 +111,20 @@ def test_the_live_proof_refuses_nothing_to_prove(monkeypatch):
     assert result == {"failed": True, "changed": False,
                       "msg": "beonet_verify_live: states or outputs is required unless prove is false"}
     assert ran == [] and live_task.IMPORT_ERROR is None
+
+
+def test_every_way_of_running_the_playbooks_finds_the_action_plugins():
+    """ansible.cfg and every Molecule scenario that points Ansible at the modules point it
+    at their action plugins too (else the modules still run, slower)."""
+    import configparser
+
+    import yaml
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "ansible.cfg")
+    assert cfg["defaults"]["action_plugins"] == "./action_plugins"
+    for path in sorted((ROOT / "molecule").glob("*/molecule.yml")):
+        env = yaml.safe_load(path.read_text())["ansible"].get("env", {})
+        if "ANSIBLE_LIBRARY" in env:
+            assert env.get("ANSIBLE_ACTION_PLUGINS") == "${MOLECULE_PROJECT_DIRECTORY}/action_plugins", path
+    plugins = ROOT / "action_plugins"
+    assert (plugins / "beonet_verify_live.py").resolve() == plugins / "beonet_topology.py"
