@@ -122,6 +122,13 @@ agent:
       in sync by another version of the agent is checked in full.
   returned: success
   type: str
+digests:
+  description:
+    - For each node, SHA-256 of what its check is asked that the plan decides (its plan, the
+      prefixes, the plan format, the down nodes, the agent's digest); the role's fast-path
+      token adds the role's parameters to it.
+  returned: success
+  type: dict
 rolling:
   description:
     - What a rolling, confirmed push needs (docs/changing.md). C(order) the nodes in the order

@@ -128,3 +128,20 @@ def test_every_way_of_running_the_playbooks_finds_the_action_plugins():
             assert env.get("ANSIBLE_ACTION_PLUGINS") == "${MOLECULE_PROJECT_DIRECTORY}/action_plugins", path
     plugins = ROOT / "action_plugins"
     assert (plugins / "beonet_verify_live.py").resolve() == plugins / "beonet_topology.py"
+
+
+def test_each_nodes_digest_follows_what_its_check_is_asked(tmp_path):
+    """The fast path's token: a node's digest changes with its plan, the prefixes or the
+    down nodes, and with nothing else (another node's own routes)."""
+    base = _compile({"topology": TOPOLOGY})
+    again = _compile({"topology": TOPOLOGY})
+    assert base["digests"] == again["digests"] and set(base["digests"]) == set(base["plan"]["nodes"])
+    assert len(set(base["digests"].values())) == len(base["digests"])
+    down = _compile({"topology": TOPOLOGY, "down": ["node-1-1"]})
+    assert all(down["digests"][n] != base["digests"][n] for n in down["digests"])
+    plan = json.loads(json.dumps(base["plan"]))
+    plan["nodes"]["node-0-0"]["routes"] = []
+    other = topology_task._digests(plan, base["prefixes"], base["agent"])
+    changed = {n for n in other if other[n] != base["digests"][n]}
+    assert changed == {"node-0-0"}
+    assert topology_task._digests(base["plan"], base["prefixes"][1:], base["agent"]) != base["digests"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,6 +72,13 @@ def _write(result: dict[str, Any], plan: Any, dest: str, check_mode: bool, diff:
         atomic_write(dest, text)
 
 
+def _digests(plan: Any, prefixes: list[str], agent: str) -> dict[str, str]:
+    """Each node's digest of what its check is asked that the plan decides (the fast path's token)."""
+    shared = [prefixes, plan["beonet"]["plan_format"], plan.get("down", []), agent]
+    return {name: hashlib.sha256(json.dumps([node] + shared, sort_keys=True).encode()).hexdigest()
+            for name, node in plan["nodes"].items()}
+
+
 def compile_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, Any]:
     """The plan of every host (and, asked for, the paths, verify's commands, the plan file)."""
     if IMPORT_ERROR is not None:
@@ -86,6 +95,7 @@ def compile_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, A
         "fast": {k: fast.check_command(v) for k, v in plan["nodes"].items()},
         "agent": fast.agent_digest(),
         "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
+    result["digests"] = _digests(plan, result["prefixes"], result["agent"])
     if p["paths"]:
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
                                for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
