@@ -145,3 +145,17 @@ def test_each_nodes_digest_follows_what_its_check_is_asked(tmp_path):
     changed = {n for n in other if other[n] != base["digests"][n]}
     assert changed == {"node-0-0"}
     assert topology_task._digests(base["plan"], base["prefixes"][1:], base["agent"]) != base["digests"]
+
+
+@pytest.mark.parametrize("mode", ["live", "traceroute"])
+def test_results_in_place_are_what_a_module_would_return(mode):
+    """No JSON round trip in place: the results must be plain JSON already (no tuple, no
+    set, no key but a string), as the module's would be after it."""
+    compiled = _compile({"topology": str(ROOT / "topologies/metanode-testbed-frr.yml"),
+                         "paths": mode == "traceroute", "verify": mode})
+    picked = controller.run("beonet_verify_live", live_task.ARGUMENT_SPEC, live_task.prove_task,
+                            {"plan": compiled["plan"], "prefixes": compiled["prefixes"], "prove": False,
+                             "mode": mode, "paths": compiled.get("paths", {})}, False, False)
+    for result in compiled, picked:
+        assert "failed" not in result
+        assert json.loads(json.dumps(result)) == result
