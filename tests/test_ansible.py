@@ -189,6 +189,18 @@ def test_site_takes_a_node_the_fast_path_finds_unchanged_as_in_sync_without_the_
     assert calls == ["b preflight", "c preflight"]
 
 
+def test_site_checks_in_full_a_node_whose_fast_read_does_not_end_in_time(tmp_path):
+    """Node b's fast-path read hangs past beonet_node_fast_timeout: b gets the module's
+    full check, a (found unchanged) does not, and the run goes on."""
+    fake = ("{{ ('echo ' ~ beonet_node_token ~ ' 5ha; echo 5ha') if inventory_hostname == 'a' "
+            "else ('sleep 30' if inventory_hostname == 'b' else 'echo none; echo 5ha') }}")
+    extra = {"beonet_node_fast_command": fake, "beonet_node_fast_timeout": 2}
+    res, calls = site(tmp_path, "-e", json.dumps(extra), synced="b,c")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert calls == ["b preflight", "c preflight"]
+    assert "Timed out after 2 second" in res.stdout
+
+
 def test_site_with_the_confirm_timeout_zero_applies_without_confirming(tmp_path):
     res, calls = site(tmp_path, "-e", "beonet_confirm_timeout=0", synced="a,c")
     assert res.returncode == 0, res.stdout + res.stderr
