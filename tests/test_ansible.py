@@ -249,6 +249,13 @@ def test_site_refuses_a_bad_batch_size_or_batch_check_before_any_node_is_read(tm
     assert "beonet_serial must be a number of nodes" in res.stdout
 
 
+@pytest.mark.parametrize("value", [0, "abc", -5, "nan", 1e12, 100000, 2.5, "1\nreboot", "../60", [1, 2]])
+def test_site_refuses_a_bad_fast_path_timeout_before_any_node_is_read(tmp_path, value):
+    res, calls = site(tmp_path, "-e", json.dumps({"beonet_node_fast_timeout": value}))
+    assert res.returncode != 0 and calls == [], res.stdout + res.stderr
+    assert "beonet_node_fast_timeout must be whole seconds (1 to 99999)" in res.stdout
+
+
 def test_site_takes_a_batch_check_file_that_exists(tmp_path):
     check = tmp_path / "check.yml"
     check.write_text("- name: A check of ours\n  ansible.builtin.debug:\n    msg: batch checked\n")
