@@ -44,9 +44,11 @@ lint: setup
 MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed rollback
 # Scenarios kept out of make test (each proves what another in it proves too): failover
 # (testbed runs the same fault playbooks on the bigger testbed), vm-mesh
-# (vm-backends reboots networkd and NetworkManager nodes with forwarded routes), frr (the
+# (vm-backends reboots networkd and NetworkManager nodes with forwarded routes), vm-bonded
+# (vm-backends discovers bond channels, writes bonds with every backend, reboots them and
+# cuts a bond member's link), frr (the
 # testbed's failures measured with each routing engine in turn, docs/frr.md).
-EXTENDED_SCENARIOS ?= failover vm-mesh frr
+EXTENDED_SCENARIOS ?= failover vm-mesh vm-bonded frr
 molecule: setup
 	bash scripts/docker-up.sh
 	bash scripts/build-image.sh
@@ -134,10 +136,10 @@ VM_INVENTORY = .lab/$(VM_NAME)/inventory.yml
 vm-image: setup
 	bash scripts/build-vm-image.sh all
 
-# Molecule on the VM lab: bonded-dual-net on 4 VMs (bond, verify, idempotence,
-# reboot, link failover) and a 2x2 routed mesh (both gateways reboot).
+# Molecule on the VM lab: backends-chain on 4 VMs, one per network manager (discovery,
+# bonds, forwarded routes, idempotence, verify, all rebooted, a bond member's link cut).
 vm-test: setup
-	bash scripts/molecule.sh vm-bonded vm-backends
+	bash scripts/molecule.sh vm-backends
 
 # topology.yaml loaded by a real slurmctld of Slurm 25.05 or later (Debian's next release
 # in a container): every switch with the plan's nodes, on four topology families.
