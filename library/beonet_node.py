@@ -134,6 +134,20 @@ options:
         this module (the role's fast path). Empty, nothing is stored.
     type: str
     default: ""
+  fast_command:
+    description:
+      - The fast path (read by beonet's action plugin of this module's name, which strips it
+        before the module runs; the module itself ignores it). A shell command run on the node
+        first, without Python; when its output is the line I(fingerprint) stored and the node's
+        state now, the task returns C(in_sync) and C(fast) without starting the module.
+      - The compile gives each node's command (C(fast) in the beonet_topology result).
+    type: str
+  fast_timeout:
+    description:
+      - Seconds the I(fast_command) may take (1 to 99999); a node that does not answer in time
+        gets the module's full check.
+    type: int
+    default: 60
   neighbours:
     description: With I(confirm), the planned neighbours to ask.
     type: list
@@ -208,6 +222,14 @@ confirmed:
   description: With I(confirm), whether a pending change was confirmed.
   returned: with confirm
   type: bool
+fast:
+  description: The node was found as it was when last in sync by I(fast_command); the module did not run.
+  returned: when the fast path found the node in sync
+  type: bool
+fast_read:
+  description: Why the full check ran although I(fast_command) was given (it did not answer in time).
+  returned: when the fast path's command did not answer
+  type: str
 """
 
 import ipaddress
@@ -248,6 +270,9 @@ ARGUMENT_SPEC = {
     "confirm_timeout": {"type": "float", "default": 0},
     "confirm": {"type": "bool", "default": False},
     "fingerprint": {"type": "str", "default": "", "no_log": False},
+    # the action plugin's (the fast path); the module ignores them
+    "fast_command": {"type": "str"},
+    "fast_timeout": {"type": "int", "default": 60},
     "neighbours": {"type": "list", "elements": "dict", "default": [],
                    "options": {"nic": {"type": "str", "required": True},
                                "address": {"type": "str", "required": True}}},

@@ -198,7 +198,7 @@ def test_site_checks_in_full_a_node_whose_fast_read_does_not_end_in_time(tmp_pat
     res, calls = site(tmp_path, "-e", json.dumps(extra), synced="b,c")
     assert res.returncode == 0, res.stdout + res.stderr
     assert calls == ["b preflight", "c preflight"]
-    assert "Timed out after 2 second" in res.stdout
+    assert "b: the fast path's read did not answer within 2 s: checked in full" in res.stderr
 
 
 def test_site_with_the_confirm_timeout_zero_applies_without_confirming(tmp_path):
@@ -262,3 +262,15 @@ def test_site_takes_a_batch_check_file_that_exists(tmp_path):
     res, calls = site(tmp_path, "-e", "beonet_serial=50%", "-e", "beonet_batch_check=%s" % check, synced="b")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("batch checked") == 2 and "a apply" in calls and "c apply" in calls
+
+
+@pytest.mark.parametrize("value", ["abc", 0, 100000, -1])
+def test_the_node_check_refuses_a_bad_fast_timeout_without_reading_the_node(tmp_path, value):
+    (tmp_path / "pb.yml").write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - beonet_node:\n        node: a\n"
+        "        plan: {}\n        plan_format: 3\n        prefixes: []\n        preflight: true\n"
+        "        fast_command: touch %s\n        fast_timeout: %s\n" % (tmp_path / "read", json.dumps(value)))
+    res = play(str(tmp_path / "pb.yml"), "-c", "local", inventory="a,")
+    assert res.returncode != 0
+    assert "fast_timeout must be whole seconds (1 to 99999), not" in res.stdout
+    assert not (tmp_path / "read").exists()

@@ -108,3 +108,14 @@ def test_the_agent_digest_is_the_same_under_any_package_name():
         ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
     other = importlib.import_module("ansible.module_utils.beonet.agent.fast")
     assert other is not fast and other.agent_digest() == fast.agent_digest()
+
+
+def test_only_the_stored_line_for_this_token_and_the_state_now_matches():
+    assert fast.matches("tok 5ha\n5ha  -\n", "tok")
+    assert not fast.matches("tok 5ha\n6hb  -\n", "tok")          # the node changed since
+    assert not fast.matches("old 5ha\n5ha  -\n", "tok")          # another plan or parameters
+    assert not fast.matches("none\n5ha  -\n", "tok")             # never found in sync
+    assert not fast.matches("tok 5ha\n", "tok")                  # the dump did not answer
+    assert not fast.matches("tok 5ha\n\n", "tok")
+    assert not fast.matches(" 5ha\n5ha  -\n", "")                # no token: never
+    assert not fast.matches("", "tok")

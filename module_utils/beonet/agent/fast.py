@@ -98,6 +98,15 @@ def check_command(n: NodePlan) -> str:
     return "cat %s 2>/dev/null || echo none; %s" % (FINGERPRINT, dump_command(n))
 
 
+def matches(output: str, token: str) -> bool:
+    """Whether check_command's output says the node is as it was when last found in sync
+    with this token: the stored line is exactly TOKEN and the dump's SHA now."""
+    lines = output.splitlines()
+    if not token or len(lines) < 2 or not lines[1].split():
+        return False
+    return lines[0].strip() == "%s %s" % (token, lines[1].split()[0])
+
+
 def dump_sha(n: NodePlan) -> str | None:
     """The dump's SHA-256 on this node (None when the shell fails)."""
     try:
