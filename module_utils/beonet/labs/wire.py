@@ -54,6 +54,10 @@ PINGPONG_SLACK = 1.02       # timing noise allowed over the bucket's bound
 WIRE_LIKE_FRAMES = 2
 WIRE_LIKE_US = 250
 SWITCHED_MIN = 1.6          # two pairs on a switch, against one pair
+# Measurements of a LAN's streams before a missed check counts: a burst of load on the
+# host slows one whole measurement (seen: one stream at 41 % of the link right after a
+# measurement at 74 %); a wrong shaper misses every time.
+STREAM_ATTEMPTS = 3
 SHARED_MAX = 1.15           # two pairs on a hub, against one pair
 
 Run = dict[str, Any]        # one tokex run: proto, mode, size, count, start, seconds, ... MBps
@@ -182,14 +186,15 @@ def measure_lan(lab: str, plan: Mapping[str, Any], seg: str) -> list[str]:
     rate = s["rate_mbit"] / 8
     p1, p2 = pairs(plan, seg)
     stream = ["--mode", "stream", "--sizes", str(STREAM_SIZE), "-n", str(stream_count(s["rate_mbit"]))]
-    one = aggregate(clients(lab, [(p1, stream)]))
-    two = aggregate(clients(lab, [(p1, stream), (p2, stream)]))
-    missed = check_streams(seg, medium, rate, one, two)
-    if missed:      # a loaded host may wake the shaper late for a whole run: once more
-        print("beonet-measured: %s; measuring the streams again" % "; ".join(missed))
+    missed: list[str] = []
+    for attempt in range(STREAM_ATTEMPTS):
+        if attempt:     # a loaded host may wake the shaper late for a whole run: again
+            print("beonet-measured: %s; measuring the streams again" % "; ".join(missed))
         one = aggregate(clients(lab, [(p1, stream)]))
         two = aggregate(clients(lab, [(p1, stream), (p2, stream)]))
         missed = check_streams(seg, medium, rate, one, two)
+        if not missed:
+            break
     print("beonet-measured: %s (%s, %d Mbit/s = %.2f MB/s): one stream %.2f MB/s (%.1f %%), two "
           "pairs together %.2f MB/s (%.2f x one)" % (seg, medium, s["rate_mbit"], rate, one,
                                                      100 * one / rate, two, two / one))
