@@ -264,7 +264,7 @@ def test_site_takes_a_batch_check_file_that_exists(tmp_path):
     assert res.stdout.count("batch checked") == 2 and "a apply" in calls and "c apply" in calls
 
 
-@pytest.mark.parametrize("value", ["abc", 0, 100000, -1])
+@pytest.mark.parametrize("value", ["abc", 0, 100000, -1, "nan", "1\nreboot", "../60", 1e12])
 def test_the_node_check_refuses_a_bad_fast_timeout_without_reading_the_node(tmp_path, value):
     (tmp_path / "pb.yml").write_text(
         "- hosts: all\n  gather_facts: false\n  tasks:\n    - beonet_node:\n        node: a\n"
