@@ -1,0 +1,50 @@
+"""The testbed scenario's TCP counter (molecule/testbed/count.yml): with static routes it
+counts what leaves from any address but the node's cluster address; with FRR what leaves
+by any NIC but lo and the node's cluster NICs (a bond by its own name)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+from conftest import ROOT
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _render(topology: str, node: str, by: str) -> str:
+    task = yaml.safe_load((ROOT / "molecule/testbed/count.yml").read_text())[0]["tasks"][1]
+    plan = subprocess.run([os.path.join(BIN, "beonet"), "compile", topology], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    play = [{"hosts": "localhost", "gather_facts": False,
+             "vars": {**task["vars"], "beonet_testbed_count_by": by, "inventory_hostname_": node,
+                      "beonet_plan_result": {"plan": json.loads(plan)}},
+             "tasks": [{"ansible.builtin.debug": {"msg": "{{ beonet_testbed_match }}"}}]}]
+    play[0]["vars"]["beonet_testbed_node"] = "{{ beonet_plan_result.plan.nodes[inventory_hostname_] }}"
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                          "/dev/stdin"], cwd=ROOT, env=env, input=yaml.safe_dump(play),
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
+
+
+def test_static_counts_any_source_but_the_cluster_address():
+    plan = json.loads(subprocess.run([os.path.join(BIN, "beonet"), "compile",
+                                      "topologies/metanode-testbed.yml"], cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout)
+    address = plan["nodes"]["node36"]["address"]
+    assert _render("topologies/metanode-testbed.yml", "node36", "address") == \
+        f"ip saddr != {address} ip saddr != 127.0.0.0/8"
+
+
+def test_frr_counts_any_nic_but_lo_and_the_cluster_nics():
+    assert _render("topologies/metanode-testbed-frr.yml", "node36", "interface") == \
+        'oifname != { "lo", "eth1", "eth2" }'
+
+
+def test_a_bond_counts_by_its_own_name_too():
+    match = _render("topologies/bonded-dual-net.yml", "node01", "interface")
+    assert match.startswith('oifname != { "lo", "eth1", "eth2"') and '"bond0"' in match, match
