@@ -4,7 +4,7 @@ pair's outage is read from ping's output, and the command's refusals."""
 import json
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
 from beonet import cli
 from beonet.compiler import pipeline
@@ -79,11 +79,77 @@ def test_the_outcome_line_names_the_worst_pair_and_the_pairs_lost():
     assert outage.report(out, "json").startswith("{")
 
 
-def test_the_probe_scripts_ping_every_100_ms_and_once():
-    script = outage._probe_script(["10.254.0.2", "10.254.0.3"], 6)
-    assert "ping -n -D -O -i 0.1 -W 1 -w 7 10.254.0.3 > /tmp/beonet-outage/10.254.0.3 2>&1 &" in script
-    assert script.endswith(" wait")
+FAKE_PING = """#!/bin/sh
+# ping -n -D -O -i 0.1 ADDR as iputils' ping behaves: answers until killed, the third
+# probe meets a router's "unreachable"; with -w (a deadline) that error ends it;
+# 10.0.0.9 has no route at the start
+for a; do addr=$a; [ "$a" = -w ] && deadline=1; done
+[ "$addr" = 10.0.0.9 ] && echo "ping: connect: Network is unreachable" && exit 2
+i=1; while :; do
+  if [ $i = 3 ]; then echo "[3.000000] From 10.0.0.254 icmp_seq=3 Destination Net Unreachable"
+    [ -n "$deadline" ] && exit 1
+  else echo "[$i.000000] 64 bytes from $addr: icmp_seq=$i ttl=64 time=0.1 ms"; fi
+  i=$((i+1)); sleep 0.05
+done
+"""
+
+
+in_a_shell = needs_host("the probe script as a node's POSIX shell runs it (sh, grep, sleep, timeout)",
+                        "sh", "grep", "sleep", "timeout")
+
+
+def _probe_run(tmp_path, monkeypatch, addrs):
+    """Run one source's probe script with a fake ping on PATH; returns the process."""
+    import subprocess
+
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    (tmp_path / "bin" / "ping").write_text(FAKE_PING)
+    (tmp_path / "bin" / "ping").chmod(0o755)
+    monkeypatch.setattr(outage, "PROBES", str(tmp_path / "probes"))
+    monkeypatch.setattr(outage, "READY", 0.5)
+    env = {"PATH": "%s:/usr/bin:/bin" % (tmp_path / "bin")}
+    return subprocess.Popen(["sh", "-c", outage._probe_script(addrs, 6)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+
+
+@in_a_shell
+def test_the_probes_say_ready_once_each_has_an_answer_and_end_when_told(tmp_path, monkeypatch):
+    proc = _probe_run(tmp_path, monkeypatch, ["10.0.0.2", "10.0.0.3"])
+    assert proc.stdout.readline() == "ready\n"
+    outage._run_for([proc], 0.3)
+    assert proc.returncode is not None
+    for addr in ("10.0.0.2", "10.0.0.3"):
+        text = (tmp_path / "probes" / addr).read_text()
+        # an ICMP error on the way does not end the probe: the pair is seen coming back
+        assert "64 bytes from %s: icmp_seq=1 " % addr in text and "icmp_seq=4 " in text
+    assert "ping -n -D -O -i 0.1 10.0.0.2 >" in outage._probe_script(["10.0.0.2"], 6)
     assert "ping -n -c 1 -W 1 10.254.0.2" in outage._once_script(["10.254.0.2"])
+
+
+@in_a_shell
+def test_a_probe_that_never_answered_refuses_the_measurement_before_any_failure(tmp_path, monkeypatch):
+    # a ping started while a destination has no route ends at once ("connect: Network
+    # is unreachable"): measured, it would read as a pair never back
+    proc = _probe_run(tmp_path, monkeypatch, ["10.0.0.2", "10.0.0.9"])
+    proc.args = ["docker", "exec", "-i", "lab-a"] + proc.args
+    assert outage._started([proc], {"10.0.0.9": "b"}) == ["lab-a to b"]
+    outage._run_for([proc], 0)
+
+
+def test_probes_that_get_no_first_answer_are_ended_and_the_lab_settled_again(monkeypatch):
+    settles, ended, said = [], [], [["lab-a to b"], []]
+    monkeypatch.setattr(outage, "_settle", lambda *a: settles.append(1) or 2.0)
+    monkeypatch.setattr(outage, "_probe", lambda *a: ["probes %d" % len(settles)])
+    monkeypatch.setattr(outage, "_started", lambda procs, owner: said.pop(0))
+    monkeypatch.setattr(outage, "_run_for", lambda procs, seconds: ended.append((procs, seconds)))
+    plan = {"nodes": {"a": {"address": "10.0.0.1"}, "b": {"address": "10.0.0.2"}}}
+    assert outage._ready("lab", plan, ["a", "b"], True, [("a", "b")], 7) == (2.0, ["probes 2"])
+    assert len(settles) == 2 and ended == [(["probes 1"], 0)]
+    said[:] = [["lab-a to b"]]
+    monkeypatch.setattr(outage, "SETTLE", 0.0)
+    monkeypatch.setattr(outage.time, "monotonic", iter(range(0, 1000, 5)).__next__)
+    with pytest.raises(LabError, match="without an answer before the failure \\(lab-a to b\\); nothing"):
+        outage._ready("lab", plan, ["a", "b"], True, [("a", "b")], 7)
 
 
 @pytest.mark.parametrize("args,message", [

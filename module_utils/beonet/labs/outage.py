@@ -14,9 +14,11 @@ probed every 100 ms while it happens, then every pair once.
    again; OSPF drops a neighbour on BFD's word only once its session was up), and a
    failure made then is measured with the repair's delay in it;
 3. each source of such a pair pings each of its destinations every 100 ms
-   (``ping -D``: the reply times; the kernels share the host's clock), the
-   failure is made (labs/faults.py) after a quiet second, and the probes run
-   for the window;
+   (``ping -D``: the reply times; the kernels share the host's clock); once every
+   probe has had its first answer (a ping started after the failure would find no
+   route and end at once, on a busy host ``docker exec`` can take seconds), the
+   failure is made (labs/faults.py) after a quiet second, and the probes run for
+   the window;
 4. each pair's outage is the time from the failure to the first answer after
    its last lost probe (0 when none was lost), never-answered ones are lost;
 5. with the failure still in place, every ordered pair of live nodes is asked
@@ -41,6 +43,8 @@ from .base import DOCKER_STATE, LabError, load_state, state_dir
 INTERVAL = 0.1                 # seconds between the probes of one pair
 QUIET = 1.0                    # seconds of probing before the failure
 SETTLE = 60.0                  # seconds the lab may take to answer every pair before it
+READY = 10.0                   # seconds the probes may take to get their first answers
+EXECS = 8                      # docker execs at a time
 PROBES = "/tmp/beonet-outage"  # the probes' output in each source container
 _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [0-9.]+: icmp_seq=(\d+)")
 _SENT = re.compile(r"^\[(\d+\.\d+)\] no answer yet for icmp_seq=(\d+)")      # ping -O
@@ -157,9 +161,19 @@ def _docker(args: list[str], timeout: float = 60) -> str:
 
 
 def _probe_script(addrs: list[str], seconds: float) -> str:
-    pings = " ".join("ping -n -D -O -i %.1f -W 1 -w %d %s > %s/%s 2>&1 &"
-                     % (INTERVAL, int(seconds) + 1, a, PROBES, a) for a in addrs)
-    return "rm -rf %s; mkdir -p %s; %s wait" % (PROBES, PROBES, pings)
+    """The pings of one source in the background: prints ``ready`` once each has had an
+    answer (``waiting ADDR ...`` after READY seconds), then reads from stdin how many
+    seconds more they run (the window, given once the failure is made) and ends them.
+    No ``ping -w``: with a deadline, ping ends at its first ICMP error (a router's
+    "unreachable" while the routing repairs), and the pair would read as never back."""
+    pings = " ".join("timeout %d ping -n -D -O -i %.1f %s > %s/%s 2>&1 & p=\"$p $!\";"
+                     % (int(seconds + READY) + 30, INTERVAL, a, PROBES, a) for a in addrs)
+    check = ("w='%s'; n=0; while [ -n \"$w\" ] && [ $n -lt %d ]; do sleep %.1f; r=; "
+             "for a in $w; do grep -q 'bytes from' %s/$a || r=\"$r $a\"; done; w=$r; n=$((n+1)); done; "
+             "[ -z \"$w\" ] && echo ready || echo \"waiting$w\";"
+             % (" ".join(addrs), int(READY / INTERVAL), INTERVAL, PROBES))
+    return ("rm -rf %s; mkdir -p %s; p=; %s %s read s; sleep \"${s:-0}\"; kill $p 2>/dev/null; wait"
+            % (PROBES, PROBES, pings, check))
 
 
 def _once_script(addrs: list[str]) -> str:
@@ -183,10 +197,51 @@ def _probe(lab: str, plan: dict[str, Any], pairs: list[Pair], seconds: float) ->
     by_src: dict[str, list[str]] = {}
     for src, dst in pairs:
         by_src.setdefault(src, []).append(plan["nodes"][dst]["address"])
-    return [subprocess.Popen(["docker", "exec", "%s-%s" % (lab, src), "sh", "-c",
-                              _probe_script(addrs, seconds)], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    return [subprocess.Popen(["docker", "exec", "-i", "%s-%s" % (lab, src), "sh", "-c",
+                              _probe_script(addrs, seconds)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             for src, addrs in sorted(by_src.items())]
+
+
+def _started(procs: list[subprocess.Popen[str]], owner: dict[str, str]) -> list[str]:
+    """Wait until every source's probes have had their first answers (each prints one
+    line); the sources some of whose probes never did, with those destinations."""
+    waiting = []
+    for p in procs:
+        said = p.stdout.readline().split() if p.stdout else []
+        if said != ["ready"]:
+            src = p.args[3] if isinstance(p.args, list) else "?"
+            waiting.append("%s to %s" % (src, ", ".join(owner.get(a, a) for a in said[1:]) or "?"))
+    return waiting
+
+
+def _ready(lab: str, plan: dict[str, Any], live: list[str], frr: bool, pairs: list[Pair],
+           seconds: float) -> tuple[float, list[subprocess.Popen[str]]]:
+    """Settle the lab (_settle), then start the probes; when some get no first answer
+    (the lab is still repairing an earlier failure), end them and settle again.
+    Returns the seconds it took and the running probes."""
+    start = time.monotonic()
+    owner = {plan["nodes"][n]["address"]: n for n in plan["nodes"]}
+    while True:
+        settled = _settle(lab, plan, live, frr, start)
+        procs = _probe(lab, plan, pairs, seconds)
+        waiting = _started(procs, owner)
+        if not waiting:
+            return settled, procs
+        _run_for(procs, 0)
+        if time.monotonic() - start > SETTLE:
+            raise LabError("outage: probes without an answer before the failure (%s); nothing was failed"
+                           % "; ".join(waiting[:3]))
+
+
+def _run_for(procs: list[subprocess.Popen[str]], seconds: float) -> None:
+    """Let the probes run this many seconds more, then wait for them to end."""
+    for p in procs:
+        if p.stdin:
+            p.stdin.write("%.1f\n" % max(0.0, seconds))
+            p.stdin.close()
+    for p in procs:
+        p.wait(timeout=max(0.0, seconds) + 30)
 
 
 def _outages(lab: str, plan: dict[str, Any], pairs: list[Pair], fault_at: float, out: Outcome) -> None:
@@ -209,14 +264,24 @@ def _outages(lab: str, plan: dict[str, Any], pairs: list[Pair], fault_at: float,
                     out.back[key] = took
 
 
+def _each(lab: str, commands: dict[str, list[str]], timeout: float = 30) -> dict[str, str]:
+    """One docker exec per node, several at a time: {node: its command's output}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=EXECS) as pool:
+        done = {n: pool.submit(_docker, ["exec", "%s-%s" % (lab, n)] + cmd, timeout)
+                for n, cmd in commands.items()}
+    return {n: f.result() for n, f in done.items()}
+
+
 def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -> None:
     """Every ordered pair of live nodes asked once (one docker exec per source)."""
     owner = {plan["nodes"][n]["address"]: n for n in live}
+    asks = {src: [plan["nodes"][d]["address"] for d in live if d != src] for src in live}
+    said = _each(lab, {src: ["sh", "-c", _once_script(addrs)] for src, addrs in asks.items()})
     for src in live:
-        addrs = [plan["nodes"][d]["address"] for d in live if d != src]
-        text = _docker(["exec", "%s-%s" % (lab, src), "sh", "-c", _once_script(addrs)], timeout=30)
-        out.live_pairs += len(addrs)
-        out.lost += ["%s>%s" % (src, owner[w.split()[1]]) for w in text.splitlines()
+        out.live_pairs += len(asks[src])
+        out.lost += ["%s>%s" % (src, owner[w.split()[1]]) for w in said[src].splitlines()
                      if w.startswith("lost ")]
     out.lost.sort()
 
@@ -226,9 +291,10 @@ def _bfd_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     segment they share): OSPF drops a neighbour when BFD does only once its session was up."""
     segs = segments_of(plan)
     behind = []
+    said = _each(lab, {n: ["vtysh", "-c", "show bfd peers json"] for n in live})
     for n in live:
         want = sum(len(segs[n] & segs[m]) for m in live if m != n)
-        text = _docker(["exec", "%s-%s" % (lab, n), "vtysh", "-c", "show bfd peers json"], timeout=30)
+        text = said[n]
         try:
             peers = json.loads(text)
         except ValueError:
@@ -240,10 +306,10 @@ def _bfd_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     return behind
 
 
-def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool) -> float:
-    """Seconds until every ordered pair of live nodes answered and, with FRR, every BFD
-    session was up (asked again every second)."""
-    start, limit = time.monotonic(), SETTLE
+def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: float) -> float:
+    """Seconds since start until every ordered pair of live nodes answered and, with FRR,
+    every BFD session was up (asked again every second)."""
+    limit = SETTLE
     while True:
         asked = Outcome("settle", "")
         _every_pair(lab, plan, live, asked)
@@ -290,15 +356,13 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
-    out.settled = _settle(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped],
-                          compiled.graph.engine == "frr")
-    procs = _probe(record["lab"], plan, pairs, QUIET + window)
+    out.settled, procs = _ready(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped],
+                                compiled.graph.engine == "frr", pairs, QUIET + window)
     try:
         time.sleep(QUIET)
         fault_at = time.time()
         faults.fault(topology, root, label, "docker", action=down, **args)
-        for p in procs:
-            p.wait(timeout=QUIET + window + 30)
+        _run_for(procs, fault_at + window - time.time())
         _outages(record["lab"], plan, pairs, fault_at, out)
         _every_pair(record["lab"], plan, live, out)
     finally:
