@@ -123,7 +123,7 @@ def test_the_probes_say_ready_once_each_has_an_answer_and_end_when_told(tmp_path
         # an ICMP error on the way does not end the probe: the pair is seen coming back
         assert "64 bytes from %s: icmp_seq=1 " % addr in text and "icmp_seq=4 " in text
     assert "ping -n -D -O -i 0.1 10.0.0.2 >" in outage._probe_script(["10.0.0.2"], 6)
-    assert "ping -n -c 1 -W 1 10.254.0.2" in outage._once_script(["10.254.0.2"])
+    assert "ping -n -c 3 -i 0.2 -W 1 10.254.0.2" in outage._once_script(["10.254.0.2"])
 
 
 @in_a_shell
