@@ -30,8 +30,9 @@ FQCN = "%s.%s" % (NAMESPACE, NAME)
 MODULES = ("beonet_topology", "beonet_node", "beonet_verify", "beonet_verify_live", "beonet_benchmark",
            "beonet_discover", "beonet_cabling", "beonet_mpi", "beonet_slurm", "beonet_files")
 # Modules that run on the controller also run in its own Python, as action plugins;
-# beonet_node's reads the node by one shell command first (the fast path).
-ACTION_PLUGINS = ("beonet_topology", "beonet_verify_live", "beonet_node")
+# beonet_node's reads the node by one shell command first (the fast path), and
+# beonet_discover's collects a background listener's report by one.
+ACTION_PLUGINS = ("beonet_topology", "beonet_verify_live", "beonet_node", "beonet_discover")
 ROLES = ("beonet_plan", "beonet_preflight", "beonet_node", "beonet_benchmark", "beonet_mpi",
          "beonet_slurm")
 PLAYBOOKS = ("site.yml", "verify.yml", "dry_run.yml", "benchmark.yml", "heal.yml", "mpi.yml",

@@ -36,6 +36,7 @@ import os
 import random
 import re
 import select
+import shlex
 import signal
 import socket
 import struct
@@ -87,6 +88,7 @@ PROC = "/proc"
 RUN_DIR = "/run/beonet/discover"   # a background run's pid, stop mark and report (emptied at boot)
 RUN_RULE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 COLLECT_WAIT = 10.0                # seconds a stopped background listener gets to write its report
+COLLECT_MARK = "beonet-discover-collect"   # collect_command's first line
 SUPERSEDE_WAIT = 20.0              # seconds a listener of an earlier run gets to stop for a new one
 SUPERSEDED = "superseded by run "  # the stop mark a new run leaves (collect leaves an empty one)
 # uevent DEVTYPE of the virtual devices that are never candidates
@@ -754,8 +756,7 @@ def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float =
     remove its files and return {"discovery", "ended" ("stopped" | "cap"), "listened"}."""
     paths = run_paths(node, run, folder)
     if not os.path.exists(paths["pid"]) and not os.path.exists(paths["report"]):
-        raise DiscoveryError("%s: no discovery run %s was started here (or the node restarted since, "
-                             "or a later run started here stopped it)" % (node, run))
+        raise _not_started(node, run)
     atomic_write(paths["stop"], "", mode=0o600, durable=False)
     waited = 0.0
     while not os.path.exists(paths["report"]) and waited < wait:
@@ -763,12 +764,50 @@ def collect_background(node: str, run: str, folder: str = RUN_DIR, wait: float =
         waited += 0.1
     try:
         with open(paths["report"], encoding="utf-8") as fh:
-            report: dict[str, Any] = json.load(fh)
-    except (OSError, ValueError):
-        raise DiscoveryError("%s: the background discovery of run %s wrote no report within %.0f s"
-                             % (node, run, wait)) from None
+            text: str | None = fh.read()
+    except OSError:
+        text = None
     finally:
         _remove(paths)
+    return _collected(node, run, text, wait)
+
+
+def collect_command(node: str, run: str, folder: str = RUN_DIR, wait: float = COLLECT_WAIT) -> str:
+    """collect_background as one POSIX shell command (no Python on the node: the
+    controller runs it over the connection and reads its output with parse_collected).
+    Prints a first line ``COLLECT_MARK: report|none|late``, then the report."""
+    q = {k: shlex.quote(v) for k, v in run_paths(node, run, folder).items()}
+    return ("umask 077; p=%s s=%s r=%s; "
+            "if [ ! -e \"$p\" ] && [ ! -e \"$r\" ]; then echo '%s: none'; exit 0; fi; : > \"$s\"; "
+            "i=0; while [ ! -e \"$r\" ] && [ $i -lt %d ]; do sleep 0.1; i=$((i+1)); done; "
+            "if [ -e \"$r\" ]; then echo '%s: report'; cat \"$r\"; else echo '%s: late'; fi; "
+            "rm -f \"$p\" \"$s\" \"$r\""
+            % (q["pid"], q["stop"], q["report"], COLLECT_MARK, int(wait * 10), COLLECT_MARK, COLLECT_MARK))
+
+
+def parse_collected(node: str, run: str, output: str, wait: float = COLLECT_WAIT) -> dict[str, Any]:
+    """What collect_command printed, as collect_background returns it (or its error)."""
+    first, _sep, rest = output.lstrip().partition("\n")
+    state = first[len(COLLECT_MARK) + 2:].strip() if first.startswith(COLLECT_MARK + ": ") else ""
+    if state == "none":
+        raise _not_started(node, run)
+    return _collected(node, run, rest if state == "report" else None, wait)
+
+
+def _not_started(node: str, run: str) -> DiscoveryError:
+    return DiscoveryError("%s: no discovery run %s was started here (or the node restarted since, "
+                          "or a later run started here stopped it)" % (node, run))
+
+
+def _collected(node: str, run: str, text: str | None, wait: float) -> dict[str, Any]:
+    """A background run's report read back (None: none was written within wait)."""
+    try:
+        report: Any = json.loads(text) if text is not None else None
+    except ValueError:
+        report = None
+    if not isinstance(report, dict):
+        raise DiscoveryError("%s: the background discovery of run %s wrote no report within %.0f s"
+                             % (node, run, wait))
     if "error" in report:
         raise DiscoveryError("%s: the background discovery failed: %s" % (node, report["error"]))
     return report
