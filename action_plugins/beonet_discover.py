@@ -40,6 +40,7 @@ class ActionModule(ActionBase):
         plain = not set(args) - COLLECT_ARGS and boolean(args.get("collect", False), strict=False)
         if discover is None or not plain:
             result.update(self._execute_module(module_name=self._task.action, task_vars=task_vars))
+            self._remove_tmp_path(self._connection._shell.tmpdir)      # as the normal action does
             return result
         node, run = str(args.get("node", "")), str(args.get("run", ""))
         try:

@@ -40,6 +40,7 @@ class ActionModule(ActionBase):
         task, body = TASKS[self._task.action.rsplit(".", 1)[-1]]
         if task is None or task.IMPORT_ERROR or self._connection.transport != "local":
             result.update(self._execute_module(module_name=self._task.action, task_vars=task_vars))
+            self._remove_tmp_path(self._connection._shell.tmpdir)      # as the normal action does
             return result
         result.update(controller.run(self._task.action, task.ARGUMENT_SPEC, getattr(task, body),
                                      self._task.args, bool(self._task.check_mode), bool(self._task.diff)))

@@ -39,6 +39,7 @@ class _Task:
 class _Connection:
     def __init__(self, transport):
         self.transport = transport
+        self._shell = type("Shell", (), {"tmpdir": "/tmp/ansible-tmp-1"})()
 
 
 def _action(name, args, transport, monkeypatch):
@@ -49,6 +50,7 @@ def _action(name, args, transport, monkeypatch):
     action._task, action._connection = _Task(name, args), _Connection(transport)
     ran = []
     action._execute_module = lambda module_name, task_vars: ran.append(module_name) or {"from": "module"}
+    action._remove_tmp_path = lambda path: ran.append("removed %s" % path)
     return plugin, action, ran
 
 
@@ -69,7 +71,7 @@ def test_elsewhere_or_without_the_libraries_the_module_runs(monkeypatch, transpo
     plugin, action, ran = _action("beonet_topology", {"topology": TOPOLOGY}, transport, monkeypatch)
     monkeypatch.setattr(plugin.topology, "IMPORT_ERROR", missing)
     assert action.run(task_vars={}) == {"from": "module"}
-    assert ran == ["beonet_topology"]
+    assert ran == ["beonet_topology", "removed /tmp/ansible-tmp-1"]    # its remote folder too
 
 
 @pytest.mark.parametrize(("args", "message"), [

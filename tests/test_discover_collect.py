@@ -90,6 +90,8 @@ def _plugin(monkeypatch, args, done):
     ran, commands = [], []
     action._execute_module = lambda module_name, task_vars: ran.append(module_name) or {"from": "module"}
     action._low_level_execute_command = lambda cmd, sudoable=True: commands.append(cmd) or done
+    action._connection = type("Connection", (), {"_shell": type("Shell", (), {"tmpdir": None})()})()
+    action._remove_tmp_path = lambda path: ran.append("removed %s" % path)
     return action, ran, commands
 
 
@@ -120,4 +122,5 @@ def test_the_plugins_collect_fails_naming_the_node(monkeypatch, args, done, mess
                                   {"node": "A", "run": "r1", "collect": False}])
 def test_anything_but_a_plain_collect_runs_the_module(monkeypatch, args):
     action, ran, commands = _plugin(monkeypatch, args, {})
-    assert action.run(task_vars={}) == {"from": "module"} and ran == ["beonet_discover"] and commands == []
+    assert action.run(task_vars={}) == {"from": "module"} and commands == []
+    assert ran == ["beonet_discover", "removed None"]
