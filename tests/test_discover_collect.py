@@ -79,6 +79,12 @@ def test_the_command_needs_a_plain_run_name(run):
         d.collect_command("A", run)
 
 
+@pytest.mark.parametrize("node", ["a/b", "..", "node\n1", ""])
+def test_the_command_refuses_a_node_name_that_cannot_name_a_file(node):
+    with pytest.raises(d.DiscoveryError):
+        d.collect_command(node, "r1")
+
+
 def _plugin(monkeypatch, args, done):
     path = ROOT / "action_plugins" / "beonet_discover.py"
     spec = importlib.util.spec_from_file_location("beonet_discover_action", path)
