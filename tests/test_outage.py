@@ -2,6 +2,7 @@
 pair's outage is read from ping's output, and the command's refusals."""
 
 import json
+import re
 
 import pytest
 from conftest import ROOT, needs_host
@@ -234,6 +235,20 @@ def test_an_outage_on_a_lab_that_does_not_settle_fails_nothing(tmp_path, monkeyp
     assert made == []
 
 
+def _ospf(states: list[tuple[str, str]]) -> str:
+    return json.dumps({"neighbors": {"10.254.0.%d" % k: [{"converged": state, "ifaceName": nic + ":10.0.0.1"}]
+                                     for k, (nic, state) in enumerate(states)}})
+
+
+def _frr_said(bfd_up: int, ospf: list[tuple[str, str]]) -> str:
+    bfd = json.dumps([{"peer": "10.0.0.%d" % k, "status": "up"} for k in range(bfd_up)]
+                     + [{"peer": "10.0.1.9", "status": "init"}])
+    return "%s\n%s\n%s" % (bfd, outage.SPLIT, _ospf(ospf))
+
+
+SETTLED_2X2 = [("eth1", "Full"), ("eth2", "Full")]
+
+
 def test_with_frr_an_outage_also_waits_until_every_bfd_session_is_up(tmp_path, monkeypatch):
     made, _asks = _fake_lab(monkeypatch, [0])
     topo = tmp_path / "mesh-frr.yml"
@@ -243,17 +258,43 @@ def test_with_frr_an_outage_also_waits_until_every_bfd_session_is_up(tmp_path, m
     def docker(args, timeout=60):
         # each node of the 2x2 mesh has one neighbour on each of its two segments;
         # in the first round node-0-0 has only one of its two sessions up
-        assert args[-1] == "show bfd peers json"
+        assert "show bfd peers json" in args[-1] and "show ip ospf neighbor json" in args[-1]
         if args[1].endswith("node-0-0"):
             rounds.append(1)
         up = 1 if len(rounds) == 1 and args[1].endswith("node-0-0") else 2
-        return json.dumps([{"peer": "10.0.0.%d" % k, "status": "up"} for k in range(up)]
-                          + [{"peer": "10.0.1.9", "status": "init"}])
+        return _frr_said(up, SETTLED_2X2)
 
     monkeypatch.setattr(outage, "_docker", docker)
     out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
     assert len(rounds) == 2 and made == ["stop", "start"] and out.engine == "frr"
     monkeypatch.setattr(outage, "SETTLE", 0.0)
     monkeypatch.setattr(outage, "_docker", lambda args, timeout=60: "not json")
-    with pytest.raises(LabError, match="BFD is not up everywhere: node-0-0 \\(0 of 2 BFD sessions up\\)"):
+    says = "FRR is not settled everywhere: node-0-0 \\(0 of 2 BFD sessions up\\)"
+    with pytest.raises(LabError, match=says):
+        outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+
+
+@pytest.mark.parametrize(("ospf", "says"), [
+    ([("eth1", "Full"), ("eth2", "ExStart")], "1 of 2 OSPF neighbours settled; forming on eth2"),
+    ([("eth1", "Full")], "1 of 2 OSPF neighbours settled"),
+    # a LAN whose routers are all 2-Way has not elected its designated router yet
+    ([("eth1", "Full"), ("eth2", "2-Way")], "2 of 2 OSPF neighbours settled; forming on eth2"),
+])
+def test_with_frr_an_outage_waits_until_every_ospf_adjacency_has_formed(tmp_path, monkeypatch, ospf, says):
+    made, _asks = _fake_lab(monkeypatch, [0])
+    topo = tmp_path / "mesh-frr.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\nrouting: {engine: frr}\n")
+    asked = []
+
+    def docker(args, timeout=60):
+        asked.append(args[1])
+        first = len(asked) <= 4
+        return _frr_said(2, ospf if first and args[1].endswith("node-0-0") else SETTLED_2X2)
+
+    monkeypatch.setattr(outage, "_docker", docker)
+    out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert len(asked) > 4 and made == ["stop", "start"] and out.engine == "frr"
+    monkeypatch.setattr(outage, "SETTLE", 0.0)
+    monkeypatch.setattr(outage, "_docker", lambda args, timeout=60: _frr_said(2, ospf))
+    with pytest.raises(LabError, match="node-0-0 \\(%s\\)" % re.escape(says)):
         outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)

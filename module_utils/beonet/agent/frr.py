@@ -40,6 +40,12 @@ MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
 # BFD finds a dead neighbour; OSPF's own timers only decide how soon adjacencies form
 # (a LAN waits a dead interval before electing its designated router: 4 s, not 40)
 HELLO_S, DEAD_S = 1, 4
+# a database packet or an LSA without an answer is sent again after this, not FRR's 5 s:
+# an adjacency forming again (after BFD dropped a neighbour that was in fact alive: a
+# node busy for a second misses its packets) often needs one more database packet, and
+# a lost LSA holds a stale route until sent again (FRR acknowledges within a second,
+# so 2 s does not send every LSA twice; 1 s would)
+RETRANSMIT_S = 2
 LSA_INTERVAL_MS, LSA_ARRIVAL_MS = 50, 20
 BFD_PROFILE = "beonet"
 SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
@@ -62,7 +68,8 @@ def _interface(iface: Interface) -> list[str]:
              " ip ospf area 0",
              " ip ospf cost %d" % OSPF_COST,
              " ip ospf hello-interval %d" % HELLO_S,
-             " ip ospf dead-interval %d" % DEAD_S]
+             " ip ospf dead-interval %d" % DEAD_S,
+             " ip ospf retransmit-interval %d" % RETRANSMIT_S]
             + ([" ip ospf network point-to-point"] if p2p else [])
             + [" ip ospf bfd",
                " ip ospf bfd profile %s" % BFD_PROFILE,

@@ -9,10 +9,12 @@ probed every 100 ms while it happens, then every pair once.
    are not counted;
 2. the lab must have settled first: every ordered pair of live nodes is asked once,
    again every second until all answer and, with FRR, every node has a BFD session up
-   to each neighbour (at most SETTLE seconds, else the outage is refused): an earlier
-   failure just undone is still being repaired (adjacencies and BFD sessions forming
-   again; OSPF drops a neighbour on BFD's word only once its session was up), and a
-   failure made then is measured with the repair's delay in it;
+   and an OSPF neighbour settled (Full, or 2-Way between a LAN's other routers) to
+   each neighbour, with no adjacency still forming (at most SETTLE seconds, else the
+   outage is refused): an earlier failure just undone is still being repaired
+   (adjacencies and BFD sessions forming again; OSPF drops a neighbour on BFD's word
+   only once its session was up), and a failure made then is measured with the
+   repair's delay in it;
 3. each source of such a pair pings each of its destinations every 100 ms
    (``ping -D``: the reply times; the kernels share the host's clock); once every
    probe has had its first answer (a ping started after the failure would find no
@@ -289,29 +291,70 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     out.lost.sort()
 
 
-def _bfd_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
-    """With FRR: the live nodes without a BFD session up to every live neighbour (one per
-    segment they share): OSPF drops a neighbour when BFD does only once its session was up."""
+SPLIT = "=== ospf"
+FRR_STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
+             "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
+SETTLED = ("Full", "2-Way")     # an adjacency (Full) or a LAN's DROther pair (2-Way)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _bfd_up(text: str) -> int:
+    peers = _loads(text)
+    return sum(1 for p in peers if isinstance(p, dict) and p.get("status") == "up") \
+        if isinstance(peers, list) else 0
+
+
+def _ospf_settled(text: str) -> tuple[int, list[str]]:
+    """(neighbours in a settled state, the NICs still forming an adjacency): a NIC is
+    settled when none of its neighbours is between states and one of them is Full
+    (a point-to-point peer, or a LAN's designated routers once elected)."""
+    found = _loads(text)
+    nbrs = found.get("neighbors", {}) if isinstance(found, dict) else {}
+    settled, full, seen, forming = 0, set(), set(), set()
+    for entries in nbrs.values() if isinstance(nbrs, dict) else []:
+        for e in entries if isinstance(entries, list) else []:
+            nic = str(e.get("ifaceName", "")).split(":")[0] if isinstance(e, dict) else ""
+            state = e.get("converged") if isinstance(e, dict) else None
+            seen.add(nic)
+            if state in SETTLED:
+                settled += 1
+            else:
+                forming.add(nic)
+            if state == "Full":
+                full.add(nic)
+    return settled, sorted(forming | (seen - full))
+
+
+def _frr_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
+    """With FRR: the live nodes without a BFD session up and an OSPF neighbour settled
+    for every live neighbour (one per segment they share), or with an adjacency still
+    forming: OSPF drops a neighbour when BFD does only once its session was up, and a
+    failure made while an adjacency forms would measure the forming, not the failure."""
     segs = segments_of(plan)
     behind = []
-    said = _each(lab, {n: ["vtysh", "-c", "show bfd peers json"] for n in live})
+    said = _each(lab, {n: list(FRR_STATE) for n in live})
     for n in live:
         want = sum(len(segs[n] & segs[m]) for m in live if m != n)
-        text = said[n]
-        try:
-            peers = json.loads(text)
-        except ValueError:
-            peers = []
-        up = sum(1 for p in peers if isinstance(p, dict) and p.get("status") == "up") \
-            if isinstance(peers, list) else 0
+        bfd, _sep, ospf = said[n].partition(SPLIT)
+        up = _bfd_up(bfd)
+        settled, forming = _ospf_settled(ospf)
         if up < want:
             behind.append("%s (%d of %d BFD sessions up)" % (n, up, want))
+        elif settled < want or forming:
+            behind.append("%s (%d of %d OSPF neighbours settled%s)"
+                          % (n, settled, want, "; forming on " + ", ".join(forming) if forming else ""))
     return behind
 
 
 def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: float) -> float:
     """Seconds since start until every ordered pair of live nodes answered and, with FRR,
-    every BFD session was up (asked again every second)."""
+    every BFD session was up and every OSPF adjacency formed (asked again every second)."""
     limit = SETTLE
     while True:
         asked = Outcome("settle", "")
@@ -321,8 +364,8 @@ def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: f
             waiting.append("%d of %d pairs do not answer (e.g. %s)"
                            % (len(asked.lost), asked.live_pairs, ", ".join(asked.lost[:3])))
         if not waiting and frr:
-            behind = _bfd_behind(lab, plan, live)
-            waiting = ["BFD is not up everywhere: %s" % ", ".join(behind[:3])] if behind else []
+            behind = _frr_behind(lab, plan, live)
+            waiting = ["FRR is not settled everywhere: %s" % ", ".join(behind[:3])] if behind else []
         if not waiting:
             return time.monotonic() - start
         if time.monotonic() - start > limit:
