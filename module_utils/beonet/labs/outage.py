@@ -319,8 +319,8 @@ def _ospf_settled(text: str) -> tuple[int, list[str]]:
     settled, full, seen, forming = 0, set(), set(), set()
     for entries in nbrs.values() if isinstance(nbrs, dict) else []:
         for e in entries if isinstance(entries, list) else []:
-            nic = str(e.get("ifaceName", "")).split(":")[0] if isinstance(e, dict) else ""
-            state = e.get("converged") if isinstance(e, dict) else None
+            e = e if isinstance(e, dict) else {}
+            nic, state = str(e.get("ifaceName", "")).split(":")[0], e.get("converged")
             seen.add(nic)
             if state in SETTLED:
                 settled += 1
