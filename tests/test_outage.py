@@ -298,3 +298,19 @@ def test_with_frr_an_outage_waits_until_every_ospf_adjacency_has_formed(tmp_path
     monkeypatch.setattr(outage, "_docker", lambda args, timeout=60: _frr_said(2, ospf))
     with pytest.raises(LabError, match="node-0-0 \\(%s\\)" % re.escape(says)):
         outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+
+
+@pytest.mark.parametrize("said", [
+    "", "not json", "null", "[]", '{"neighbors": []}', '{"neighbors": {"a": "Full"}}',
+    '{"neighbors": {"a": [null, 7, "Full"]}}', '{"neighbors": {"a": [{"converged": NaN}]}}',
+    '{"neighbors": {"a": [{"converged": "Full", "ifaceName": ["eth0"]}]}}',
+    "[" * 100000,
+])
+def test_a_node_s_ospf_state_that_is_not_what_frr_prints_settles_nothing(said):
+    settled, _forming = outage._ospf_settled(said)
+    assert settled <= 1 and outage._bfd_up(said) == 0
+
+
+def test_a_node_s_nic_names_are_reported_as_given_not_interpreted():
+    said = _ospf([("../eth1\nx", "Full"), ("a/b", "ExStart")])
+    assert outage._ospf_settled(said) == (1, ["a/b"])

@@ -298,9 +298,10 @@ SETTLED = ("Full", "2-Way")     # an adjacency (Full) or a LAN's DROther pair (2
 
 
 def _loads(text: str) -> Any:
+    """What a node printed as JSON, or None (not JSON, or nested too deep to read)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
