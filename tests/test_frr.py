@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 import yaml
-from conftest import ROOT, golden
+from conftest import ROOT, golden, needs_host
 from hypothesis import given, settings
 from test_properties import SETTINGS, custom_topologies
 
@@ -326,8 +326,29 @@ def test_installed_looks_for_every_daemon(tmp_path):
 
 def test_frrs_init_script_runs_with_its_output_in_a_log_not_the_callers_pipes():
     cmd = frr.service("restart", False)
-    assert cmd[:2] == ["sh", "-c"] and cmd[2].startswith(frr.FRRINIT + " restart </dev/null >" + frr.INIT_LOG)
+    assert cmd[:2] == ["sh", "-c"]
+    assert cmd[2].startswith("nice -n -5 %s restart </dev/null >%s" % (frr.FRRINIT, frr.INIT_LOG))
     assert frr.service("disable", True) == ["systemctl", "disable", "--now", "frr"]
+
+
+@needs_host("runs the init command with the machine's sh and nice, a fake init script behind it",
+            "sh", "nice")
+def test_without_systemd_frr_runs_at_the_priority_of_its_unit_or_says_why_not(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    init, log = tmp_path / "frrinit.sh", tmp_path / "init.log"
+    init.write_text("#!/bin/sh\necho \"$1 at $(nice)\"\n")
+    init.chmod(0o755)
+    monkeypatch.setattr(frr, "FRRINIT", str(init))
+    monkeypatch.setattr(frr, "INIT_LOG", str(log))
+    done = subprocess.run(frr.service("start", False), capture_output=True, text=True, check=False)
+    said = log.read_text()
+    assert done.returncode == 0 and done.stdout == ""
+    base = os.nice(0)
+    # raised where the caller may (root, CAP_SYS_NICE), else nice's warning in the log
+    assert "start at %d" % (base + frr.NICE) in said or ("cannot set niceness" in said
+                                                         and "start at %d" % base in said)
 
 
 def test_a_plan_that_leaves_frr_stops_it_before_its_files_go():

@@ -9,7 +9,7 @@ from conftest import ROOT, needs_host
 
 from beonet import cli
 from beonet.compiler import pipeline
-from beonet.labs import outage
+from beonet.labs import frrstate, outage
 from beonet.labs.base import LabError
 from beonet.outputs import plan as render
 
@@ -243,7 +243,7 @@ def _ospf(states: list[tuple[str, str]]) -> str:
 def _frr_said(bfd_up: int, ospf: list[tuple[str, str]]) -> str:
     bfd = json.dumps([{"peer": "10.0.0.%d" % k, "status": "up"} for k in range(bfd_up)]
                      + [{"peer": "10.0.1.9", "status": "init"}])
-    return "%s\n%s\n%s" % (bfd, outage.SPLIT, _ospf(ospf))
+    return "%s\n%s\n%s" % (bfd, frrstate.SPLIT, _ospf(ospf))
 
 
 SETTLED_2X2 = [("eth1", "Full"), ("eth2", "Full")]
@@ -258,6 +258,8 @@ def test_with_frr_an_outage_also_waits_until_every_bfd_session_is_up(tmp_path, m
     def docker(args, timeout=60):
         # each node of the 2x2 mesh has one neighbour on each of its two segments;
         # in the first round node-0-0 has only one of its two sessions up
+        if args[-1] == "show bfd peers json":       # the sessions before and after the failure
+            return "[]"
         assert "show bfd peers json" in args[-1] and "show ip ospf neighbor json" in args[-1]
         if args[1].endswith("node-0-0"):
             rounds.append(1)
@@ -287,6 +289,8 @@ def test_with_frr_an_outage_waits_until_every_ospf_adjacency_has_formed(tmp_path
     asked = []
 
     def docker(args, timeout=60):
+        if args[-1] == "show bfd peers json":
+            return "[]"
         asked.append(args[1])
         first = len(asked) <= 4
         return _frr_said(2, ospf if first and args[1].endswith("node-0-0") else SETTLED_2X2)
@@ -307,10 +311,86 @@ def test_with_frr_an_outage_waits_until_every_ospf_adjacency_has_formed(tmp_path
     "[" * 100000,
 ])
 def test_a_node_s_ospf_state_that_is_not_what_frr_prints_settles_nothing(said):
-    settled, _forming = outage._ospf_settled(said)
-    assert settled <= 1 and outage._bfd_up(said) == 0
+    settled, _forming = frrstate.ospf_settled(said)
+    assert settled <= 1 and frrstate.bfd_up(said) == 0 and frrstate.sessions_up(said) == {}
 
 
 def test_a_node_s_nic_names_are_reported_as_given_not_interpreted():
     said = _ospf([("../eth1\nx", "Full"), ("a/b", "ExStart")])
-    assert outage._ospf_settled(said) == (1, ["a/b"])
+    assert frrstate.ospf_settled(said) == (1, ["a/b"])
+
+
+def _sessions(peers: dict[str, tuple[int, float]], down: tuple[str, ...] = ()) -> str:
+    return json.dumps([{"peer": p, "id": ident, "status": "up", "uptime": up, "interface": "eth1"}
+                       for p, (ident, up) in peers.items()]
+                      + [{"peer": p, "id": 99, "status": "down", "downtime": 3} for p in down])
+
+
+def test_a_bfd_session_went_down_when_it_is_gone_another_or_younger_than_the_time_between():
+    before = frrstate.sessions_up(_sessions({"10.0.0.2": (1, 50), "10.0.0.3": (2, 50), "10.0.0.4": (3, 50),
+                                             "10.0.0.5": (4, 50), "10.0.0.6": (5, 50)}))
+    after = frrstate.sessions_up(_sessions({"10.0.0.2": (1, 60), "10.0.0.3": (7, 60), "10.0.0.4": (3, 2),
+                                            "10.0.0.5": (4, 9)}, down=("10.0.0.6",)))
+    # 10 s between the readings: a session up 9 s is the same one (FRR counts whole seconds)
+    assert frrstate.went_down(before, after, 10.0) == ["10.0.0.3", "10.0.0.4", "10.0.0.6"]
+    assert frrstate.went_down(before, before, 0.0) == []
+
+
+@pytest.mark.parametrize("said", [
+    "", "{}", '[{"peer": "10.0.0.2", "id": "1", "status": "up", "uptime": 5}]',
+    '[{"peer": "10.0.0.2", "id": 1, "status": "up", "uptime": true}]',
+    '[{"peer": "10.0.0.2", "id": 1, "status": "up", "uptime": -1}]',
+    '[{"peer": ["10.0.0.2"], "id": 1, "status": "up", "uptime": 5}]',
+    '[{"peer": "10.0.0.2", "id": 1, "status": "init", "uptime": 5}]', "[" * 100000,
+])
+def test_bfd_sessions_not_as_frr_prints_them_are_no_sessions(said):
+    assert frrstate.sessions_up(said) == {}
+
+
+def test_an_outage_with_frr_names_the_bfd_sessions_dropped_the_failure_did_not_touch(tmp_path, monkeypatch):
+    made, _asks = _fake_lab(monkeypatch, [0])
+    topo = tmp_path / "mesh-frr.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\nrouting: {engine: frr}\n")
+    plan = render.plan(pipeline.compile_file(str(topo)))
+    nics = {n: {i["segment"]: i["addresses"][0].split("/")[0] for i in node["interfaces"] if i["addresses"]}
+            for n, node in plan["nodes"].items()}
+    shared = {(a, b): next(iter(set(nics[a]) & set(nics[b])), None) for a in nics for b in nics if a != b}
+    peers = {n: {nics[m][seg]: m for (a, m), seg in shared.items() if a == n and seg} for n in nics}
+    reads = []
+
+    def docker(args, timeout=60):
+        node = args[1].removeprefix("l-")
+        if args[-1] != "show bfd peers json":
+            return _frr_said(2, SETTLED_2X2)
+        reads.append(node)
+        first = reads.count(node) == 1
+        # after the failure node-0-0's session to node-1-0 is another one; the sessions
+        # to the stopped node-0-1 are down, as the failure has them
+        return _sessions({addr: (7 if not first and node == "node-0-0" and m == "node-1-0" else 1, 100)
+                          for addr, m in peers[node].items() if first or m != "node-0-1"})
+
+    monkeypatch.setattr(outage, "_docker", docker)
+    out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert made == ["stop", "start"] and sorted(set(reads)) == ["node-0-0", "node-1-0", "node-1-1"]
+    assert out.bfd_dropped == ["node-0-0>node-1-0 on %s" % shared[("node-0-0", "node-1-0")]]
+    assert "; BFD dropped 1 session the failure did not touch (node-0-0>node-1-0 on " in out.line()
+    assert out.as_dict()["bfd_dropped"] == out.bfd_dropped
+
+
+def test_a_bfd_session_on_the_failed_switch_or_cable_is_the_failure_s_not_a_drop():
+    plan, _paths = _mesh()
+    a = plan["nodes"]["node-0-0"]["interfaces"][0]
+    seg = a["segment"]
+    peer = next(n for n, node in plan["nodes"].items() if n != "node-0-0"
+                and any(i["segment"] == seg for i in node["interfaces"]))
+    other = next(i for i in plan["nodes"]["node-0-0"]["interfaces"] if i["addresses"] and i["segment"] != seg)
+    addr = {n: {i["segment"]: i["addresses"][0].split("/")[0] for i in node["interfaces"] if i["addresses"]}
+            for n, node in plan["nodes"].items()}
+    far = next(n for n in plan["nodes"] if n != "node-0-0" and other["segment"] in addr[n])
+    before = {"node-0-0": {addr[peer][seg]: (1, 50.0), addr[far][other["segment"]]: (2, 50.0)}}
+    after: dict = {"node-0-0": {}}
+    drops = outage.bfd_dropped(plan, "switch", seg, before, after, 5.0)
+    assert drops == ["node-0-0>%s on %s" % (far, other["segment"])]
+    assert outage.bfd_dropped(plan, "cable", "node-0-0:%s" % a["name"], before, after, 5.0) == drops
+    # a cable of another node on the same segment does not take node-0-0's session down
+    assert len(outage.bfd_dropped(plan, "cable", "%s:%s" % (far, "nosuch"), before, after, 5.0)) == 2

@@ -52,6 +52,10 @@ SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
 DAEMONS_HEADER = "# beonet: written from the cluster plan; changes here are replaced\n"
 FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does not run
+# FRR's own systemd unit runs its daemons at Nice=-5, so that a node whose cores are busy
+# (an MPI job on every core) still answers BFD in time; started without systemd, they get
+# the same (where the node may not raise a priority, nice says so in the log and runs on)
+NICE = -5
 INIT_LOG = "/var/log/beonet-frr-init.log"
 WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons the plan needs
 RELOAD = "frr-reload.py"              # what a reload runs (frr-pythontools on Debian)
@@ -163,11 +167,12 @@ def running(proc: str = "/proc") -> bool:
 
 def service(verb: str, systemd: bool) -> list[str]:
     """The command that starts, reloads, restarts or stops FRR: through systemd where it
-    runs (start and disable also set the next boot), else FRR's own init script."""
+    runs (start and disable also set the next boot), else FRR's own init script at the
+    priority FRR's unit gives it."""
     if not systemd:
         # the daemons it starts must not hold the caller's pipes: their output goes to a log
-        return ["sh", "-c", "%s %s </dev/null >%s 2>&1 || { tail -n 5 %s >&2; exit 1; }"
-                % (FRRINIT, verb, INIT_LOG, INIT_LOG)]
+        return ["sh", "-c", "nice -n %d %s %s </dev/null >%s 2>&1 || { tail -n 5 %s >&2; exit 1; }"
+                % (NICE, FRRINIT, verb, INIT_LOG, INIT_LOG)]
     if verb in ("start", "disable"):        # for the next boot too
         return ["systemctl", "enable" if verb == "start" else "disable", "--now", "frr"]
     return ["systemctl", verb, "frr"]

@@ -560,6 +560,8 @@ def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic], image: st
           "--label", "%s=%s" % (LABEL, lab), "--network", wires[0] if wires else "none",
           # PID 1 that reaps zombies (daemonized benchmark servers leave them)
           "--init", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
+          # FRR's daemons run above other work, as their systemd unit has them (agent/frr.py)
+          "--cap-add", "SYS_NICE",
           "--sysctl", "net.ipv4.ip_forward=0",
           "--sysctl", "net.ipv4.icmp_ratelimit=0",
           "--sysctl", "net.ipv4.conf.all.rp_filter=0",

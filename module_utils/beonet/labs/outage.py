@@ -25,6 +25,10 @@ probed every 100 ms while it happens, then every pair once.
    its last lost probe (0 when none was lost), never-answered ones are lost;
 5. with the failure still in place, every ordered pair of live nodes is asked
    once (three probes 200 ms apart): those that answer none are lost for good;
+   with FRR, the BFD sessions that went down since the probes started although the
+   failure did not take them down are named (``bfd_dropped``, labs/frrstate.py): a
+   pair never back, or slow, behind such a session waited for an adjacency to form
+   again, not for the failure;
 6. the failure is undone (the lab is left as it was found).
 """
 
@@ -39,7 +43,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import faults
+from . import faults, frrstate
 from .base import DOCKER_STATE, LabError, load_state, state_dir
 
 INTERVAL = 0.1                 # seconds between the probes of one pair
@@ -67,6 +71,7 @@ class Outcome:
     lost: list[str] = field(default_factory=list)            # live pairs lost for good
     window: float = 0.0
     settled: float = 0.0                                     # seconds until every pair answered
+    bfd_dropped: list[str] = field(default_factory=list)     # "NODE>PEER on SEGMENT": not the failure's
 
     def as_dict(self) -> dict[str, Any]:
         worst = max(self.back.items(), key=lambda kv: kv[1], default=("", 0.0))
@@ -74,16 +79,21 @@ class Outcome:
                 "back_max_s": round(worst[1], 2), "worst": worst[0],
                 "never_back": self.never, "live_pairs": self.live_pairs,
                 "lost_for_good": self.lost, "window_s": self.window, "settled_s": round(self.settled, 1),
+                "bfd_dropped": self.bfd_dropped,
                 "back_s": {k: round(v, 2) for k, v in sorted(self.back.items())}}
 
     def line(self) -> str:
         d = self.as_dict()
-        return ("outage: %s, %s: %d pairs probed every %d ms, %s; %d of %d live pairs lost for good"
+        drops = self.bfd_dropped
+        return ("outage: %s, %s: %d pairs probed every %d ms, %s; %d of %d live pairs lost for good%s"
                 % (d["engine"], d["fault"], d["probed"], INTERVAL * 1000,
                    "all back after %.2f s (worst %s)" % (d["back_max_s"], d["worst"] or "none")
                    if not d["never_back"] else "%d never back within %.0f s" % (len(d["never_back"]),
                                                                                self.window),
-                   len(d["lost_for_good"]), d["live_pairs"]))
+                   len(d["lost_for_good"]), d["live_pairs"],
+                   "; BFD dropped %d session%s the failure did not touch (%s%s)"
+                   % (len(drops), "" if len(drops) == 1 else "s", ", ".join(drops[:3]),
+                      ", ..." if len(drops) > 3 else "") if drops else ""))
 
 
 def segments_of(plan: dict[str, Any]) -> dict[str, set[str]]:
@@ -106,17 +116,20 @@ def crosses(hops: Iterable[Pair], kind: str, what: str, segs: dict[str, set[str]
     return False
 
 
+def failed_at(plan: dict[str, Any], kind: str, what: str) -> tuple[str, str | None]:
+    """(the failed node, switch or cable's node; a cable's segment)."""
+    if kind != "cable":
+        return what, None
+    node, nic = what.split(":", 1)
+    return node, next((i["segment"] for i in plan["nodes"][node]["interfaces"] if i["name"] == nic), None)
+
+
 def affected(plan: dict[str, Any], paths: dict[str, dict[str, list[list[str]]]], kind: str,
              what: str) -> list[Pair]:
     """The ordered pairs (neither end the failed node) some branch of which crosses it.
     paths: {src: {dst: [[hop node, ...], ...]}} (the destination last in each branch)."""
     segs = segments_of(plan)
-    cable_seg = None
-    if kind == "cable":
-        node, nic = what.split(":", 1)
-        cable_seg = next((i["segment"] for i in plan["nodes"][node]["interfaces"] if i["name"] == nic),
-                         None)
-        what = node
+    what, cable_seg = failed_at(plan, kind, what)
     out = []
     for src, dests in paths.items():
         for dst, branches in dests.items():
@@ -291,47 +304,6 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     out.lost.sort()
 
 
-SPLIT = "=== ospf"
-FRR_STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
-             "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
-SETTLED = ("Full", "2-Way")     # an adjacency (Full) or a LAN's DROther pair (2-Way)
-
-
-def _loads(text: str) -> Any:
-    """What a node printed as JSON, or None (not JSON, or nested too deep to read)."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _bfd_up(text: str) -> int:
-    peers = _loads(text)
-    return sum(1 for p in peers if isinstance(p, dict) and p.get("status") == "up") \
-        if isinstance(peers, list) else 0
-
-
-def _ospf_settled(text: str) -> tuple[int, list[str]]:
-    """(neighbours in a settled state, the NICs still forming an adjacency): a NIC is
-    settled when none of its neighbours is between states and one of them is Full
-    (a point-to-point peer, or a LAN's designated routers once elected)."""
-    found = _loads(text)
-    nbrs = found.get("neighbors", {}) if isinstance(found, dict) else {}
-    settled, full, seen, forming = 0, set(), set(), set()
-    for entries in nbrs.values() if isinstance(nbrs, dict) else []:
-        for e in entries if isinstance(entries, list) else []:
-            e = e if isinstance(e, dict) else {}
-            nic, state = str(e.get("ifaceName", "")).split(":")[0], e.get("converged")
-            seen.add(nic)
-            if state in SETTLED:
-                settled += 1
-            else:
-                forming.add(nic)
-            if state == "Full":
-                full.add(nic)
-    return settled, sorted(forming | (seen - full))
-
-
 def _frr_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     """With FRR: the live nodes without a BFD session up and an OSPF neighbour settled
     for every live neighbour (one per segment they share), or with an adjacency still
@@ -339,18 +311,41 @@ def _frr_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     failure made while an adjacency forms would measure the forming, not the failure."""
     segs = segments_of(plan)
     behind = []
-    said = _each(lab, {n: list(FRR_STATE) for n in live})
+    said = _each(lab, {n: list(frrstate.STATE) for n in live})
     for n in live:
         want = sum(len(segs[n] & segs[m]) for m in live if m != n)
-        bfd, _sep, ospf = said[n].partition(SPLIT)
-        up = _bfd_up(bfd)
-        settled, forming = _ospf_settled(ospf)
+        bfd, _sep, ospf = said[n].partition(frrstate.SPLIT)
+        up = frrstate.bfd_up(bfd)
+        settled, forming = frrstate.ospf_settled(ospf)
         if up < want:
             behind.append("%s (%d of %d BFD sessions up)" % (n, up, want))
         elif settled < want or forming:
             behind.append("%s (%d of %d OSPF neighbours settled%s)"
                           % (n, settled, want, "; forming on " + ", ".join(forming) if forming else ""))
     return behind
+
+
+def _bfd_read(lab: str, live: list[str]) -> dict[str, frrstate.Sessions]:
+    said = _each(lab, {n: list(frrstate.BFD) for n in live})
+    return {n: frrstate.sessions_up(text) for n, text in said.items()}
+
+
+def bfd_dropped(plan: dict[str, Any], kind: str, what: str, before: dict[str, frrstate.Sessions],
+                after: dict[str, frrstate.Sessions], between: float) -> list[str]:
+    """The BFD sessions that went down between two readings `between` seconds apart
+    although the failure did not take them down: "NODE>PEER on SEGMENT"."""
+    owner = {a.split("/")[0]: (name, i["segment"]) for name, n in plan["nodes"].items()
+             for i in n["interfaces"] for a in i["addresses"]}
+    where, cable_seg = failed_at(plan, kind, what)
+    out = []
+    for n in sorted(before):
+        for peer in frrstate.went_down(before[n], after.get(n, {}), between):
+            m, seg = owner.get(peer, (peer, "?"))
+            touched = (where in (n, m) if kind == "node" else seg == where if kind == "switch"
+                       else seg == cable_seg and where in (n, m))
+            if not touched:
+                out.append("%s>%s on %s" % (n, m, seg))
+    return out
 
 
 def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: float) -> float:
@@ -403,15 +398,20 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
+    frr = compiled.graph.engine == "frr"
     out.settled, procs = _ready(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped],
-                                compiled.graph.engine == "frr", pairs, QUIET + window)
+                                frr, pairs, QUIET + window)
     try:
+        before, read_at = (_bfd_read(record["lab"], live) if frr else {}), time.monotonic()
         time.sleep(QUIET)
         fault_at = time.time()
         faults.fault(topology, root, label, "docker", action=down, **args)
         _run_for(procs, fault_at + window - time.time())
         _outages(record["lab"], plan, pairs, fault_at, out)
         _every_pair(record["lab"], plan, live, out)
+        if frr:
+            between = time.monotonic() - read_at
+            out.bfd_dropped = bfd_dropped(plan, kind, what, before, _bfd_read(record["lab"], live), between)
     finally:
         for p in procs:
             if p.poll() is None:
