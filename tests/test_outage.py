@@ -133,23 +133,23 @@ def test_a_probe_that_never_answered_refuses_the_measurement_before_any_failure(
     # is unreachable"): measured, it would read as a pair never back
     proc = _probe_run(tmp_path, monkeypatch, ["10.0.0.2", "10.0.0.9"])
     proc.args = ["docker", "exec", "-i", "lab-a"] + proc.args
-    assert outage._started([proc], {"10.0.0.9": "b"}) == ["lab-a to b"]
+    assert outage._started([proc], {"10.0.0.9": "b"}, "lab") == ["a to b"]
     outage._run_for([proc], 0)
 
 
 def test_probes_that_get_no_first_answer_are_ended_and_the_lab_settled_again(monkeypatch):
-    settles, ended, said = [], [], [["lab-a to b"], []]
+    settles, ended, said = [], [], [["a to b"], []]
     monkeypatch.setattr(outage, "_settle", lambda *a: settles.append(1) or 2.0)
     monkeypatch.setattr(outage, "_probe", lambda *a: ["probes %d" % len(settles)])
-    monkeypatch.setattr(outage, "_started", lambda procs, owner: said.pop(0))
+    monkeypatch.setattr(outage, "_started", lambda procs, owner, lab: said.pop(0))
     monkeypatch.setattr(outage, "_run_for", lambda procs, seconds: ended.append((procs, seconds)))
     plan = {"nodes": {"a": {"address": "10.0.0.1"}, "b": {"address": "10.0.0.2"}}}
     assert outage._ready("lab", plan, ["a", "b"], True, [("a", "b")], 7) == (2.0, ["probes 2"])
     assert len(settles) == 2 and ended == [(["probes 1"], 0)]
-    said[:] = [["lab-a to b"]]
+    said[:] = [["a to b"]]
     monkeypatch.setattr(outage, "SETTLE", 0.0)
     monkeypatch.setattr(outage.time, "monotonic", iter(range(0, 1000, 5)).__next__)
-    with pytest.raises(LabError, match="without an answer before the failure \\(lab-a to b\\); nothing"):
+    with pytest.raises(LabError, match="without an answer before the failure \\(a to b\\); nothing"):
         outage._ready("lab", plan, ["a", "b"], True, [("a", "b")], 7)
 
 

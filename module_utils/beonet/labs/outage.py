@@ -219,14 +219,14 @@ def _probe(lab: str, plan: dict[str, Any], pairs: list[Pair], seconds: float) ->
             for src, addrs in sorted(by_src.items())]
 
 
-def _started(procs: list[subprocess.Popen[str]], owner: dict[str, str]) -> list[str]:
+def _started(procs: list[subprocess.Popen[str]], owner: dict[str, str], lab: str) -> list[str]:
     """Wait until every source's probes have had their first answers (each prints one
-    line); the sources some of whose probes never did, with those destinations."""
+    line); the sources (nodes) some of whose probes never did, with those destinations."""
     waiting = []
     for p in procs:
         said = p.stdout.readline().split() if p.stdout else []
         if said != ["ready"]:
-            src = p.args[3] if isinstance(p.args, list) else "?"
+            src = p.args[3].removeprefix(lab + "-") if isinstance(p.args, list) else "?"
             waiting.append("%s to %s" % (src, ", ".join(owner.get(a, a) for a in said[1:]) or "?"))
     return waiting
 
@@ -241,7 +241,7 @@ def _ready(lab: str, plan: dict[str, Any], live: list[str], frr: bool, pairs: li
     while True:
         settled = _settle(lab, plan, live, frr, start)
         procs = _probe(lab, plan, pairs, seconds)
-        waiting = _started(procs, owner)
+        waiting = _started(procs, owner, lab)
         if not waiting:
             return settled, procs
         _run_for(procs, 0)
