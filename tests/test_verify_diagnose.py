@@ -353,3 +353,28 @@ def test_the_compile_picks_for_the_mode_and_the_proof_reads_the_raw_outputs():
     assert prove["mode"] == "{{ beonet_verify_mode }}"
     assert "'beonet_verify_read'" in prove["outputs"] and "attribute='stdout'" in prove["outputs"]
     assert prove["expected"] == "{{ beonet_plan_result.verify.expected }}"
+
+
+def test_a_node_the_connection_finds_stopped_is_dead_not_unreadable(tmp_path):
+    """verify.yml's play vars through Ansible: a read that never ran on its node (the
+    Docker lab's connection: a failed command, nothing printed, "is not running") makes
+    the node dead; one that ran and failed leaves it to be named unreadable."""
+    pvars, _tasks = _verify_tasks()
+    reads = {"a": {"rc": 1, "stdout": "", "stderr": "Error response from daemon: Container 9b is not running"},
+             "b": {"rc": 1, "stdout": "", "stderr": "mktemp: failed to create directory"},
+             "c": {"rc": 0, "stdout": "=== out links 0", "stderr": ""}}
+    play = {"hosts": "all", "gather_facts": False, "vars": dict(pvars, reads=reads),
+            "tasks": [{"name": "Read (given)", "ansible.builtin.set_fact": {
+                          "beonet_verify_read": "{{ reads[inventory_hostname] }}"}},
+                      {"name": "Sorted", "ansible.builtin.debug": {
+                          "msg": "{{ [beonet_verify_stopped, beonet_verify_answered] }}"}, "run_once": True}]}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_STDOUT_CALLBACK="json")
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                          "-i", "a,b,c,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
+                          str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=False)
+    out = json.loads(res.stdout[res.stdout.index("{"):])
+    sorted_ = next(iter(out["plays"][0]["tasks"][1]["hosts"].values()))["msg"]
+    assert res.returncode == 0 and sorted_ == [["a"], ["b", "c"]]
