@@ -360,7 +360,8 @@ def test_a_node_the_connection_finds_stopped_is_dead_not_unreadable(tmp_path):
     Docker lab's connection: a failed command, nothing printed, "is not running") makes
     the node dead; one that ran and failed leaves it to be named unreadable."""
     pvars, _tasks = _verify_tasks()
-    reads = {"a": {"rc": 1, "stdout": "", "stderr": "Error response from daemon: Container 9b is not running"},
+    stopped = "Error response from daemon: Container 9b is not running"
+    reads = {"a": {"rc": 1, "stdout": "", "stderr": stopped},
              "b": {"rc": 1, "stdout": "", "stderr": "mktemp: failed to create directory"},
              "c": {"rc": 0, "stdout": "=== out links 0", "stderr": ""}}
     play = {"hosts": "all", "gather_facts": False, "vars": dict(pvars, reads=reads),
@@ -372,9 +373,9 @@ def test_a_node_the_connection_finds_stopped_is_dead_not_unreadable(tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_STDOUT_CALLBACK="json")
     res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-                          "-i", "a,b,c,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
-                          str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
-                         check=False)
+                          "-i", "a,b,c,", "-c", "local",
+                          "-e", "ansible_python_interpreter=%s" % sys.executable, str(tmp_path / "play.yml")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     out = json.loads(res.stdout[res.stdout.index("{"):])
     sorted_ = next(iter(out["plays"][0]["tasks"][1]["hosts"].values()))["msg"]
     assert res.returncode == 0 and sorted_ == [["a"], ["b", "c"]]
