@@ -28,11 +28,16 @@ verify_target=300            # s, every ordered pair from the live state
 # waiters took 16.8 GB and the host (23 GB, no swap) stalled. The first run goes in
 # batches (beonet_serial) that fit half the memory left once the lab is up.
 waiter_mb=20
-log=${SCALE_LOG:-$(mktemp -d /tmp/beonet-lab-scale.XXXXXX)}
-mkdir -p "$log"
 if ! [[ $nodes_wanted =~ ^[0-9]{1,5}$ ]] || [ "$nodes_wanted" -lt 8 ]; then
   echo "lab-scale: NODES must be a whole number of at least 8, not '$nodes_wanted'" >&2; exit 2
 fi
+if [ -n "${SCALE_SERIAL:-}" ] && ! [[ $SCALE_SERIAL =~ ^[1-9][0-9]{0,5}$ ]]; then
+  echo "lab-scale: SCALE_SERIAL must be a whole number of nodes (1 or more), not '$SCALE_SERIAL'" >&2; exit 2
+fi
+# SCALE_CHECK_ONLY=1: stop once the settings are checked (nothing made)
+[ "${SCALE_CHECK_ONLY:-}" != 1 ] || exit 0
+log=${SCALE_LOG:-$(mktemp -d /tmp/beonet-lab-scale.XXXXXX)}
+mkdir -p "$log"
 
 # The topology: the shipped 128-node file, or a generated meta-graph of about NODES.
 metagraph() {
@@ -104,7 +109,7 @@ nodes=$(docker ps -q --filter "label=beonet.lab=$name" | wc -l)
 echo "up: $nodes containers in $up s ($(per "$up" "$nodes") s per node); $(grep -i 'host' "$log/up" | tail -1)"
 miss=0
 avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
-serial=${SCALE_SERIAL:-$((avail / 2 / waiter_mb))}
+serial=${SCALE_SERIAL:-$((avail / 2 / waiter_mb > 0 ? avail / 2 / waiter_mb : 1))}
 [ "$serial" -lt "$nodes" ] || serial=100%
 play site1 site.yml -e beonet_serial="$serial"; must site1; first=$took
 echo "site.yml first run: $first s ($(per "$first" "$nodes") s per node; load before $before;" \

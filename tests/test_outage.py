@@ -342,6 +342,8 @@ def test_a_bfd_session_went_down_when_it_is_gone_another_or_younger_than_the_tim
     '[{"peer": "10.0.0.2", "id": 1, "status": "up", "uptime": -1}]',
     '[{"peer": ["10.0.0.2"], "id": 1, "status": "up", "uptime": 5}]',
     '[{"peer": "10.0.0.2", "id": 1, "status": "init", "uptime": 5}]', "[" * 100000,
+    '[{"peer": "10.0.0.2", "id": 1, "status": "up", "uptime": NaN}]',
+    '[{"peer": "10.0.0.2", "id": 1, "status": "up", "uptime": "1e999"}]',
 ])
 def test_bfd_sessions_not_as_frr_prints_them_are_no_sessions(said):
     assert frrstate.sessions_up(said) == {}
@@ -394,3 +396,12 @@ def test_a_bfd_session_on_the_failed_switch_or_cable_is_the_failure_s_not_a_drop
     assert outage.bfd_dropped(plan, "cable", "node-0-0:%s" % a["name"], before, after, 5.0) == drops
     # a cable of another node on the same segment does not take node-0-0's session down
     assert len(outage.bfd_dropped(plan, "cable", "%s:%s" % (far, "nosuch"), before, after, 5.0)) == 2
+
+
+def test_a_bfd_peer_named_oddly_is_reported_as_given_not_interpreted():
+    plan, _paths = _mesh()
+    odd = "../10.0.0.9/x\ny"
+    said = json.dumps([{"peer": odd, "id": 3, "status": "up", "uptime": 1e300}])
+    before = {"node-0-0": frrstate.sessions_up(said)}
+    assert before["node-0-0"] == {odd: (3, 1e300)}
+    assert outage.bfd_dropped(plan, "node", "node-1-1", before, {}, 2.0) == ["node-0-0>%s on ?" % odd]
