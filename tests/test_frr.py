@@ -52,15 +52,32 @@ def test_frr_conf_golden(family, params, node):
     golden(GOLDEN / "daemons", files[frr.FRR_DAEMONS])
 
 
-def test_p2p_nics_are_point_to_point_lans_broadcast():
+def test_p2p_nics_are_point_to_point_lans_point_to_multipoint():
     c = compiled("metagraph", {"groups": 4, "nodes_per_group": 3, "p2p_per_node": 1})
     plan = render.plan(c)
     name, n = next((k, v) for k, v in plan["nodes"].items() if any("peer" in i for i in v["interfaces"]))
     conf = frr.frr_conf(n, n["routing"])
     blocks = conf.split("interface ")[2:]
-    p2p = [b for b in blocks if "point-to-point" in b]
+    p2p = [b for b in blocks if "network point-to-point" in b]
+    lans = [b for b in blocks if "network point-to-multipoint" in b]
     assert len(p2p) == sum(1 for i in n["interfaces"] if "peer" in i) >= 1
+    assert len(lans) == sum(1 for i in n["interfaces"] if "peer" not in i) >= 1
     assert len(blocks) == len(frr.ospf_nics(n)) and "ospf router-id 10.254." in conf
+
+
+def test_routes_to_a_lans_members_leave_from_the_nodes_address_on_it():
+    # the clause for each LAN comes before the loopback's: BFD's sessions with the LAN's
+    # members keep the LAN's addresses at both ends
+    n = render.plan(compiled("mesh", {"dims": [3, 3]}))["nodes"]["node-1-1"]
+    lans = [i for i in n["interfaces"] if i["addresses"]]
+    conf = frr.frr_conf(n, n["routing"])
+    clauses = conf.split("route-map beonet-src permit ")[1:]
+    assert [c.split("\n")[0] for c in clauses] == ["1", "2", "10"]
+    for k, iface in enumerate(lans):
+        address = ipaddress.ip_interface(iface["addresses"][0])
+        assert "ip prefix-list beonet-src-lan%d seq 5 permit %s le 32" % (k + 1, address.network) in conf
+        assert " set src %s\n" % address.ip in clauses[k]
+    assert " set src %s\n" % n["address"] in clauses[2] and "match" not in clauses[2]
 
 
 def test_bond_members_are_not_in_ospf():
@@ -168,15 +185,18 @@ def test_frr_plan_installs_no_route_and_names_nodes_by_loopback():
     plan = render.plan(c)
     assert all(n["routes"] == [] for n in plan["nodes"].values())
     assert [n["address"] for n in plan["nodes"].values()] == ["10.254.0.%d" % k for k in range(1, 10)]
-    # the compiler still holds what OSPF will install: a route to every segment the node is
-    # not on and to every other loopback, each over all equal next hops
+    # the compiler still holds what OSPF will install: a /32 to every other loopback and to
+    # every address another node holds on a LAN (point-to-multipoint), each over all equal
+    # next hops; the routes to the members of the node's own LANs leave from its address there
     x = c.graph.by_name["node-0-0"]
-    loops = [r for r in x.routes if r.plen == 32]
-    assert len(loops) == 8
+    loops = [r for r in x.routes if r.net in {n.loopback for n in c.graph.nodes}]
+    assert len(loops) == 8 and len(x.routes) == 8 + 8 * 2
     diagonal = next(r for r in loops if r.net == c.graph.by_name["node-1-1"].loopback)
     assert len(diagonal.nexthops()) == 2
-    assert all(r.src == x.loopback for r in x.routes)
-    assert len(x.routes) - 8 == len(c.graph.routed_segments()) - len(x.interfaces)
+    mine = {(i.addresses[0] >> 8): i.addresses[0] for i in x.interfaces}
+    assert all(r.src == (mine.get(r.net >> 8) or x.loopback) for r in x.routes)
+    assert sum(r.src != x.loopback for r in x.routes) == 2 * 2        # 2 LANs of 3 nodes
+    assert all(r.plen == 32 for r in x.routes)
 
 
 def test_frr_forwarding_on_every_node_a_failure_may_make_a_transit():
@@ -274,7 +294,7 @@ def test_running_reads_the_daemons_names(tmp_path):
 def test_the_plan_carries_what_ospf_installs_for_the_live_proof():
     plan = render.plan(compiled("mesh", {"dims": [2, 2]}))
     n = plan["nodes"]["node-0-0"]
-    assert n["routes"] == [] and len(n["learned"]) == 3 + 2      # 3 loopbacks, 2 far segments
+    assert n["routes"] == [] and len(n["learned"]) == 3 + 3 * 2   # 3 loopbacks, 3 nodes x 2 LAN addresses
     assert nodeplan.plan_problems("node-0-0", n) == []
     bad = dict(n, learned=[{"to": "10.254.0.2/32", "via": "nope", "dev": "eth1", "src": "10.254.0.1"}])
     assert any("learned[0]" in p for p in nodeplan.plan_problems("node-0-0", bad))

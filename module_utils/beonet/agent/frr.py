@@ -12,7 +12,13 @@ names, like the network backends' files). The protocol is OSPFv2 in one area:
   same cost, so each pair's routes are the topology's shortest paths in hops,
   and FRR installs every equal one (ECMP, ``maximum-paths``) as the kernel's
   multipath routes do; a point-to-point segment uses OSPF's point-to-point
-  network type (no designated router, adjacent at once), a LAN broadcast;
+  network type, a LAN point-to-multipoint: every member adjacent with every
+  other and no designated router, so the death of any member costs the same
+  (with a designated router, its death made the LAN elect another and its
+  members originate their LSAs again: up to 2.6 s where any other member's took
+  0.7); each member advertises its own address on the LAN (a /32), and the
+  routes to the members of a node's own LANs leave from its address there, as
+  the LAN's connected route would (BFD's sessions need it);
 * BFD runs on every adjacency with the topology's timers (``bfd``); OSPF drops
   a neighbour as soon as BFD does, so a dead node or a cut cable costs
   interval x multiplier plus an SPF run, not OSPF's dead interval;
@@ -20,13 +26,14 @@ names, like the network backends' files). The protocol is OSPFv2 in one area:
 
 Why OSPF and not IS-IS or OpenFabric: it is the IGP every Linux admin has met,
 FRR's most used, numbered links are what beonet already gives every segment,
-and its LAN mode (designated router) suits the papers' switched segments;
+and its point-to-multipoint mode runs on the papers' switched segments as they are;
 OpenFabric is built for leaf-spine fabrics and IS-IS needs NETs the topology
 does not have.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from .nodeplan import Interface, NodePlan, Routing
@@ -38,7 +45,7 @@ FILES = (FRR_CONF, FRR_DAEMONS)
 OSPF_COST = 10                     # the same on every NIC: hops decide
 MAX_PATHS = 64                     # FRR's upper bound; the kernel takes as many
 # BFD finds a dead neighbour; OSPF's own timers only decide how soon adjacencies form
-# (a LAN waits a dead interval before electing its designated router: 4 s, not 40)
+# and are the backstop where BFD is not up (4 s, not 40)
 HELLO_S, DEAD_S = 1, 4
 # a database packet or an LSA without an answer is sent again after this, not FRR's 5 s:
 # an adjacency forming again (after BFD dropped a neighbour that was in fact alive: a
@@ -49,6 +56,7 @@ RETRANSMIT_S = 2
 LSA_INTERVAL_MS, LSA_ARRIVAL_MS = 50, 20
 BFD_PROFILE = "beonet"
 SOURCE_MAP = "beonet-src"         # learned routes leave from the loopback
+LOOPBACK_CLAUSE = 10              # its clause's number (the LANs' clauses come first: 1, 2, ...)
 HEADER = "! beonet: written from the cluster plan; changes here are replaced\n"
 DAEMONS_HEADER = "# beonet: written from the cluster plan; changes here are replaced\n"
 FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does not run
@@ -74,11 +82,36 @@ def _interface(iface: Interface) -> list[str]:
              " ip ospf hello-interval %d" % HELLO_S,
              " ip ospf dead-interval %d" % DEAD_S,
              " ip ospf retransmit-interval %d" % RETRANSMIT_S]
-            + ([" ip ospf network point-to-point"] if p2p else [])
+            + [" ip ospf network %s" % ("point-to-point" if p2p else "point-to-multipoint")]
             + [" ip ospf bfd",
                " ip ospf bfd profile %s" % BFD_PROFILE,
                "exit",
                "!"])
+
+
+def _sources(n: NodePlan, router_id: str) -> list[str]:
+    """The route map that gives OSPF's routes their source address: a route to a
+    member of one of the node's LANs leaves from the node's own address on that LAN
+    (as the LAN's connected route would: BFD's sessions and the LAN's own traffic
+    keep the LAN's addresses at both ends), every other route from the loopback
+    (clause LOOPBACK_CLAUSE, after them: the same number whatever the LANs, so a
+    reload that adds or drops a LAN's clause leaves that one as it is)."""
+    lines = []
+    lans = [i for i in ospf_nics(n) if "peer" not in i]
+    for k, iface in enumerate(lans, 1):
+        address = iface["addresses"][0]
+        network = ipaddress.ip_interface(address).network
+        lines += ["ip prefix-list %s-lan%d seq 5 permit %s le 32" % (SOURCE_MAP, k, network),
+                  "!",
+                  "route-map %s permit %d" % (SOURCE_MAP, k),
+                  " match ip address prefix-list %s-lan%d" % (SOURCE_MAP, k),
+                  " set src %s" % address.split("/")[0],
+                  "exit",
+                  "!"]
+    return lines + ["route-map %s permit %d" % (SOURCE_MAP, max(LOOPBACK_CLAUSE, len(lans) + 1)),
+                    " set src %s" % router_id,
+                    "exit",
+                    "!"]
 
 
 def frr_conf(n: NodePlan, frr: Routing) -> str:
@@ -98,11 +131,8 @@ def frr_conf(n: NodePlan, frr: Routing) -> str:
              "!"]
     for iface in ospf_nics(n):
         lines += _interface(iface)
-    lines += ["route-map %s permit 10" % SOURCE_MAP,
-              " set src %s" % router_id,
-              "exit",
-              "!",
-              "ip protocol ospf route-map %s" % SOURCE_MAP,
+    lines += _sources(n, router_id)
+    lines += ["ip protocol ospf route-map %s" % SOURCE_MAP,
               "!",
               "router ospf",
               " ospf router-id %s" % router_id,

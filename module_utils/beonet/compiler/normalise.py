@@ -423,25 +423,31 @@ def _metagraph_weights(L: int, ports: int) -> tuple[dict[tuple[int, int], int], 
 
 
 # Routes OSPF installs that a compile holds for the proof with routing.engine frr: every
-# node a route to each segment it is not on and a /32 to every other node's loopback,
-# nodes x (segments + nodes) in all. 3,000,000 is about 2 GB and a minute of a compile
-# (the 1,024-node meta-graph L=32 P=32 C=1: 1.6 million, 1.1 GB, 20 s on a 2-core
-# machine); the 8,256-node one would hold 68 million (measured: 6 GB after 7 minutes).
+# node a route to each point-to-point segment it is not on, a /32 to every other node's
+# loopback and one to every other node's address on a LAN (OSPF point-to-multipoint);
+# 3,000,000 is about 2 GB and a minute of a compile.
 FRR_MAX_ROUTES = 3_000_000
+
+
+def frr_routes(graph: Graph) -> int:
+    """How many routes the plan holds with routing.engine frr (route.ospf)."""
+    n = len(graph.nodes)
+    p2p = [seg for seg in graph.segments if seg.routed and seg.kind == "p2p"]
+    on_lans = sum(len(seg.members) for seg in graph.segments if seg.routed and seg.kind != "p2p")
+    return n * len(p2p) - 2 * len(p2p) + (n + on_lans) * (n - 1)
 
 
 def check_frr_size(graph: Graph, problems: Problems) -> None:
     """With routing.engine frr, refuse a cluster whose learned routes would not fit."""
     if graph.engine != "frr":
         return
-    n, attached = len(graph.nodes), sum(len(seg.members) for seg in graph.segments)
-    routes = n * len(graph.segments) - attached + n * (n - 1)
+    routes = frr_routes(graph)
     if routes > FRR_MAX_ROUTES:
-        problems.add("routing.engine", "frr: %s nodes on %s segments: the plan would hold %s routes "
-                     "(a route to each segment and a /32 to every other node, on every node), more "
-                     "than the %s beonet routes and proves for FRR (about 2 GB); route a cluster "
-                     "this large with engine static"
-                     % tuple(format(v, ",") for v in (n, len(graph.segments), routes, FRR_MAX_ROUTES)))
+        problems.add("routing.engine", "frr: %s nodes: the plan would hold %s routes (a /32 to every "
+                     "other node and to every address another node holds on a LAN, a route to each "
+                     "point-to-point segment, on every node), more than the %s beonet routes and "
+                     "proves for FRR (about 2 GB); route a cluster this large with engine static"
+                     % tuple(format(v, ",") for v in (len(graph.nodes), routes, FRR_MAX_ROUTES)))
 
 
 def normalise(source: Source) -> tuple[Graph | None, Problems]:

@@ -568,25 +568,34 @@ def ospf(graph: Graph) -> None:
     """routing.engine frr: the routes OSPF will install, for the proof and the
     expected paths (beonet installs none of them). Every NIC costs the same, so
     OSPF's shortest paths are the shortest in IP hops, and FRR installs every
-    equal next hop: each node gets a route to every segment it is not on and a
-    /32 to every other node's loopback, over all the neighbours one hop nearer.
-    Forwarding is on at every node on two segments or more: a failure may
-    make any of them a transit node."""
+    equal next hop, over all the neighbours one hop nearer: each node gets a
+    route to every point-to-point segment it is not on, a /32 to every other
+    node's loopback and a /32 to every address another node holds on a LAN (a
+    LAN runs OSPF point-to-multipoint: each member advertises its own address
+    on it, not the LAN's prefix). Forwarding is on at every node on two
+    segments or more: a failure may make any of them a transit node."""
     links = graph.links()
     on = _iface_on(graph)
     for k, seg in enumerate(links.segments):
-        _learned(graph, links, on, links.towards(links.members[k]), seg.net, seg.plen)
+        if seg.kind == "p2p":
+            _learned(graph, links, on, links.towards(links.members[k]), (seg.net, seg.plen), None)
     for d in graph.nodes:
-        _learned(graph, links, on, links.towards([d.index]), d.address, 32)
+        bfs = links.towards([d.index])
+        _learned(graph, links, on, bfs, (d.address, 32), None)
+        for k in links.of_node[d.index]:
+            if links.segments[k].kind != "p2p":
+                _learned(graph, links, on, bfs, (on[d.index, links.segments[k].name].addresses[0], 32), k)
     for x in graph.nodes:
         x.forwarding = len(links.of_node[x.index]) > 1
     _finish(graph)
 
 
 def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], bfs: Reach,
-             net: int, plen: int) -> None:
-    """Every node's route to net/plen over each neighbour one hop nearer the
-    BFS's sources (the nodes that hold net), the gateways in address order."""
+             to: tuple[int, int], lan: int | None) -> None:
+    """Every node's route to ``to`` (net, plen) over each neighbour one hop nearer
+    the BFS's sources (the nodes that hold it), the gateways in address order;
+    ``lan``: the LAN segment the address is on, whose members send from their own
+    address on it (FRR's route map: BFD and the LAN's traffic keep the LAN's source)."""
     dist, near, names = bfs.dist, bfs.near, [s.name for s in links.segments]
     for x in graph.nodes:
         dx = dist[x.index]
@@ -596,7 +605,9 @@ def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], b
                       for k in links.of_node[x.index] if near[k] == dx - 1
                       for b in links.nearest(k, bfs))
         (via, dev), rest = hops[0], hops[1:]
-        x.routes.append(Route(net, plen, via, dev, x.address, tuple(h[0] for h in rest),
+        src = x.address if lan is None or lan not in links.of_node[x.index] else \
+            on[x.index, names[lan]].addresses[0]
+        x.routes.append(Route(to[0], to[1], via, dev, src, tuple(h[0] for h in rest),
                               tuple(h[1] for h in rest)))
 
 

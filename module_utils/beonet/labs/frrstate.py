@@ -18,7 +18,7 @@ SPLIT = "=== ospf"
 STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
          "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
 BFD = ("vtysh", "-c", "show bfd peers json")
-SETTLED = ("Full", "2-Way")     # an adjacency (Full) or a LAN's DROther pair (2-Way)
+SETTLED = ("Full",)     # every neighbour is adjacent: point-to-point, and point-to-multipoint on LANs
 
 # peer address -> (the session's local discriminator, seconds it has been up)
 Sessions = dict[str, tuple[int, float]]
@@ -63,8 +63,8 @@ def went_down(before: Sessions, after: Sessions, between: float) -> list[str]:
 
 def ospf_settled(text: str) -> tuple[int, list[str]]:
     """(neighbours in a settled state, the NICs still forming an adjacency): a NIC is
-    settled when none of its neighbours is between states and one of them is Full
-    (a point-to-point peer, or a LAN's designated routers once elected)."""
+    settled when every one of its neighbours is Full (beonet's OSPF has no designated
+    router: each LAN member is adjacent with every other)."""
     found = loads(text)
     nbrs = found.get("neighbors", {}) if isinstance(found, dict) else {}
     settled, full, seen, forming = 0, set(), set(), set()

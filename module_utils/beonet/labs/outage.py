@@ -9,9 +9,8 @@ probed every 100 ms while it happens, then every pair once.
    are not counted;
 2. the lab must have settled first: every ordered pair of live nodes is asked once,
    again every second until all answer and, with FRR, every node has a BFD session up
-   and an OSPF neighbour settled (Full, or 2-Way between a LAN's other routers) to
-   each neighbour, with no adjacency still forming (at most SETTLE seconds, else the
-   outage is refused): an earlier failure just undone is still being repaired
+   and an OSPF adjacency (Full) with each neighbour, none still forming (at most
+   SETTLE seconds, else the outage is refused): an earlier failure just undone is still being repaired
    (adjacencies and BFD sessions forming again; OSPF drops a neighbour on BFD's word
    only once its session was up), and a failure made then is measured with the
    repair's delay in it;
