@@ -18,7 +18,7 @@ SPLIT = "=== ospf"
 STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
          "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
 BFD = ("vtysh", "-c", "show bfd peers json")
-SETTLED = ("Full",)     # every neighbour is adjacent: point-to-point, and point-to-multipoint on LANs
+SETTLED = "Full"     # every neighbour is adjacent: point-to-point, and point-to-multipoint on LANs
 
 # peer address -> (the session's local discriminator, seconds it has been up)
 Sessions = dict[str, tuple[int, float]]
@@ -67,16 +67,13 @@ def ospf_settled(text: str) -> tuple[int, list[str]]:
     router: each LAN member is adjacent with every other)."""
     found = loads(text)
     nbrs = found.get("neighbors", {}) if isinstance(found, dict) else {}
-    settled, full, seen, forming = 0, set(), set(), set()
+    settled, forming = 0, set()
     for entries in nbrs.values() if isinstance(nbrs, dict) else []:
         for e in entries if isinstance(entries, list) else []:
             e = e if isinstance(e, dict) else {}
             nic, state = str(e.get("ifaceName", "")).split(":")[0], e.get("converged")
-            seen.add(nic)
-            if state in SETTLED:
+            if state == SETTLED:
                 settled += 1
             else:
                 forming.add(nic)
-            if state == "Full":
-                full.add(nic)
-    return settled, sorted(forming | (seen - full))
+    return settled, sorted(forming)
