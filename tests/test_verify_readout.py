@@ -3,12 +3,14 @@ output (a recorded one from a node of the metanode testbed lab, and variants of 
 read back into the state the agent collects and the result beonet_verify returns."""
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
-from beonet.agent import collect, readout
+from beonet.agent import collect, readout, verify
 from beonet.compiler import pipeline
 from beonet.livestate import proof, state
 from beonet.livestate import readout as controller
@@ -146,8 +148,8 @@ def test_the_command_reads_from_no_terminal_in_the_c_locale_and_traces_eight_at_
         assert " ".join(argv) in cmd
     assert "r links 2 ip -j link show" in cmd and "r nft 1 nft -j list ruleset" in cmd
     assert "sleep 2" in cmd and "head -n %d" % collect.ASK_MAX in cmd
-    assert len(re.findall(r"[;&] t \d+ ", cmd)) == 10 and cmd.count("& wait") == 2
-    assert "t 9 10.0.9.1 4 '10.0.9.1 10.0.9.1' '10.0.9.2 10.0.9.1' & wait" in cmd
+    assert len(re.findall(r"(?:[;&]|then) t \d+ ", cmd)) == 10 and cmd.count("& wait") == 2
+    assert "t 9 10.0.9.1 4 '10.0.9.1 10.0.9.1' '10.0.9.2 10.0.9.1' >\"$d/t9\" & wait" in cmd
     assert "traceroute -n -I -N \"$n\" -q 1 -w \"$w\" -m \"$m\" \"$a\"" in cmd
 
 
@@ -182,3 +184,61 @@ def test_the_proof_names_unreadable_and_dead_nodes_from_the_outputs(live):
         assert result["proven"] == 0 and result["mismatched"] == 0
     else:
         assert "proven" not in result
+
+
+FAKES = {
+    # ip: its arguments as JSON; the route listing is cut short once (ip's warning, status 0)
+    "ip": ('if [ "$*" = "-j -4 -d route show table main" ] && [ ! -e "$FAKE/routes-once" ]; then\n'
+           '  : > "$FAKE/routes-once"; echo "[\\"cut\\"]"\n'
+           '  echo "Dump was interrupted and may be inconsistent." >&2\n'
+           '  exit 0; fi\n'
+           'case "$*" in "-4 neigh show"*) exit 0 ;; esac\n'
+           'echo "[\\"$*\\"]"'),
+    "nft": 'echo "nft: no such table" >&2; exit 1',
+    "grep": 'echo "/proc/sys/net/ipv4/ip_forward:1"',
+    # ping: 10.0.6.1 never answers
+    "ping": 'for a; do :; done; [ "$a" != 10.0.6.1 ]',
+    # traceroute: 10.0.5.1 is reached through 10.0.7.7 (on no allowed list), the rest through 10.0.9.1
+    "traceroute": ('for a; do :; done; echo "$a" >> "$FAKE/traced"\n'
+                   'h=10.0.9.1; [ "$a" = 10.0.5.1 ] && h=10.0.7.7\n'
+                   'printf "traceroute to %s\\n 1  %s  0.1 ms\\n 2  %s  0.2 ms\\n" "$a" "$h" "$a"'),
+}
+
+
+def _run_on_fakes(tmp_path, cmd):
+    """The command run by sh with the node's programs replaced by FAKES (the rest of
+    what it runs is the shell's own or coreutils')."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, body in FAKES.items():
+        (fake / name).write_text("#!/bin/sh\n" + body + "\n")
+        (fake / name).chmod(0o755)
+    cmd = cmd.replace("PATH=/usr/sbin:/usr/bin:/sbin:/bin", "PATH=%s:/usr/bin:/bin" % fake)
+    res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60,
+                         env={"FAKE": str(fake), "PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)})
+    traced = (fake / "traced").read_text().split() if (fake / "traced").exists() else []
+    return res, traced
+
+
+in_a_shell = needs_host("the command as a node's POSIX shell runs it, with fake ip, nft, ping, traceroute",
+                        "sh", "head", "mktemp", "cat", "rm")
+
+
+@in_a_shell
+@pytest.mark.parametrize("count", [1, 10])
+def test_the_command_runs_every_reading_once_a_cut_listing_twice_and_each_trace(tmp_path, count):
+    targets = [("10.0.%d.1" % k, 2, [["10.0.9.1", "10.0.%d.1" % k]]) for k in range(count)]
+    res, traced = _run_on_fakes(tmp_path, readout.read_command(NODE["plan"], targets, settle=2))
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    out = readout.parse_output(res.stdout)
+    assert out.commands["routes"] == (0, '["-j -4 -d route show table main"]\n', "")      # the second try
+    assert out.commands["links"] == (0, '["-j link show"]\n', "")
+    assert out.commands["nft"] == (1, "", "nft: no such table")
+    assert out.files == {"/proc/sys/net/ipv4/ip_forward": "1\n"}
+    assert sorted(out.traces) == list(range(count))
+    for k, (rc, silent, text) in out.traces.items():
+        first = "10.0.7.7" if k == 5 else "10.0.9.1"
+        assert rc == 0 and silent == (k == 6) and verify.parse_traceroute(text) == [first, "10.0.%d.1" % k]
+    # a trace on no allowed list is tried three times (waiting longer), a silent target once
+    assert sorted(traced) == sorted(["10.0.%d.1" % k for k in range(count)] + ["10.0.5.1"] * 2 * (count > 5))
+    assert list(tmp_path.glob("tmp.*")) == []

@@ -10,8 +10,9 @@ does), prints the files the check reads (the forwarding sysctls, the bonds), the
 TSO of the bonds whose plan turns it off, and runs each traceroute (ping first;
 one whose target answered and whose hops are on no allowed hop list is traced
 twice more, waiting longer, as the module did). Every section starts with a line
-``@@beonet@@ KIND KEY RC``. ``parse_output`` splits the text into sections;
-``state_of_output`` makes the state ``collect.collect`` makes (through the same
+``@@beonet@@ KIND KEY RC`` (a command's status is on its ``err`` line, after its
+output; of a command tried twice the second try stands). ``parse_output`` splits
+the text into sections; ``state_of_output`` makes the state ``collect.collect`` makes (through the same
 function, fed the printed output); ``node_result`` the result beonet_verify
 returns for the node (traces, forwarding, bonds, routes).
 """
@@ -34,18 +35,23 @@ FILES = ("/proc/sys/net/ipv4/conf/*/forwarding /proc/sys/net/ipv4/conf/*/ignore_
 PARALLEL = 8                    # traceroutes at once
 TSO = "tcp-segmentation-offload:"
 
-# r KEY TRIES ARGV...: run ARGV (again while it fails, up to TRIES times), print its
-# stdout and stderr as a section. t N ADDR MAX ALLOWED...: ping, then trace (see above).
-_FUNCTIONS = r"""M=%(mark)s; d=$(mktemp -d) || exit 1
-r() { k=$1 n=$2; shift 2; while :; do "$@" >"$d/o" 2>"$d/e"; c=$?; n=$((n - 1))
-if { [ $c = 0 ] && ! grep -q "%(interrupted)s" "$d/e"; } || [ $n -le 0 ]; then break; fi; done
-echo "$M out $k $c"; cat "$d/o"; echo; echo "$M err $k $c"; cat "$d/e"; echo; }
+# r KEY TRIES ARGV...: run ARGV (again while it fails, up to TRIES times), each try a
+# section: its stdout as it comes, then its status and stderr (the last try's stand).
+# t N ADDR MAX ALLOWED...: ping, then trace (see above). A process costs a millisecond
+# or more on a loaded node, so the shell does what it can itself (no grep, cat, awk or
+# temporary file but for traces run side by side).
+_FUNCTIONS = r"""M=%(mark)s
+r() { k=$1 n=$2; shift 2; while :; do echo "$M out $k -"; { e=$("$@" 2>&1 >&3); } 3>&1; c=$?
+echo; printf '%%s\n%%s\n' "$M err $k $c" "$e"; n=$((n - 1)); [ $n -le 0 ] && break
+case $c$e in 0*"%(interrupted)s"*) ;; 0*) break ;; esac; done; }
 t() { k=$1 a=$2 m=$3; shift 3; s=0 n=1
 if command -v ping >/dev/null && ! ping -n -q -c 1 -W 1 "$a" >/dev/null 2>&1; then s=1 n=$m; fi
-for w in 1 3 3; do o=$(%(trace)s 2>&1); c=$?; [ $s = 1 ] && break
-h=$(printf '%%s\n' "$o" | awk '$1 ~ /^[0-9]+$/ {printf "%%s%%s", p, $2; p=" "}')
+for w in 1 3 3; do o=$(%(trace)s 2>&1); c=$?; [ $s = 1 ] && break; h= p=
+while read -r i x _; do case $i in ""|*[!0-9]*) continue ;; esac; h=$h$p$x p=" "; done <<EOF
+$o
+EOF
 for x in "$@"; do [ "$h" = "$x" ] && break 2; done; done
-{ echo "$M trace $k $c $s"; printf '%%s\n' "$o"; } >"$d/t$k"; }"""
+printf '%%s\n%%s\n' "$M trace $k $c $s" "$o"; }"""
 
 
 def _functions() -> str:
@@ -56,14 +62,26 @@ def _functions() -> str:
 def _neighbours(settle: float) -> list[str]:
     """Ask the unanswered neighbours once more, then read the table again (collect.collect)."""
     argv = " ".join(dict(collect.COMMANDS)["neigh"])
-    ask = ("ip -4 neigh show nud failed nud incomplete | head -n %d | "
-           "{ while read -r a _ n _; do ping -n -q -c 1 -W %d -I \"$n\" \"$a\" >/dev/null 2>&1 & done; "
-           "wait; }"
+    ask = ("printf '%%s\\n' \"$f\" | head -n %d | { while read -r a _ n _; do "
+           "ping -n -q -c 1 -W %d -I \"$n\" \"$a\" >/dev/null 2>&1 & done; wait; }"
            % (collect.ASK_MAX, collect.ASK_WAIT))
-    out = ["if ip -4 neigh show nud failed nud incomplete | grep -q .; then %s; fi" % ask]
     if settle > 0:
-        out.append("if ip -4 neigh show nud incomplete | grep -q .; then sleep %g; fi" % settle)
-    return out + ["r neigh 1 %s" % argv]
+        ask += "; if [ -n \"$(ip -4 neigh show nud incomplete)\" ]; then sleep %g; fi" % settle
+    return ["f=$(ip -4 neigh show nud failed nud incomplete)", "if [ -n \"$f\" ]; then %s; fi" % ask,
+            "r neigh 1 %s" % argv]
+
+
+def _traces(targets: list[tuple[str, int, list[list[str]]]]) -> list[str]:
+    """One trace runs in the foreground; more PARALLEL at a time, each into its own file
+    ("a & b & wait": a ";" may not follow "&"), printed once all are done."""
+    jobs = ["t %d %s %d %s" % (k, shlex.quote(addr), hops_max,
+                               " ".join(shlex.quote(" ".join(b)) for b in allowed))
+            for k, (addr, hops_max, allowed) in enumerate(targets)]
+    if len(jobs) <= 1:
+        return jobs
+    files = ["%s >\"$d/t%d\" &" % (job, k) for k, job in enumerate(jobs)]
+    runs = [" ".join(files[k:k + PARALLEL]) + " wait" for k in range(0, len(files), PARALLEL)]
+    return ["if d=$(mktemp -d); then %s; cat \"$d\"/t* 2>/dev/null; rm -rf \"$d\"; fi" % "; ".join(runs)]
 
 
 def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], settle: float = 3.0) -> str:
@@ -76,14 +94,7 @@ def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], s
     parts.append("echo \"$M files - 0\"; grep -H '' %s 2>/dev/null" % FILES)
     for bond in tso_off_bonds(n):
         parts.append("r tso:%s 1 ethtool -k %s" % (bond, bond))
-    jobs: list[str] = []
-    for addr, hops_max, allowed in targets:
-        lines = " ".join(shlex.quote(" ".join(b)) for b in allowed)
-        jobs.append("t %d %s %d %s &" % (len(jobs), shlex.quote(addr), hops_max, lines))
-    # PARALLEL at a time ("a & b & wait": a ";" may not follow "&")
-    parts += [" ".join(jobs[k:k + PARALLEL]) + " wait" for k in range(0, len(jobs), PARALLEL)]
-    parts += ["cat \"$d\"/t* 2>/dev/null", "rm -rf \"$d\""]
-    return shell(parts)
+    return shell(parts + _traces(targets))
 
 
 @dataclass
@@ -118,7 +129,7 @@ def _section(out: Output, head: list[str], body: list[str]) -> None:
     if kind == "out":
         out.commands[key] = (code, text, "")
     elif kind == "err" and key in out.commands:
-        out.commands[key] = (out.commands[key][0], out.commands[key][1], text)
+        out.commands[key] = (code, out.commands[key][1], text)
     elif kind == "files":
         for line in body:
             path, sep, value = line.partition(":")
