@@ -74,3 +74,33 @@ def test_the_slurm_role_refuses_a_wrong_setting_before_installing_anything(tmp_p
     out = res.stdout + res.stderr
     assert res.returncode != 0 and message in out, out
     assert "Install Slurm" not in out, out
+
+
+PLAN_PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The plan role as the playbooks import it
+      ansible.builtin.import_role:
+        name: beonet_plan
+        rolespec_validate: false
+      vars:
+        beonet_plan_topology: {topology}
+        beonet_plan_group: all
+        {var}: {value}
+"""
+
+
+@pytest.mark.parametrize("var,value", [("beonet_plan_verify_max_targets", "many"),
+                                       ("beonet_plan_verify", "sometimes"), ("beonet_plan_paths", "perhaps")])
+def test_the_plan_role_checks_its_arguments_once_before_the_compile(tmp_path, var, value):
+    """The playbooks leave out Ansible's check on every host; the role's first task
+    checks the same spec once, and a wrong value stops it before the compile."""
+    play = PLAN_PLAY.format(topology=ROOT / "topologies/routed-mesh.yml", var=var, value=value)
+    (tmp_path / "play.yml").write_text(play)
+    res = local_play(tmp_path / "play.yml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and var in out, out
+    tasks = [line.split(" : ", 1)[1] for line in out.splitlines() if line.startswith("TASK [beonet_plan : ")]
+    assert len(tasks) == 1 and tasks[0].startswith("Check the arguments against meta/argument_specs.yml, once"), out
+    assert "Validating arguments against arg spec" not in out, out
