@@ -1,35 +1,42 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""beonet_discover's collect without Python on the node.
+"""beonet_discover's background start and collect without the module.
 
-With collect (and only node and run besides), the plugin runs agent/discover.py's
-collect_command on the node as one shell command (as ``raw`` does): it marks the
-background listener to stop, waits for its report, prints it and removes the run's
-files, exactly as the module's collect does; the controller reads the report back
-(parse_collected) with the same errors. No module to package and start on every node:
-on a 128-node lab that halves what the collect costs. Anything else (starting a
-listener, a window in one task, beonet's Python package not importable here) runs the
+With background, the plugin checks the arguments as the module does and runs
+agent/discover_task.py's start_command on the node: one ``python3 -I -S`` process
+carrying the discovery code starts the listener (discover.start_background) and
+prints its pid; no module is packaged, copied and started, and the listener left
+running is that small process. With collect (and only node and run besides), it
+runs agent/discover.py's collect_command as one shell command (as ``raw`` does): it
+marks the background listener to stop, waits for its report, prints it and removes
+the run's files, exactly as the module's collect does. Either way the controller
+reads the output back into the module's result, with the module's errors. Anything
+else (a window in one task, beonet's Python package not importable here) runs the
 module as any module would.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 try:
-    from ansible.module_utils.beonet.agent import discover
+    from ansible.module_utils.beonet import controller
+    from ansible.module_utils.beonet.agent import discover, discover_task
 except ImportError:
     try:  # the repository's module_utils, installed into the controller's Python by make setup
-        from beonet.agent import discover  # type: ignore[no-redef]
+        from beonet import controller  # type: ignore[no-redef]
+        from beonet.agent import discover, discover_task  # type: ignore[no-redef]
     except ImportError:
-        discover = None  # type: ignore[assignment]
+        controller = discover = discover_task = None  # type: ignore[assignment]
 
 COLLECT_ARGS = {"node", "run", "collect"}
 
 
 class ActionModule(ActionBase):
-    """collect by one shell command; the module for everything else."""
+    """Start and collect by one command each; the module for everything else."""
 
     _supports_check_mode = True
     _supports_async = False
@@ -37,10 +44,16 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self._task.args
-        plain = not set(args) - COLLECT_ARGS and boolean(args.get("collect", False), strict=False)
-        if discover is None or not plain:
+        collect = not set(args) - COLLECT_ARGS and boolean(args.get("collect", False), strict=False)
+        start = boolean(args.get("background", False), strict=False)
+        if discover is None or not (collect or start):
             result.update(self._execute_module(module_name=self._task.action, task_vars=task_vars))
             self._remove_tmp_path(self._connection._shell.tmpdir)      # as the normal action does
+            return result
+        if start:
+            result.update(controller.run(self._task.action, discover_task.ARGUMENT_SPEC,
+                                         lambda p, _check, _diff: self._start(p, task_vars or {}),
+                                         args, bool(self._task.check_mode), bool(self._task.diff)))
             return result
         node, run = str(args.get("node", "")), str(args.get("run", ""))
         try:
@@ -55,3 +68,21 @@ class ActionModule(ActionBase):
             return result
         result.update(changed=False, discovery=got["discovery"], ended=got["ended"], listened=got["listened"])
         return result
+
+    def _python(self, task_vars: dict[str, Any]) -> str:
+        """The node's Python as the inventory names it (python3 when it leaves it to Ansible)."""
+        named = task_vars.get("ansible_python_interpreter")
+        named = self._templar.template(named) if isinstance(named, str) else None
+        return named if isinstance(named, str) and named and not named.startswith("auto") else "python3"
+
+    def _start(self, p: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        problem = discover_task.params_problem(p)
+        try:
+            if problem:
+                raise discover.DiscoveryError(problem)
+            done = self._low_level_execute_command(discover_task.start_command(p, self._python(task_vars)),
+                                                   sudoable=True)
+            return discover_task.parse_started(p["node"], p["run"], done.get("rc", 1), done.get("stdout", ""),
+                                               done.get("stderr", ""))
+        except (discover.DiscoveryError, AnsibleError, OSError) as exc:
+            raise controller.TaskFailed(str(exc)) from exc

@@ -152,29 +152,16 @@ listened:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.beonet.agent import discover, names
-
-ARGUMENT_SPEC = {
-    "node": {"type": "str", "required": True},
-    "run": {"type": "str", "default": ""},
-    "window": {"type": "float", "default": 10.0},
-    "management": {"type": "list", "elements": "str", "default": []},
-    "include_virtual": {"type": "bool", "default": False},
-    "exclude": {"type": "list", "elements": "str", "default": []},
-    "probe_only": {"type": "bool", "default": False},
-    "background": {"type": "bool", "default": False},
-    "collect": {"type": "bool", "default": False},
-}
+from ansible.module_utils.beonet.agent import discover
+from ansible.module_utils.beonet.agent.discover_task import ARGUMENT_SPEC, params_problem
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    problem = names.node_name_problem(p["node"])
-    if problem:   # the name goes into every beacon, and from there into the discovery file
-        module.fail_json(msg="node: %s" % names.escaped(problem), changed=False)
-    if p["background"] and p["collect"]:
-        module.fail_json(msg="background and collect are mutually exclusive", changed=False)
+    problem = params_problem(p)
+    if problem:
+        module.fail_json(msg=problem, changed=False)
     try:
         if p["background"]:
             started = discover.start_background(p["node"], p["run"], p["window"], p["management"],

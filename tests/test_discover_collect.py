@@ -1,7 +1,8 @@
 """A background discovery collected without Python on the node: agent/discover.py's
 collect_command does collect_background's work as one shell command, parse_collected
 reads its output back with collect_background's result and errors, and the
-beonet_discover action plugin runs it for a collect (the module for anything else)."""
+beonet_discover action plugin runs it for a collect (the module for anything but a
+collect or a background start: tests/test_discover_start.py)."""
 
 import importlib.util
 import json
@@ -92,7 +93,8 @@ def _plugin(monkeypatch, args, done):
     spec.loader.exec_module(plugin)
     action = plugin.ActionModule.__new__(plugin.ActionModule)
     monkeypatch.setattr(plugin.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
-    action._task = type("Task", (), {"args": args, "action": "beonet_discover"})()
+    action._task = type("Task", (), {"args": args, "action": "beonet_discover", "check_mode": False,
+                                     "diff": False})()
     ran, commands = [], []
     action._execute_module = lambda module_name, task_vars: ran.append(module_name) or {"from": "module"}
     action._low_level_execute_command = lambda cmd, sudoable=True: commands.append(cmd) or done
@@ -122,11 +124,10 @@ def test_the_plugins_collect_fails_naming_the_node(monkeypatch, args, done, mess
     assert re.search(message, result["msg"])
 
 
-@pytest.mark.parametrize("args", [{"node": "A", "run": "r1", "background": True, "window": 300.0},
-                                  {"node": "A", "run": "r1", "window": 10.0},
+@pytest.mark.parametrize("args", [{"node": "A", "run": "r1", "window": 10.0},
                                   {"node": "A", "run": "r1", "collect": True, "stray": 1},
                                   {"node": "A", "run": "r1", "collect": False}])
-def test_anything_but_a_plain_collect_runs_the_module(monkeypatch, args):
+def test_anything_but_a_plain_collect_or_a_start_runs_the_module(monkeypatch, args):
     action, ran, commands = _plugin(monkeypatch, args, {})
     assert action.run(task_vars={}) == {"from": "module"} and commands == []
     assert ran == ["beonet_discover", "removed None"]

@@ -102,5 +102,6 @@ def test_the_plan_role_checks_its_arguments_once_before_the_compile(tmp_path, va
     out = res.stdout + res.stderr
     assert res.returncode != 0 and var in out, out
     tasks = [line.split(" : ", 1)[1] for line in out.splitlines() if line.startswith("TASK [beonet_plan : ")]
-    assert len(tasks) == 1 and tasks[0].startswith("Check the arguments against meta/argument_specs.yml, once"), out
+    assert len(tasks) == 1, out
+    assert tasks[0].startswith("Check the arguments against meta/argument_specs.yml, once"), out
     assert "Validating arguments against arg spec" not in out, out

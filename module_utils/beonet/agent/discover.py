@@ -598,6 +598,15 @@ def run_paths(node: str, run: str, folder: str = RUN_DIR) -> dict[str, str]:
     return {k: os.path.join(folder, "%s-%s.%s" % (run, node, k)) for k in ("pid", "stop", "report")}
 
 
+def start_paths(node: str, run: str, cap: float, folder: str = RUN_DIR) -> dict[str, str]:
+    """run_paths, once the cap of a background run is checked too (DiscoveryError)."""
+    paths = run_paths(node, run, folder)
+    problem = check_window(cap)
+    if problem:
+        raise DiscoveryError("%s: %s" % (node, problem))
+    return paths
+
+
 def _remove(paths: dict[str, str]) -> None:
     for path in paths.values():
         with contextlib.suppress(FileNotFoundError):
@@ -726,10 +735,7 @@ def start_background(node: str, run: str, cap: float, management: Iterable[str] 
     once every listener of the node still running has stopped (supersede); return at
     once {"pid": its pid, "superseded": [the runs told to stop]}. It listens until
     collect_background marks it to stop, or for cap seconds at most."""
-    paths = run_paths(node, run, folder)
-    problem = check_window(cap)
-    if problem:
-        raise DiscoveryError("%s: %s" % (node, problem))
+    paths = start_paths(node, run, cap, folder)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     superseded = supersede(node, run, folder, wait)
     _remove(paths)
