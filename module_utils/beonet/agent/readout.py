@@ -91,7 +91,7 @@ def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], s
         if key != "neigh":
             parts.append("r %s %d %s" % (key, 2 if key in collect.NEEDED else 1, " ".join(argv)))
     parts += _neighbours(settle)
-    parts.append("echo \"$M files - 0\"; grep -H '' %s 2>/dev/null" % FILES)
+    parts.append("echo \"$M files - 0\"; grep -H '' %s 2>/dev/null || :" % FILES)
     for bond in tso_off_bonds(n):
         parts.append("r tso:%s 1 ethtool -k %s" % (bond, bond))
     return shell(parts + _traces(targets))
