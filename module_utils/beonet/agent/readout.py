@@ -12,9 +12,9 @@ one whose target answered and whose hops are on no allowed hop list is traced
 twice more, waiting longer, as the module did). Every section starts with a line
 ``@@beonet@@ KIND KEY RC`` (a command's status is on its ``err`` line, after its
 output; of a command tried twice the second try stands). ``parse_output`` splits
-the text into sections; ``state_of_output`` makes the state ``collect.collect`` makes (through the same
-function, fed the printed output); ``node_result`` the result beonet_verify
-returns for the node (traces, forwarding, bonds, routes).
+the text into sections; ``state_of_output`` makes the state ``collect.collect``
+makes (through the same function, fed the printed output); ``node_result`` the
+result beonet_verify returns for the node (traces, forwarding, bonds, routes).
 """
 
 from __future__ import annotations
