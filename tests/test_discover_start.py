@@ -102,6 +102,9 @@ def test_the_plugin_starts_by_one_command_with_the_inventorys_python(monkeypatch
     commands.clear()
     action.run(task_vars={"ansible_python_interpreter": "auto_silent"})
     assert commands[0].startswith("python3 -I -S -c ")
+    commands.clear()                     # a path with a space or a shell word stays one word
+    action.run(task_vars={"ansible_python_interpreter": "/opt/my py/python3; rm -rf /"})
+    assert shlex.split(commands[0])[:2] == ["/opt/my py/python3; rm -rf /", "-I"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -110,6 +113,13 @@ def test_the_plugin_starts_by_one_command_with_the_inventorys_python(monkeypatch
     (dict(PARAMS, collect=True), "^background and collect are mutually exclusive$"),
     (dict(PARAMS, stray=1), "Unsupported parameters for \\(beonet_discover\\) module: stray"),
     (dict(PARAMS, window=0.0), "window must be more than 0"),
+    (dict(PARAMS, window=float("nan")), "window must be more than 0"),
+    (dict(PARAMS, window=1e308), "window must be more than 0"),
+    (dict(PARAMS, node=".."), "^node: "),
+    (dict(PARAMS, node="node\n1"), "^node: "),
+    (dict(PARAMS, run="../etc"), "run must be 1 to 64 letters"),
+    (dict(PARAMS, run="r\n1"), "run must be 1 to 64 letters"),
+    (dict(PARAMS, exclude={"a": 1}), "argument 'exclude' is of type"),
 ])
 def test_the_plugins_start_refuses_what_the_module_refuses_before_any_command(monkeypatch, args, message):
     action, ran, commands = _plugin(monkeypatch, args, {})
