@@ -77,9 +77,9 @@ class ActionModule(ActionBase):
 
     def _start(self, p: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         problem = discover_task.params_problem(p)
+        if problem:
+            raise controller.TaskFailed(problem)
         try:
-            if problem:
-                raise discover.DiscoveryError(problem)
             done = self._low_level_execute_command(discover_task.start_command(p, self._python(task_vars)),
                                                    sudoable=True)
             return discover_task.parse_started(p["node"], p["run"], done.get("rc", 1), done.get("stdout", ""),
