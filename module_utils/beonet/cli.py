@@ -387,9 +387,16 @@ def cmd_graph(args: argparse.Namespace) -> None:
                          % args.format)
     if args.format == "png" and (not args.output or args.output == "-"):
         raise UsageError("--format png is binary: give -o FILE.png")
+    from .view import pinned
     compiled, plan = _compile(args)
-    data = drawing.image(plan, args.format, dot_binary, cabling_sheet.sheet(compiled))
+    data = pinned.image(plan, args.format, dot_binary, cabling_sheet.sheet(compiled))
     _write(data.decode("utf-8") if args.format == "svg" else data, args.output)
+
+
+def cmd_view(args: argparse.Namespace) -> None:
+    from .view import command
+    compiled, plan = _compile(args)
+    _write(command.html(args, compiled, plan), args.output)
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -720,6 +727,16 @@ def _output_commands(add: Any) -> None:
     s.add_argument("--format", choices=sorted(drawing.GRAPHS) + list(drawing.IMAGES),
                    default="dot", help="dot (default) or mermaid text; svg or png need "
                    "Graphviz's dot program, png also -o")
+    s = add("view", cmd_view, "one self-contained HTML page of the cluster: the layout of the "
+            "papers' figures, each node's plan, the proven paths of two nodes, what a failure "
+            "cuts, and overlays of verify, discovery and benchmark files",
+            output="the HTML file to write", need_output=True)
+    s.set_defaults(output_folder=False)
+    s.add_argument("--verify", metavar="REPORT", help="the beonet_verify_live result of "
+                   "playbooks/verify.yml saved as JSON: dead nodes, mismatched pairs")
+    s.add_argument("--discovered", metavar="FILE.json", help="discovery reports {host: report} "
+                   "(playbooks/discover.yml): miswired cables and their fixes")
+    s.add_argument("--results", metavar="DIR", help="a benchmark results folder: load per link")
     s = add("export", cmd_export, "/etc/hosts lines, Slurm's node lines, topology.conf or "
             "topology.yaml, MPI hostfiles, the MPI stacks' network settings or the cabling sheet")
     s.add_argument("what", choices=sorted([*export.EXPORTS, "cabling"]),
@@ -849,8 +866,8 @@ def parser() -> argparse.ArgumentParser:
 
 # The arguments that name files or folders a command reads (the results folders
 # among them: nothing is written inside those), and those it writes.
-FOLDERS_READ = ("folder", "delays_on", "delays_off", "single", "mesh", "bonded")
-INPUTS = ("topology", "inventory", "discovered", *FOLDERS_READ)
+FOLDERS_READ = ("folder", "delays_on", "delays_off", "single", "mesh", "bonded", "results")
+INPUTS = ("topology", "inventory", "discovered", "verify", *FOLDERS_READ)
 OUTPUTS = {"output": "-o", "report": "--report", "host_vars": "--host-vars"}
 
 

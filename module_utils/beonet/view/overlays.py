@@ -1,0 +1,140 @@
+"""The page's overlays, read from what the playbooks write and checked where
+they enter: a file of the wrong shape is a CompileError naming the file and the
+key path (`beonet view` exits 2, nothing written).
+
+- verify: the result of the `beonet_verify_live` module (playbooks/verify.yml),
+  saved as JSON: dead nodes, mismatched pairs, state problems.
+- discovered: discovery reports {host: report} (playbooks/discover.yml), read by
+  the cabling reader and matched to the plan: the cabling faults and their fixes.
+- results: a benchmark results folder (playbooks/benchmark.yml), read by its
+  reader: each pair's best rate added to every link of its preferred path."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..benchmarks import results_schema
+from ..cabling import match, reports
+from ..compiler.errors import CompileError, Problems
+from ..compiler.pipeline import Compiled
+from .model import Model, hop_edges
+
+MAX_BYTES = 64 << 20
+LISTS = {"dead": str, "unreadable": str, "problems": str, "summary": str, "mismatches": dict}
+KEEP = 1000          # items of each list shown
+
+
+def _json_file(path: str, problems: Problems) -> Any:
+    """The JSON of a file (bounded size and depth, no NaN), or None with a problem."""
+    if not os.path.isfile(path):
+        problems.add("", "cannot read: %s" % ("not a regular file" if os.path.exists(path)
+                                               else "no such file"))
+        return None
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        problems.add("", "cannot read: %s" % (exc.strerror or exc))
+        return None
+    if len(raw) > MAX_BYTES:
+        problems.add("", "is over %d MiB" % (MAX_BYTES >> 20))
+        return None
+    if reports.too_deep(raw):
+        problems.add("", "nests deeper than %d levels" % reports.MAX_DEPTH)
+        return None
+    try:
+        return json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        problems.add("", "is not UTF-8 text")
+    except ValueError as exc:
+        problems.add("", "is not JSON: %s" % exc)
+    return None
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError("%s is not a number JSON allows" % token)
+
+
+def _verify_shape(data: Any, problems: Problems) -> None:
+    """The module result's keys the page reads, each of its type."""
+    if not isinstance(data, dict):
+        problems.add("", "must be a mapping (the beonet_verify_live module's result), not %s"
+                     % type(data).__name__)
+        return
+    if not data.keys() & {"dead", "mismatches", "proven", "problems"}:
+        problems.add("", "is no verify report: none of dead, mismatches, proven, problems")
+    for key, kind in LISTS.items():
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            problems.add(key, "must be a list, not %s" % type(value).__name__)
+            continue
+        for k, item in enumerate(value):
+            if not isinstance(item, kind):
+                problems.add("%s[%d]" % (key, k), "must be %s, not %s"
+                             % ("text" if kind is str else "a mapping", type(item).__name__))
+            elif kind is dict:
+                for field in ("source", "destination"):
+                    if not isinstance(item.get(field), str):
+                        problems.add("%s[%d].%s" % (key, k, field), "must be a node name (text)")
+    for key in ("pairs", "proven", "mismatched"):
+        if key in data and (not isinstance(data[key], int) or isinstance(data[key], bool)):
+            problems.add(key, "must be a whole number")
+
+
+def verify(path: str) -> dict[str, Any]:
+    """The verify overlay: dead nodes, mismatched pairs [source, destination, why], problems."""
+    problems = Problems(path)
+    problems.stage = "verify report"
+    data = _json_file(path, problems)
+    if not problems:
+        _verify_shape(data, problems)
+    if problems:
+        raise CompileError(problems.items)
+    mismatched = data.get("mismatched", len(data.get("mismatches", [])))
+    summary = "%s of %s pairs proven, %s mismatched" % (data.get("proven", "?"), data.get("pairs", "?"),
+                                                        mismatched)
+    return {"file": path, "summary": summary,
+            "dead": data.get("dead", [])[:KEEP] + data.get("unreadable", [])[:KEEP],
+            "mismatches": [[m["source"], m["destination"], str(m.get("why", ""))]
+                           for m in data.get("mismatches", [])[:KEEP]],
+            "problems": data.get("problems", [])[:KEEP]}
+
+
+def cabling(path: str, compiled: Compiled) -> dict[str, Any]:
+    """The discovery overlay: each cabling fault [text, fix, nodes it involves]."""
+    found, problems = reports.load(path)
+    if found is None:
+        raise CompileError(problems.items)
+    result = match.match(compiled, found)
+    return {"file": path, "faults": [[f.text, f.fix, sorted({str(e.get("node", "")) for e in f.ends})]
+                                     for f in result.faults[:KEEP]]}
+
+
+def _rate(row: dict[str, Any]) -> float | None:
+    for key in ("iperf3_MBps", "one_way_MBps"):
+        if isinstance(row.get(key), (int, float)):
+            return float(row[key])
+    return None
+
+
+def load(folder: str, compiled: Compiled, m: Model) -> dict[str, Any]:
+    """The benchmark overlay: MB/s through each drawn link, [edge, MB/s], from each
+    (client, server) pair's best rate along its preferred path."""
+    names = [n.name for n in compiled.graph.nodes]
+    doc = results_schema.read([folder], "report", names)[0]
+    best: dict[tuple[str, str], float] = {}
+    for table in ("iperf3", "tokex"):
+        for row in doc.get(table) or []:
+            pair, rate = (row.get("client"), row.get("server")), _rate(row)
+            if rate is not None and pair[0] in m.index and pair[1] in m.index and pair[0] != pair[1]:
+                best[pair] = max(rate, best.get(pair, 0.0))
+    through: dict[int, float] = {}
+    for (a, b), rate in sorted(best.items()):
+        paths = compiled.path(a, b) if compiled.reachable(a, b) else None
+        if paths:
+            for e in hop_edges(m, a, [h["node"] for h in paths[0]], len(names)):
+                through[e] = through.get(e, 0.0) + rate
+    rows = ["%s \u2192 %s: %.1f MB/s" % (a, b, r) for (a, b), r in sorted(best.items())][:KEEP]
+    return {"file": folder, "edges": [[e, round(v, 1)] for e, v in sorted(through.items())], "rows": rows}
