@@ -22,6 +22,7 @@ from ..compiler.pipeline import Compiled
 from .model import Model, hop_edges
 
 MAX_BYTES = 64 << 20
+MAX_DEPTH = 16       # a verify report nests 6 levels (mismatches[].expected[][]{})
 LISTS = {"dead": str, "unreadable": str, "problems": str, "summary": str, "mismatches": dict}
 KEEP = 1000          # items of each list shown
 
@@ -41,16 +42,30 @@ def _json_file(path: str, problems: Problems) -> Any:
     if len(raw) > MAX_BYTES:
         problems.add("", "is over %d MiB" % (MAX_BYTES >> 20))
         return None
-    if reports.too_deep(raw):
-        problems.add("", "nests deeper than %d levels" % reports.MAX_DEPTH)
-        return None
     try:
-        return json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
+        data = json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         problems.add("", "is not UTF-8 text")
+    except RecursionError:
+        problems.add("", "nests deeper than %d levels" % MAX_DEPTH)
     except ValueError as exc:
         problems.add("", "is not JSON: %s" % exc)
+    else:
+        if _depth(data) <= MAX_DEPTH:
+            return data
+        problems.add("", "nests deeper than %d levels" % MAX_DEPTH)
     return None
+
+
+def _depth(data: Any) -> int:
+    """How deep lists and mappings nest (without recursion)."""
+    most, stack = 0, [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            most = max(most, level)
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return most
 
 
 def _no_constant(token: str) -> Any:

@@ -40,11 +40,11 @@ def render(data: dict[str, Any]) -> str:
         "</head><body>",
         '<div id="main"><div id="bar"><h1 id="title">%s</h1>' % title,
         '<label><input type="checkbox" id="failmode"> fail mode: click a node, cable or '
-        "switch to fail it</label> <span class=\"hint\">click two nodes for their paths; "
+        "switch to fail it</label>; <span class=\"hint\">click two nodes for their paths; "
         "wheel to zoom, drag to pan</span></div>",
         '<svg id="canvas" xmlns="http://www.w3.org/2000/svg" role="img"></svg></div>',
-        '<div id="side"><div id="info"></div><div id="path"></div><div id="failure"></div>'
-        '<div id="overlays"></div></div>',
+        '<div id="side"><div id="path"></div><div id="failure"></div><div id="overlays"></div>'
+        '<div id="info"></div></div>',
         '<script type="application/json" id="data">%s</script>' % script_json(data),
         "<script>\n%s</script>" % _static("view.js"),
         "</body></html>", ""])

@@ -91,7 +91,7 @@
     var labels = nNodes <= 300;
     D.nodes.forEach(function (n, i) {
       var g = el("g", { "class": "node" + (n[2] ? " gateway" : ""), "data-i": i, id: "node-" + i }, layer);
-      el("circle", { cx: n[3], cy: n[4], r: nNodes > 300 ? 10 : 16 }, g);
+      el("circle", { cx: n[3], cy: n[4], r: nNodes > 300 ? D.box[2] / 500 : 16 }, g);
       if (labels) el("text", { x: n[3] + 14, y: n[4] - 18, "text-anchor": "start" }, g).textContent = n[0];
       title(g, n[0] + " " + n[1]);
       g.addEventListener("click", function (ev) { ev.stopPropagation(); onNode(i); });

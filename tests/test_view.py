@@ -1,0 +1,342 @@
+"""beonet view and the pinned drawings: the per-family layouts, the page's data
+(paths as `beonet paths`, failures as `beonet metrics`), overlays read from
+their files (refused with the file and key path when of the wrong shape), and
+no input text able to leave its place in the page."""
+
+import json
+import math
+import re
+
+import pytest
+from conftest import ROOT, golden
+
+from beonet import cli
+from beonet.cabling import match
+from beonet.compiler import pipeline
+from beonet.outputs import plan as render
+from beonet.view import layout, model, overlays, page, pinned
+
+TOPO = ROOT / "topologies"
+TESTBED = str(TOPO / "metanode-testbed.yml")
+MESH = str(TOPO / "routed-mesh.yml")
+GOLDEN = ROOT / "tests/golden/view"
+_COMPILED = {}
+
+
+def compiled(name):
+    """(compiled, plan) of a topology file of topologies/, compiled once."""
+    if name not in _COMPILED:
+        c = pipeline.compile_file(str(TOPO / (name + ".yml")))
+        _COMPILED[name] = c, render.plan(c)
+    return _COMPILED[name]
+
+
+def run(capsys, *argv):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def page_data(text):
+    """The JSON embedded in a page."""
+    found = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
+    assert found, "no data in the page"
+    return json.loads(found.group(1))
+
+
+# --- layouts -----------------------------------------------------------------------------
+
+def test_metagraph_groups_sit_around_a_circle():
+    """The testbed's four groups each hold a quarter of the circle, in order, every node
+    at one radius; each group's LAN lies outside its arc; links are chords."""
+    _, plan = compiled("metanode-testbed")
+    lay = layout.layout(plan)
+    radii = {round(math.hypot(*lay.at[n]), 3) for n in plan["nodes"]}
+    assert len(radii) == 1
+    radius = radii.pop()
+    for name, node in plan["nodes"].items():
+        angle = (math.atan2(lay.at[name][1], lay.at[name][0]) + math.pi / 2) % (2 * math.pi)
+        assert int(angle // (math.pi / 2)) == node["group"], name
+    for g in range(4):
+        assert math.hypot(*lay.at["seg:group%d" % g]) > radius
+    assert sum(1 for e in lay.parts.edges if e.kind == "p2p") == 18
+
+
+def test_mesh_is_a_grid_with_row_and_column_bars():
+    _, plan = compiled("routed-mesh")
+    lay = layout.layout(plan)
+    for name, node in plan["nodes"].items():
+        assert lay.at[name] == (node["coords"][0] * layout.STEP, node["coords"][1] * layout.STEP)
+    members = layout._members(lay.parts)
+    for hub, nodes in members.items():
+        x1, y1, x2, y2 = lay.bars[hub]
+        assert x1 == x2 or y1 == y2                         # a row or a column
+        for n in nodes:                                    # the bar runs past each member
+            x, y = lay.at[n]
+            assert (min(x1, x2) <= x <= max(x1, x2)) if y1 == y2 else (min(y1, y2) <= y <= max(y1, y2))
+    assert sorted(x1 == x2 for x1, _, x2, _ in lay.bars.values()) == [False] * 4 + [True] * 4
+
+
+def test_tree_by_switch_level_nodes_under_their_leaf():
+    _, plan = compiled("switch-tree-3")
+    lay = layout.layout(plan)
+    for name, sw in plan["switches"].items():
+        assert lay.at["sw:" + name][1] == sw["level"] * layout.STEP
+        for n in sw["nodes"]:
+            assert lay.at[n][1] > lay.at["sw:" + name][1]
+        for child in sw["children"]:
+            assert lay.at["sw:" + child][1] > lay.at["sw:" + name][1]
+
+
+def test_bonded_nets_are_parallel_buses():
+    _, plan = compiled("bonded-dual-net")
+    lay = layout.layout(plan)
+    assert lay.buses == {"seg:net0": 2}
+    x1, y1, x2, y2 = lay.bars["seg:net0"]
+    assert y1 == y2 and all(lay.at[n][1] < y1 for n in plan["nodes"])
+
+
+def test_custom_stress_layout_is_deterministic_and_spread():
+    _, plan = compiled("custom-example")
+    first, second = layout.layout(plan).at, layout.layout(plan).at
+    assert first == second
+    points = list(first.values())
+    closest = min(math.dist(p, q) for i, p in enumerate(points) for q in points[i + 1:])
+    assert closest > layout.STEP / 4
+
+
+def test_pinned_drawing_golden():
+    """The testbed's pinned dot text (the input of `graph --format svg|png`)."""
+    _, plan = compiled("metanode-testbed")
+    text = pinned.dot(plan)
+    assert text.count("!\"") >= 36 + 4
+    golden(GOLDEN / "metanode-testbed.pinned.dot", text)
+
+
+# --- the page's data ---------------------------------------------------------------------
+
+def test_paths_are_the_compilers(tmp_path, capsys):
+    """Every pair's branches in the page are `beonet paths`' hop lists, and the drawn
+    edges of each branch join its source to its last hop."""
+    code, _, err = run(capsys, "view", TESTBED, "-o", tmp_path / "tb.html")
+    assert code == 0, err
+    data = page_data((tmp_path / "tb.html").read_text())
+    names = [n[0] for n in data["nodes"]]
+    code, out, _ = run(capsys, "paths", TESTBED, "--all", "--format", "json")
+    expected = json.loads(out)
+    assert len(data["paths"]) == 36 * 35
+    for key, branches in data["paths"].items():
+        a, b = (names[int(x)] for x in key.split(">"))
+        assert [br[0] for br in branches] == [[h["address"] for h in hops] for hops in expected[a][b]]
+        for br in branches:
+            ends = [v for e in br[2] for v in data["edges"][e][1:3]]
+            assert names.index(a) in ends and names.index(b) in ends
+
+
+def test_failures_are_the_metrics():
+    """Per element, the counts behind `beonet metrics`' single failures: their histogram
+    and worst element are the metrics'."""
+    c, plan = compiled("custom-example")
+    data = model.build(plan, c).data
+    f, metrics = data["failures"], c.metrics["failures"]
+    n = len(plan["nodes"])
+    routed_nodes = f["routed"][:n]
+    hist = {}
+    for v in routed_nodes:
+        hist[str(v)] = hist.get(str(v), 0) + 1
+    assert hist == metrics["routed"]["node"]["histogram"]
+    assert max(f["routed"]) > 0                         # head and a3 are cut vertices
+    assert f["static"] is not None and len(f["static"]) == len(f["names"])
+    # every drawn edge and hub stands for an element of the metrics (no uplinks here)
+    assert all(e[9] >= 0 for e in data["edges"])
+    assert all(h[7] >= 0 for h in data["hubs"])
+
+
+def test_large_metagraph_folds_and_huge_degrades_to_groups(tmp_path):
+    """Above FOLD_NODES a meta-graph also carries its group view (shown first); above
+    DETAIL_NODES only that."""
+    topo = tmp_path / "mg.yml"
+    topo.write_text("name: mg\nfamily: metagraph\nmetagraph: {groups: 8, nodes_per_group: 50, "
+                    "p2p_per_node: 1}\n")
+    c = pipeline.compile_file(str(topo))
+    data = model.build(render.plan(c), c).data
+    assert data["level"] == "nodes" and len(data["groups"]["vertices"]) == 8
+    assert data["paths"] is None and len(data["nodes"]) == 400
+    assert sum(link[2] for link in data["groups"]["links"]) == sum(
+        1 for s in render.plan(c)["segments"].values() if s["kind"] == "p2p")
+    old = model.DETAIL_NODES
+    try:
+        model.DETAIL_NODES = 100
+        small = model.build(render.plan(c), c).data
+    finally:
+        model.DETAIL_NODES = old
+    assert small["level"] == "groups" and "nodes" not in small
+
+
+# --- escaping ----------------------------------------------------------------------------
+
+HOSTILE = "</script><script>alert(1)</script><!-- \u2028\u2029 & \"'"
+
+
+def test_script_json_cannot_close_its_element():
+    text = page.script_json({"x": HOSTILE, HOSTILE: [HOSTILE]})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == {"x": HOSTILE, HOSTILE: [HOSTILE]}
+
+
+def test_no_input_text_leaves_its_place(tmp_path, capsys):
+    """Hostile text in a verify report and in its file name stays data: the page has
+    exactly its own two scripts and the text comes back intact from the JSON."""
+    folder = tmp_path / "x<script>alert(2)<"
+    folder.mkdir()
+    report = folder / "verify.json"
+    report.write_text(json.dumps({"proven": 1, "pairs": 2, "dead": [HOSTILE],
+                                  "mismatches": [{"source": "node01", "destination": HOSTILE,
+                                                  "why": HOSTILE}],
+                                  "problems": [HOSTILE]}))
+    out = tmp_path / "p.html"
+    code, _, err = run(capsys, "view", TESTBED, "--verify", report, "-o", out)
+    assert code == 0, err
+    text = out.read_text()
+    assert text.count("<script") == 2 and text.count("</script>") == 2
+    assert "<script>alert" not in text and "\u2028" not in text
+    v = page_data(text)["overlays"]["verify"]
+    assert v["dead"] == [HOSTILE] and v["mismatches"] == [["node01", HOSTILE, HOSTILE]]
+    assert v["file"] == str(report)
+
+
+def test_page_title_is_escaped():
+    text = page.render({"title": "<b>x</b>", "level": "groups"})
+    assert "<title>&lt;b&gt;x&lt;/b&gt; - beonet view</title>" in text
+    assert '<h1 id="title">&lt;b&gt;x&lt;/b&gt;</h1>' in text
+
+
+# --- overlays ----------------------------------------------------------------------------
+
+BAD_VERIFY = [
+    ("[1, 2]", ": must be a mapping (the beonet_verify_live module's result), not list"),
+    ('{"a": 1}', ": is no verify report: none of dead, mismatches, proven, problems"),
+    ('{"dead": "node01"}', ": dead: must be a list, not str"),
+    ('{"dead": [3]}', ": dead[0]: must be text, not int"),
+    ('{"mismatches": [{"source": "a"}]}', ": mismatches[0].destination: must be a node name (text)"),
+    ('{"mismatches": ["x"]}', ": mismatches[0]: must be a mapping, not str"),
+    ('{"proven": "many"}', ": proven: must be a whole number"),
+    ('{"proven": NaN}', ": is not JSON: NaN is not a number JSON allows"),
+    ('{"dead": ' + "[" * 100 + "]" * 100 + "}", ": nests deeper than 16 levels"),
+    ("[" * 100_000 + "]" * 100_000, ": nests deeper than 16 levels"),
+    ("\xff", ": is not UTF-8 text"),
+    ("{node01: dead", ": is not JSON"),
+]
+
+
+@pytest.mark.parametrize("content,message", BAD_VERIFY)
+def test_a_verify_report_of_the_wrong_shape_is_refused(content, message, tmp_path, capsys):
+    bad = tmp_path / "verify.json"
+    bad.write_text(content, encoding="latin-1")
+    out = tmp_path / "p.html"
+    code, stdout, err = run(capsys, "view", TESTBED, "--verify", bad, "-o", out)
+    assert code == 2 and stdout == "" and "Traceback" not in err
+    assert err.startswith(str(bad)) and message in err, err
+    assert not out.exists()
+
+
+def test_missing_overlay_files_are_named(tmp_path, capsys):
+    out = tmp_path / "p.html"
+    code, _, err = run(capsys, "view", TESTBED, "--verify", tmp_path / "none.json",
+                       "--discovered", tmp_path / "none2.json", "--results", tmp_path / "nofolder",
+                       "-o", out)
+    assert code == 2 and not out.exists()
+    assert "none.json: cannot read: no such file" in err
+    assert "none2.json" in err and "nofolder" in err
+
+
+def test_a_bad_discovery_file_is_refused(tmp_path, capsys):
+    bad = tmp_path / "found.json"
+    bad.write_text('{"node01": {"nics": 3}}')
+    code, _, err = run(capsys, "view", TESTBED, "--discovered", bad, "-o", tmp_path / "p.html")
+    assert code == 2 and str(bad) in err and "Traceback" not in err
+
+
+def test_a_bad_results_folder_is_refused(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "results.json").write_text('{"format": "beonet-benchmark/1", "iperf3": 3}')
+    code, _, err = run(capsys, "view", MESH, "--results", folder, "-o", tmp_path / "p.html")
+    assert code == 2 and "results.json: iperf3" in err and "Traceback" not in err
+
+
+def test_an_output_inside_the_results_folder_is_refused(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    code, _, err = run(capsys, "view", MESH, "--results", folder, "-o", folder / "p.html")
+    assert code == 2 and "lies inside" in err
+
+
+def miswired_reports(c):
+    """Discovery reports of the testbed with node01's link cable unplugged."""
+    net = next(n for n in match.networks(c) if n.kind == "p2p" and "node01" in n.ends)
+    return match.synthesise(c, moves=[match.Move("node01", net.name)])
+
+
+def test_discovery_overlay_names_the_miswired_nodes(tmp_path):
+    c, _ = compiled("metanode-testbed")
+    found = tmp_path / "found.json"
+    found.write_text(json.dumps(miswired_reports(c)))
+    o = overlays.cabling(str(found), c)
+    assert o["faults"] and any("node01" in f[2] for f in o["faults"])
+    assert all(f[0] for f in o["faults"])
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(match.synthesise(c)))
+    assert overlays.cabling(str(good), c)["faults"] == []
+
+
+def verify_report():
+    return {"pairs": 1260, "proven": 1258, "mismatched": 2, "dead": ["node07"],
+            "mismatches": [{"source": "node01", "destination": "node20", "why": "arrives by node04",
+                            "kind": "path"}],
+            "problems": ["node03: eth2 is down"]}
+
+
+def test_verify_overlay_reads_what_the_module_returns(tmp_path):
+    report = tmp_path / "v.json"
+    report.write_text(json.dumps(verify_report()))
+    o = overlays.verify(str(report))
+    assert o["dead"] == ["node07"] and o["mismatches"] == [["node01", "node20", "arrives by node04"]]
+    assert o["summary"] == "1258 of 1260 pairs proven, 2 mismatched"
+    assert o["problems"] == ["node03: eth2 is down"]
+
+
+def results_folder(parent):
+    """A results folder of the routed mesh with known rates, as playbooks/benchmark.yml
+    writes it."""
+    from test_benchmarks import _fake_outputs
+    from test_benchmarks import compiled as bench_compiled
+
+    from beonet.benchmarks import planner, report
+    plan, path_of = bench_compiled("routed-mesh.yml")
+    s = planner.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
+                                         "pairs": [1, 2], "file_mb": [2], "remote_copies": [0]})
+    folder = parent / "run"
+    report.write_results(str(folder), s, report.collect(s, _fake_outputs(s), plan), {"kernel": "6.1"},
+                         plan, {})
+    return folder
+
+
+def test_load_overlay_adds_each_pairs_rate_along_its_path(tmp_path):
+    c, plan = compiled("routed-mesh")
+    m = model.build(plan, c)
+    o = overlays.load(str(results_folder(tmp_path)), c, m)
+    assert o["rows"] and o["edges"]
+    pairs = [r.split(":")[0] for r in o["rows"]]
+    assert all(" \u2192 " in p for p in pairs)
+    # each loaded edge is on the path of at least one measured pair
+    on_paths = set()
+    for row in o["rows"]:
+        a, b = row.split(":")[0].split(" \u2192 ")
+        hops = [h["node"] for h in c.path(a, b)[0]]
+        on_paths.update(model.hop_edges(m, a, hops, len(plan["nodes"])))
+    assert {e for e, _ in o["edges"]} == on_paths
