@@ -101,6 +101,7 @@
   function drawGroups() {
     var G = D.groups, at = {};
     var layer = el("g", {}, svg);
+    var r = Math.min(G.box[2] / 60, Math.PI * (G.box[2] - 160) / (3 * G.vertices.length));
     G.vertices.forEach(function (v) { at[v[0]] = v; });
     G.links.forEach(function (l) {
       var a = at[l[0]], b = at[l[1]];
@@ -109,8 +110,8 @@
     });
     G.vertices.forEach(function (v) {
       var g = el("g", { "class": "group", "data-group": v[0] }, layer);
-      el("circle", { cx: v[2], cy: v[3], r: G.box[2] / 60 }, g);
-      el("text", { x: v[2], y: v[3] - G.box[2] / 45, "text-anchor": "middle", "font-size": G.box[2] / 70 }, g).textContent = "g" + v[0];
+      el("circle", { cx: v[2], cy: v[3], r: r }, g);
+      el("text", { x: v[2], y: v[3] - 1.3 * r, "text-anchor": "middle", "font-size": r }, g).textContent = "g" + v[0];
       title(g, "group " + v[0] + ": " + v[1] + " nodes");
       g.addEventListener("click", function () {
         var box = document.getElementById("info"); clear(box);
