@@ -340,3 +340,13 @@ def test_load_overlay_adds_each_pairs_rate_along_its_path(tmp_path):
         hops = [h["node"] for h in c.path(a, b)[0]]
         on_paths.update(model.hop_edges(m, a, hops, len(plan["nodes"])))
     assert {e for e, _ in o["edges"]} == on_paths
+
+
+def test_interfaces_show_physical_and_logical_names(tmp_path, capsys):
+    out = tmp_path / "p.html"
+    code, _, err = run(capsys, "view", MESH, "-i", ROOT / "inventories/example/hosts.yml", "-o", out)
+    assert code == 0, err
+    info = page_data(out.read_text())["info"]
+    assert info["node-0-0"]["interfaces"][0][:4] == ["enp1s0", "eth1", "ethernet", "d0-0"]
+    assert "dev enp1s0" in info["node-0-0"]["dryrun"]
+    assert info["node-0-1"]["interfaces"][0][:2] == ["eth1", "eth1"]

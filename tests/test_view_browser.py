@@ -105,6 +105,19 @@ def test_failing_a_switch_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
     assert console_errors(driver) == []
 
 
+def test_failing_a_tree_switch_counts_the_pieces(driver, tmp_path, capsys):
+    """A leaf switch of 4 of the 24 nodes: each of the 4 alone, 4 x 20 + 6 pairs cut."""
+    page = view(tmp_path, capsys, "switch-tree-3")
+    open_page(driver, page)
+    driver.find_element("id", "failmode").click()
+    hub = driver.execute_script("return Array.from(document.querySelectorAll('g.hub.switch')).find("
+                                "function (g) { return g.textContent.indexOf('leaf0') === 0; })")
+    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", hub)
+    assert texts(driver, "#failure .drawn") == ["pairs the drawing falls apart into: 86"]
+    assert texts(driver, "#failure .routed") == [] and count(driver, "g.node.cut") == 4
+    assert console_errors(driver) == []
+
+
 def test_frr_failure_shows_the_reroute(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "metanode-testbed-frr")
     open_page(driver, page, "#from=node01&to=node10")
