@@ -44,6 +44,15 @@ def count(driver, css):
     return int(driver.execute_script("return document.querySelectorAll(arguments[0]).length", css))
 
 
+def fail_hub(driver, name):
+    """Fail mode on, then a click on the segment or switch of this name."""
+    driver.find_element("id", "failmode").click()
+    hub = driver.execute_script("var name = arguments[0];"
+                                "return Array.from(document.querySelectorAll('g.hub')).find("
+                                "function (g) { return g.textContent.indexOf(name) === 0; })", name)
+    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", hub)
+
+
 def test_testbed_loads_and_clicks_select_and_highlight(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "metanode-testbed")
     open_page(driver, page)
@@ -95,10 +104,7 @@ def test_failing_a_node_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
 def test_failing_a_switch_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "custom-example")
     open_page(driver, page)
-    driver.find_element("id", "failmode").click()
-    hub = driver.execute_script("return Array.from(document.querySelectorAll('g.hub')).find("
-                                "function (g) { return g.textContent.indexOf('rack-a') === 0; })")
-    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", hub)
+    fail_hub(driver, "rack-a")
     assert texts(driver, "#failure h2") == ["failed: rack-a"]
     assert texts(driver, "#failure .routed") == ["pairs cut, routing daemon (converged): 11"]
     assert texts(driver, "#failure .drawn") == ["pairs the drawing falls apart into: 11"]
@@ -109,10 +115,7 @@ def test_failing_a_tree_switch_counts_the_pieces(driver, tmp_path, capsys):
     """A leaf switch of 4 of the 24 nodes: each of the 4 alone, 4 x 20 + 6 pairs cut."""
     page = view(tmp_path, capsys, "switch-tree-3")
     open_page(driver, page)
-    driver.find_element("id", "failmode").click()
-    hub = driver.execute_script("return Array.from(document.querySelectorAll('g.hub.switch')).find("
-                                "function (g) { return g.textContent.indexOf('leaf0') === 0; })")
-    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", hub)
+    fail_hub(driver, "leaf0")
     assert texts(driver, "#failure .drawn") == ["pairs the drawing falls apart into: 86"]
     assert texts(driver, "#failure .routed") == [] and count(driver, "g.node.cut") == 4
     assert console_errors(driver) == []
