@@ -265,10 +265,10 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
     "merge-chain": ("a0: &a0 {k0: 0}\n" + "".join("a%d: &a%d {<<: *a%d, k%d: 0}\n" % (i, i, i - 1, i)
                                                  for i in range(1, 460)),
                     "YAML aliases expand to more than 100000 nodes"),
-    "huge-file": ("name: " + "x" * (load.MAX_BYTES + 1), "the file is over 1 MiB"),
+    "huge-file": ("name: " + "x" * (load.MAX_BYTES + 1), "is over 1 MiB, the limit for a topology"),
     "big-scalar": ("name: " + "x" * 200_000 + "\nfamily: bonded\nbonded: {nodes: 2}\n", "name: must be"),
     "long-integer": (VALID_HEAD + "9" * 5000 + "\n", "cannot read the value '9999"),
-    "bad-utf8": (b"name: \xff\xfe\nfamily: bonded\n", "not UTF-8 text: byte 0xff"),
+    "bad-utf8": (b"name: \xff\xfe\nfamily: bonded\n", "is not UTF-8 text (byte 0xff"),
     "nul-byte": ("name: a\x00b\n", "not YAML text"),
     "bad-int-tag": (VALID_HEAD + "!!int many\n", "cannot read the value 'many' as int"),
     "bad-bool-tag": (VALID_HEAD + "!!bool maybe\n", "cannot read the value 'maybe' as bool"),
@@ -292,7 +292,7 @@ HOSTILE: dict[str, tuple[bytes | str, str]] = {
     "spaced-prefix": (VALID_HEAD + "2\naddressing: {lan: '10.0.0.0/8 '}\n",
                       "addressing.lan: must be an IPv4 network in CIDR form"),
     "multiple-documents": ("name: a\n---\nname: b\n", "YAML syntax error"),
-    "directory": ("", "cannot read file: a folder, not a file"),
+    "directory": ("", "cannot read: a folder, not a file"),
 }
 
 

@@ -5,6 +5,7 @@ edited or deleted), remove exactly what `lab up` created, and do nothing twice."
 
 import hashlib
 import json
+import os
 import shlex
 import shutil
 
@@ -355,6 +356,27 @@ def test_a_state_folder_without_a_record_is_refused(tmp_path):
     (tmp_path / "f" / base.DOCKER_STATE).write_text("{")
     with pytest.raises(LabError, match="unreadable lab state"):
         base.load_state(str(tmp_path / "f"), base.DOCKER_STATE)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[]", "not a lab's state (a mapping with the lab's name), but a list"),
+    ('{"lab": 1, "nodes": {}}', "not a lab's state (a mapping with the lab's name), "
+     "but a mapping of lab, nodes"),
+    ('{"lab": "l", "lab": "m", "nodes": {}}', "the key 'lab' is given twice"),
+    ('{"lab": NaN}', "NaN is not a JSON value"),
+    ("[" * 5000, "nests deeper than 16 levels"),
+])
+def test_a_lab_state_of_the_wrong_shape_is_refused(tmp_path, text, message):
+    (tmp_path / base.DOCKER_STATE).write_text(text)
+    with pytest.raises(LabError) as caught:
+        base.load_state(str(tmp_path), base.DOCKER_STATE)
+    assert message in str(caught.value)
+
+
+def test_a_lab_state_that_is_a_pipe_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / base.DOCKER_STATE)
+    with pytest.raises(LabError, match="a pipe, socket or device, not a file"):
+        base.load_state(str(tmp_path), base.DOCKER_STATE)
 
 
 def test_state_folder_comes_from_the_name_or_the_file_name():

@@ -194,6 +194,19 @@ def test_outage_names_a_node_the_plan_lacks_before_anything(tmp_path, monkeypatc
             outage.measure(topo, str(tmp_path), None, "cable", what)
 
 
+@pytest.mark.parametrize("what,message", [
+    ("node-0-0", "--cable: 'node-0-0' is not NODE:NIC"),
+    ("node-0-0:", "--cable: 'node-0-0:' is not NODE:NIC"),
+    ("node-0-0:eth9", "--cable node-0-0:eth9: node-0-0 has no NIC 'eth9' in the plan"),
+])
+def test_outage_refuses_a_cable_without_a_nic_of_the_plan(tmp_path, monkeypatch, what, message):
+    monkeypatch.setattr(outage, "load_state", lambda *_a: {"lab": "l", "faults": {"nodes": []}})
+    topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
+    with pytest.raises(LabError) as caught:
+        outage.measure(topo, str(tmp_path), None, "cable", what)
+    assert message in str(caught.value)
+
+
 def _fake_lab(monkeypatch, answers):
     """A lab whose every-pair asks lose answers[k] pairs on the k-th ask (the last one
     ever after); records the failures made."""
@@ -405,3 +418,11 @@ def test_a_bfd_peer_named_oddly_is_reported_as_given_not_interpreted():
     before = {"node-0-0": frrstate.sessions_up(said)}
     assert before["node-0-0"] == {odd: (3, 1e300)}
     assert outage.bfd_dropped(plan, "node", "node-1-1", before, {}, 2.0) == ["node-0-0>%s on ?" % odd]
+
+
+@pytest.mark.parametrize("text", ['[{"status": "up", "id": 1, "uptime": NaN, "peer": "a"}]',
+                                  '[{"status": "up", "status": "down"}]',
+                                  "[" * 100_000 + "]" * 100_000, "[]" + " " * (64 << 20)])
+def test_what_a_node_prints_that_is_not_strict_json_counts_as_nothing(text):
+    assert frrstate.loads(text) is None and frrstate.bfd_up(text) == 0
+    assert frrstate.ospf_settled(text) == (0, [])

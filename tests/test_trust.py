@@ -259,7 +259,7 @@ def test_a_write_error_names_the_file_it_could_not_write(tmp_path, capsys):
 def test_a_pipe_is_named_not_waited_on(tmp_path, capsys):
     os.mkfifo(tmp_path / "t.yml")
     assert cli.main(["compile", str(tmp_path / "t.yml")]) == 2
-    assert "t.yml: cannot read file: a pipe, socket or device, not a file" in capsys.readouterr().err
+    assert "t.yml: cannot read: a pipe, socket or device, not a file" in capsys.readouterr().err
     assert cli.main(["compile", MESH, "-o", str(tmp_path / "t.yml")]) == 2
     assert "cannot write '%s': no process reads this pipe" % (tmp_path / "t.yml") in capsys.readouterr().err
 

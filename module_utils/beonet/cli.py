@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from . import __version__
+from . import __version__, gate
 from .agent.files import atomic_write, output_problem, too_long
 from .agent.names import quoted, shown
 from .agent.nodeplan import plan_format_problem, plan_problems
@@ -20,12 +20,14 @@ from .compiler.failures import STATIC_STEPS
 from .compiler.heal import DownError, warning
 from .compiler.metrics import BISECTION_EVALUATIONS, RESILIENCE_STEPS
 from .compiler.model import Graph
-from .compiler.schema import SCHEMA
+from .compiler.schema import MAX_NODES, SCHEMA
 from .labs import VM_IMAGES
 from .outputs import build, cabling, diff, drawing, dryrun, export, inventory
 from .outputs import plan as render
 
 EXIT_INPUT = 2
+PLAN_BYTES = 1 << 30          # a plan.json of MAX_NODES nodes with FRR takes about 300 MB
+PLAN_DEPTH = 12
 Plan = dict[str, Any]
 
 
@@ -322,31 +324,36 @@ def metrics_text(name: str, metrics: Mapping[str, Any]) -> str:
 
 
 def _plan_file(path: str) -> Plan | None:
-    """The plan in a plan.json file (None: the file is a topology). Every node plan is
-    checked as the node module checks it."""
+    """The plan in a plan.json file (None: the file is a topology, in any YAML style).
+    The file passes the gate; every node plan is checked as the node module checks it,
+    and the segments as diff reads them."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            head = fh.read(1 << 16).lstrip()[:1]
-            if head != "{":
-                return None
-            fh.seek(0)
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise UsageError("cannot read %s: %s" % (quoted(path), why)) from None
-    except ValueError as exc:
-        raise UsageError("%s: not a plan.json: %s" % (quoted(path), exc)) from None
+        text = gate.read_text(path, PLAN_BYTES, "a plan.json")
+    except gate.GateError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        data = gate.loads_json(text, path, PLAN_DEPTH)
+    except gate.TooDeep as exc:
+        raise UsageError(str(exc)) from None
+    except gate.GateError:
+        return None                            # not JSON: the topology loader says why
     nodes = data.get("nodes") if isinstance(data, dict) else None
     fmt = data.get("beonet", {}).get("plan_format") if isinstance(data, dict) and \
         isinstance(data.get("beonet"), dict) else None
-    if not isinstance(nodes, dict) or not nodes or not isinstance(fmt, int):
+    if not isinstance(data, dict) or "beonet" not in data and "nodes" not in data:
+        return None                            # JSON, but a topology (YAML's flow style)
+    if not isinstance(nodes, dict) or not nodes or not isinstance(fmt, int) or isinstance(fmt, bool):
         raise UsageError("%s: not a plan.json (no beonet.plan_format and nodes)" % quoted(path))
+    if len(nodes) > MAX_NODES:
+        raise UsageError("%s: nodes: %d nodes, more than the %d a topology may have"
+                         % (quoted(path), len(nodes), MAX_NODES))
     why = plan_format_problem(path, fmt)
-    problems = ([why] if why else []) + [p for name, n in nodes.items() for p in plan_problems(name, n)]
+    problems = ([why] if why else []) + diff.shape_problems(data)
+    problems += [p for name, n in nodes.items() for p in plan_problems(name, n)]
     if problems:
         raise UsageError("%s: %s" % (quoted(path), "; ".join(problems[:5])
                                      + ("; and %d more" % (len(problems) - 5) if len(problems) > 5 else "")))
-    return data
+    return diff.with_defaults(data)
 
 
 def _diff_side(path: str, args: argparse.Namespace) -> Plan:
@@ -358,7 +365,9 @@ def _diff_side(path: str, args: argparse.Namespace) -> Plan:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """0: the plans are the same, 1: they differ (as diff(1)); errors exit 2 in main."""
-    found = diff.diff(_diff_side(args.old, args), _diff_side(args.new, args), args.examples)
+    old = _diff_side(args.old, args)
+    same_file = os.path.realpath(args.old) == os.path.realpath(args.new)
+    found = diff.diff(old, old if same_file else _diff_side(args.new, args), args.examples)
     if args.format == "json":
         _write(json.dumps(found, indent=2) + "\n", args.output)
     else:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
 import os
-import stat
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
+from .. import gate
 from ..agent.names import control_characters_in, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
 from ..compiler.load import _schema_messages, path_text, strict_validator
@@ -34,6 +33,7 @@ FILE = "results.json"
 FORMAT = "beonet-benchmark/1"
 MAX_BYTES = 1 << 30
 MAX_DEPTH = 10
+TEXT_DEPTH = 64         # read that deep, so the value too deep is named by its key path
 MAX_PROBLEMS = 100
 MAX_TEXT = 10_000
 TABLES = ("tokex", "aggregate", "samples", "iperf3", "ring", "copy", "copy_aggregate", "latency")
@@ -206,63 +206,28 @@ def _int(text: str) -> int | NotNumber:
 HINT = " (a results/<topology>/<timestamp>/ folder of playbooks/benchmark.yml)"
 
 
-def _read(folder: str, problems: Problems) -> str | None:
-    """The text of folder/results.json, or None with the reason in problems:
-    not a folder, no file, not a regular file, too big, not UTF-8."""
+def _load(folder: str, problems: Problems) -> Any:
+    """The JSON of folder/results.json (through the gate), or None with the reason in
+    problems: not a folder, no file, not a regular file, too big, not UTF-8, not
+    strict JSON. A number beonet does not read is kept as a NotNumber, so the schema
+    names its key; the text may nest TEXT_DEPTH levels, the document MAX_DEPTH."""
     if not os.path.isdir(folder):
         problems.add("", ("is a file, not a results folder" if os.path.lexists(folder)
                           else "no such folder") + HINT, file=folder)
         return None
-    try:
-        fd = os.open(os.path.join(folder, FILE), os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+    path = os.path.join(folder, FILE)
+    if not os.path.lexists(path):
         problems.add("", "no results.json" + HINT, file=folder)
         return None
-    except OSError as exc:
-        problems.add("", "cannot read: %s" % (exc.strerror or exc))
-        return None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        problems.add("", "is %s, not a file" % ("a folder" if stat.S_ISDIR(st.st_mode)
-                                                else "a pipe, socket or device"))
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_BYTES + 1) if st.st_size <= MAX_BYTES else b""
-    if st.st_size > MAX_BYTES or len(data) > MAX_BYTES:
-        problems.add("", "is over %d MiB, the limit of a results.json" % (MAX_BYTES >> 20))
-        return None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        problems.add("", "is not UTF-8 text (byte 0x%02x at offset %d)" % (data[exc.start], exc.start))
-        return None
-
-
-def _parse(text: str, problems: Problems) -> Any:
-    if not text.strip():
-        problems.add("", "is empty: no benchmark results")
-        return None
-    try:
-        return json.loads(text, parse_constant=NotNumber, parse_float=_float, parse_int=_int)
-    except RecursionError:
-        problems.add("", "nests deeper than %d levels" % MAX_DEPTH)
-    except json.JSONDecodeError as exc:
-        problems.add("", "not JSON: %s (line %d, column %d)" % (exc.msg, exc.lineno, exc.colno))
-    return None
-
-
-def _deepest(doc: Any) -> list[str | int] | None:
-    """The key path of the first value nested deeper than MAX_DEPTH, or None (no
-    recursion; the path is only built for the value found)."""
-    todo: list[tuple[Any, int]] = [(doc, 0)]
-    while todo:
-        value, depth = todo.pop()
-        if depth >= MAX_DEPTH:
-            return _path_to(doc, value)
-        for v in (value.values() if isinstance(value, dict) else value):
-            if isinstance(v, (dict, list)):
-                todo.append((v, depth + 1))
+        text = gate.read_text(path, MAX_BYTES, "a results.json")
+        if not text.strip():
+            problems.add("", "is empty: no benchmark results")
+            return None
+        return gate.loads_json(text, None, TEXT_DEPTH, parse_constant=NotNumber,
+                               parse_float=_float, parse_int=_int)
+    except gate.GateError as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
     return None
 
 
@@ -429,8 +394,7 @@ def check(folder: str, reader: str, nodes: Collection[str] | None = None, topolo
     reads it, or None and every problem (file, key path, message): the schema, then
     names, nodes of the run (of `nodes`, the plan's, when given) and `more`."""
     problems = Problems(os.path.join(folder, FILE))
-    text = _read(folder, problems)
-    doc = None if text is None else _parse(text, problems)
+    doc = _load(folder, problems)
     found: Iterable[tuple[str, str]] = ()
     if problems:
         pass
@@ -439,8 +403,8 @@ def check(folder: str, reader: str, nodes: Collection[str] | None = None, topolo
     elif "format" not in doc and not doc.keys() & {*TABLES, "schedule"}:
         found = [("", "is no results.json of playbooks/benchmark.yml: no 'format' key and none of "
                   "its tables (%s)" % ", ".join(TABLES))]
-    elif _deepest(doc) is not None:
-        found = [(_path(_deepest(doc) or []), "nests deeper than %d levels" % MAX_DEPTH)]
+    elif (deep := gate.deepest(doc, MAX_DEPTH - 1)) is not None:
+        found = [(_path(deep), "nests deeper than %d levels" % MAX_DEPTH)]
     else:
         found = list(itertools.islice(_schema_problems(doc, reader), MAX_PROBLEMS + 1))
         if not found:

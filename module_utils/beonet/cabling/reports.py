@@ -24,12 +24,10 @@ faults, found by matching.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from .. import gate
 from ..agent.names import IFNAME_RULE, NODE_NAME_RULE, ifname_problem, node_name_problem, shown
 from ..compiler.errors import Problems
 from ..compiler.load import PathPart, _schema_messages, join_path, path_text, strict_validator
@@ -45,12 +43,8 @@ MAX_MANAGEMENT = 64
 MAX_TEXT = 255
 MAX_KEY_SHOWN = 63              # longer host names are cut in key paths
 
-_ESCAPED = re.compile(rb"\\.", re.DOTALL)
-_STRING = re.compile(rb'"[^"]*"')
-_PAIR = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_CLOSES = {ord("]"): ord("["), ord("}"): ord("{")}
 _WHAT = {"name": "name", "mac": "MAC address"}
+DEEP_HINT = "; a discovery report's shape {host: {nics: [{neighbours: [{...}]}]}} has %d" % REPORT_DEPTH
 
 
 def _string(fmt: str, rule: str) -> dict[str, Any]:
@@ -223,73 +217,17 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-class _NotJson(ValueError):
-    """NaN, Infinity or -Infinity: Python's json reads them, JSON has none."""
-
-
-def _constant(token: str) -> Any:
-    raise _NotJson("%s is not a JSON value (JSON has no NaN or Infinity)" % token)
-
-
-def too_deep(raw: bytes, most: int = MAX_DEPTH) -> bool:
-    """Whether the brackets outside strings nest deeper than most (or open more than
-    most that never close: a parser would recurse as deep). Strings, their escapes
-    first, are dropped, then `most` passes drop the innermost pairs: a pair left
-    after them was deeper. The rest is read until a pair closes, a bracket does not
-    match (the JSON parser then says what is wrong) or more than most are open."""
-    rest = _STRING.sub(b"", _ESCAPED.sub(b"", raw)).translate(None, _NOT_BRACKETS)
-    for _round in range(most):
-        rest = _PAIR.sub(b"", rest)
-    open_: list[int] = []
-    for c in rest:
-        if c in _CLOSES:
-            return bool(open_) and open_[-1] == _CLOSES[c]
-        open_.append(c)
-        if len(open_) > most:
-            return True
-    return False
-
-
-def _read(path: str, problems: Problems) -> bytes | None:
-    """The file's bytes, at most MAX_BYTES; None with a problem otherwise (never
-    opening a pipe or device, which could block)."""
+def _parse(path: str, problems: Problems) -> Any:
+    """The JSON of the file at path (through the gate), None with a problem when it is
+    not a discovery file's JSON. A key twice in one object is kept for check() to name."""
     try:
-        if not os.path.isfile(path):
-            what = "a folder" if os.path.isdir(path) else "not a regular file"
-            problems.add("", "cannot read: %s" % (what if os.path.exists(path) else "no such file"))
+        text = gate.read_text(path, MAX_BYTES, "a discovery file")
+        if not text.strip():
+            problems.add("", "is empty: a discovery file holds {host: discovery report}")
             return None
-        with open(path, "rb") as fh:
-            big = os.fstat(fh.fileno()).st_size > MAX_BYTES
-            raw = b"" if big else fh.read(MAX_BYTES + 1)   # /proc files say size 0
-    except OSError as exc:
-        problems.add("", "cannot read: %s" % (exc.strerror or exc))
-        return None
-    if big or len(raw) > MAX_BYTES:
-        problems.add("", "is over %d MiB, the limit for a discovery file" % (MAX_BYTES >> 20))
-        return None
-    return raw
-
-
-def _parse(raw: bytes, problems: Problems) -> Any:
-    """The JSON of raw, None with a problem when it is not a discovery file's JSON."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        problems.add("", "is not UTF-8 text (byte 0x%02x at offset %d)" % (raw[exc.start], exc.start))
-        return None
-    if not text.strip():
-        problems.add("", "is empty: a discovery file holds {host: discovery report}")
-        return None
-    if too_deep(raw):
-        problems.add("", "nests deeper than %d levels; a discovery report's shape "
-                     "{host: {nics: [{neighbours: [{...}]}]}} has %d" % (MAX_DEPTH, REPORT_DEPTH))
-        return None
-    try:
-        return json.loads(text, object_pairs_hook=_object_hook, parse_constant=_constant)
-    except json.JSONDecodeError as exc:
-        problems.add("", "is not JSON: %s (column %d)" % (exc.msg, exc.colno), line=exc.lineno)
-    except ValueError as exc:      # NaN/Infinity, or an integer of thousands of digits
-        problems.add("", "is not JSON: %s" % exc)
+        return gate.loads_json(text, None, MAX_DEPTH, DEEP_HINT, pairs=_object_hook)
+    except gate.GateError as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
     return None
 
 
@@ -297,8 +235,7 @@ def load(path: str) -> tuple[dict[str, Any] | None, Problems]:
     """({host: report}, no problems) from a discovery file, or (None, every problem)."""
     problems = Problems(path)
     problems.stage = "discovery"
-    raw = _read(path, problems)
-    data = _parse(raw, problems) if raw is not None else None
+    data = _parse(path, problems)
     if problems:
         return None, problems
     problems = check(data, path)

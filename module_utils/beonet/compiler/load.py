@@ -38,7 +38,7 @@ except ImportError as exc:
 else:
     JSONSCHEMA_IMPORT_ERROR = None
 
-from ..agent.files import NotAFile, read_regular
+from .. import gate
 from .errors import Problems
 from .schema import MAX_LAN, MAX_NODES, SCHEMA, tree_fanouts
 
@@ -620,23 +620,14 @@ def load_text(text: str, file: str) -> tuple[Source | None, Problems]:
 
 def read_text(path: str, limit: int = MAX_BYTES,
               what: str = "a topology") -> tuple[str | None, Problems]:
-    """The file as text: at most limit bytes, UTF-8 (the problems say why not)."""
+    """The file as text, through the gate: a regular file of at most limit bytes,
+    UTF-8 (the problems say why not)."""
     problems = Problems(path)
     problems.stage = "load"
     try:
-        raw = read_regular(path, limit)
-    except NotAFile as exc:
-        problems.add("", "cannot read file: %s" % exc)
-        return None, problems
-    big = _too_big(len(raw), limit, what)
-    if big:
-        problems.add("", "the file is " + big)
-        return None, problems
-    try:
-        return raw.decode("utf-8"), problems
-    except UnicodeDecodeError as exc:
-        problems.add("", "not UTF-8 text: byte 0x%02x cannot be decoded" % raw[exc.start],
-                     line=raw.count(b"\n", 0, exc.start) + 1)
+        return gate.read_text(path, limit, what), problems
+    except gate.GateError as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
         return None, problems
 
 

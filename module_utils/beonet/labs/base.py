@@ -17,12 +17,16 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
+from .. import gate
 from ..agent.files import atomic_write
+from ..agent.names import escaped, type_word
 
 Plan = Mapping[str, Any]                 # a plan (outputs.plan.Plan) as the labs read it
 Record = dict[str, Any]
 
 DOCKER_STATE = "state.json"
+STATE_BYTES = 64 << 20     # a 1,024-node lab's record takes about 2 MB
+STATE_DEPTH = 16
 VM_STATE = "vm.json"
 # Each lab kind's state file, and what to run to take such a lab down.
 STATE_FILES = {DOCKER_STATE: "a Docker lab: take it down with `beonet lab down` (no --provider vm)",
@@ -83,10 +87,14 @@ def load_state(folder: str, filename: str) -> Record | None:
         raise LabError("%s has no %s: it was not made by `beonet lab up` (remove the folder "
                        "once you have checked nothing of the lab is left)" % (folder, filename))
     try:
-        with open(path, encoding="utf-8") as fh:
-            record: Record = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise LabError("%s: unreadable lab state: %s" % (path, exc)) from exc
+        record = gate.load_json(path, STATE_BYTES, STATE_DEPTH, "a lab's state")
+    except gate.GateError as exc:
+        raise LabError("unreadable lab state: %s" % exc) from None
+    if not isinstance(record, dict) or not isinstance(record.get("lab"), str):
+        raise LabError("%s: not a lab's state (a mapping with the lab's name), "
+                       "but %s: remove the folder once you have checked nothing of the lab is "
+                       "left" % (escaped(path), type_word(record) if not isinstance(record, dict)
+                                 else "a mapping of %s" % escaped(", ".join(sorted(record))[:80])))
     return record
 
 

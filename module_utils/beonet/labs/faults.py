@@ -39,6 +39,7 @@ import json
 import os
 from typing import Any
 
+from ..agent.names import shown
 from . import docker, vm
 from .base import DOCKER_STATE, VM_STATE, LabError, Record, load_state, save_state, state_dir
 from .base import run as _run
@@ -54,7 +55,7 @@ def parse_link(text: str, flag: str = "--link") -> tuple[str, str]:
     """``NODE:NIC`` -> (node, nic)."""
     node, sep, nic = text.partition(":")
     if not sep or not node or not nic or ":" in nic:
-        raise LabError("%s: %r is not NODE:NIC" % (flag, text))
+        raise LabError("%s: %s is not NODE:NIC" % (flag, shown(text)))
     return node, nic
 
 

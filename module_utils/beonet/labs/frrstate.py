@@ -11,13 +11,16 @@ not what FRR prints counts as nothing settled and no session.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from .. import gate
 
 SPLIT = "=== ospf"
 STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
          "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
 BFD = ("vtysh", "-c", "show bfd peers json")
+MAX_TEXT = 64 << 20  # what one node prints: 1,024 neighbours take about 1 MB
+MAX_DEPTH = 8        # {"neighbors": {address: [{...}]}} is 4 deep
 SETTLED = "Full"     # every neighbour is adjacent: point-to-point, and point-to-multipoint on LANs
 
 # peer address -> (the session's local discriminator, seconds it has been up)
@@ -25,10 +28,13 @@ Sessions = dict[str, tuple[int, float]]
 
 
 def loads(text: str) -> Any:
-    """What a node printed as JSON, or None (not JSON, or nested too deep to read)."""
+    """What a node printed as strict JSON (the gate's), or None: not JSON, over
+    MAX_TEXT characters or nested deeper than MAX_DEPTH."""
+    if len(text) > MAX_TEXT:
+        return None
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return gate.loads_json(text, None, MAX_DEPTH)
+    except gate.GateError:
         return None
 
 

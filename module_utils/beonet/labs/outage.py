@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agent.names import escaped, shown
 from . import faults, frrstate
 from .base import DOCKER_STATE, LabError, load_state, state_dir
 
@@ -378,18 +379,21 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     from ..compiler import pipeline
     from ..outputs import plan as render
 
+    if kind not in FAULTS:
+        raise LabError("outage: give --node, --cable or --switch")
+    node, nic = faults.parse_link(what, "--cable") if kind == "cable" else (what, "")
     folder = state_dir(root, topology, label)
     record = load_state(folder, DOCKER_STATE)
     if record is None:
         raise LabError("no Docker lab in %s: bring it up first (beonet lab up)"
                        % os.path.relpath(folder, root))
-    if kind not in FAULTS:
-        raise LabError("outage: give --node, --cable or --switch")
     compiled = pipeline.compile_file(topology)
     plan: dict[str, Any] = dict(render.plan(compiled))
-    node = what.split(":", 1)[0] if kind != "switch" else None
-    if node is not None and node not in plan["nodes"]:
-        raise LabError("outage: no node %r in the plan" % node)
+    if kind != "switch" and node not in plan["nodes"]:
+        raise LabError("outage: no node %s in the plan" % shown(node))
+    if nic and nic not in {i["name"] for i in plan["nodes"][node]["interfaces"]}:
+        raise LabError("outage: --cable %s: %s has no NIC %s in the plan" % (
+            escaped(what), node, shown(nic)))
     stopped = set((record.get("faults") or {}).get("nodes", []))
     live = [n for n in plan["nodes"] if n not in stopped and not (kind == "node" and n == what)]
     pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)

@@ -13,7 +13,14 @@ build`` wrote) are compared node by node, by name:
   changes, as the nodes a packet crosses (every branch of a multipath route): the
   route tables of both plans are walked (livestate.tables, the proof's walk), one
   longest-prefix lookup per node and destination in each plan. A pair whose path
-  keeps its nodes is unchanged even when their addresses change.
+  keeps its nodes is unchanged even when their addresses change;
+* ``settings`` (in ``nodes_changed``): every other value of a node's plan that
+  reaches the node, the routing engine's included (its loopback, BFD timers: what
+  frr.conf is made from). The plans are the same only when nothing that reaches a
+  node differs.
+
+A plan.json read from a file is checked by ``shape_problems`` (and every node plan
+as the node module checks it) before anything here reads it.
 
 Above PATHS_ALL_UP_TO nodes the paths towards a fixed-seed sample of PATHS_SAMPLE
 destinations are compared, and the result says so.
@@ -21,10 +28,14 @@ destinations are compared, and the result says so.
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from ipaddress import IPv4Network
 from typing import Any, cast
 
+from ..agent.names import escaped, shown, type_word
 from ..agent.nodeplan import NodePlan
 from ..compiler.model import ON_LINK
 from ..livestate import tables
@@ -34,8 +45,55 @@ from .plan import prefixes
 PATHS_ALL_UP_TO = 2048
 PATHS_SAMPLE = 256
 EXAMPLES = 10
+_PREFIX = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}")
 IFACE_FIELDS = ("kind", "segment", "addresses", "mtu", "rate_mbit", "bond", "members", "mode", "logical")
+# The node plan's parts compared one by one above; every other part is a setting.
+# index, coords and learned do not reach a node's files (learned: what its routing
+# engine should learn, compared as paths).
+COMPARED = frozenset(("interfaces", "address", "forwarding", "routes", "index", "coords", "learned"))
 Plan = Mapping[str, Any]
+
+
+def shape_problems(plan: Mapping[str, Any]) -> list[str]:
+    """Why diff cannot read this plan (empty: it can): each node's interfaces and
+    routes lists, a mapping of segments, each a mapping whose prefix, where given,
+    is an IPv4 network."""
+    segments = plan.get("segments")
+    if not isinstance(segments, Mapping):
+        return ["segments: must be a mapping of segments, not %s" % type_word(segments)]
+    out = ["%s: plan.%s: must be a list, not %s" % (escaped(name), key, type_word(n.get(key)))
+           for name, n in plan["nodes"].items() if isinstance(n, Mapping)
+           for key in ("interfaces", "routes") if not isinstance(n.get(key, []), list)][:5]
+    for name, seg in segments.items():
+        prefix = seg.get("prefix") if isinstance(seg, Mapping) else None
+        if not isinstance(seg, Mapping):
+            out.append("segments.%s: must be a mapping, not %s" % (escaped(name), type_word(seg)))
+        elif prefix is not None and not _network(prefix):
+            out.append("segments.%s.prefix: %s is not an IPv4 network" % (escaped(name), shown(prefix)))
+        if len(out) > 5:
+            break
+    return out
+
+
+def with_defaults(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan (checked: shape_problems and the node module's checks) with the parts a node
+    plan may leave out filled in as the node module reads them: no routes, no
+    addresses."""
+    for node in plan["nodes"].values():
+        node.setdefault("routes", [])
+        for nic in node["interfaces"]:
+            nic.setdefault("addresses", [])
+    return plan
+
+
+def _network(text: Any) -> bool:
+    if not isinstance(text, str) or not _PREFIX.fullmatch(text):
+        return False
+    try:
+        IPv4Network(text)
+    except ValueError:
+        return False
+    return True
 
 
 def route_text(r: Mapping[str, Any]) -> str:
@@ -54,7 +112,8 @@ def _nic_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
         out["interfaces_removed"] = removed
     changed = {}
     for nic in sorted(set(was) & set(now)):
-        fields = {f: [was[nic].get(f), now[nic].get(f)] for f in IFACE_FIELDS
+        rest = sorted((set(was[nic]) | set(now[nic])) - set(IFACE_FIELDS) - {"name"})
+        fields = {f: [was[nic].get(f), now[nic].get(f)] for f in (*IFACE_FIELDS, *rest)
                   if was[nic].get(f) != now[nic].get(f)}
         if fields:
             changed[nic] = fields
@@ -63,9 +122,35 @@ def _nic_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
     return out
 
 
+def _leaves(value: Any) -> dict[str, Any]:
+    """{key path: value} of every value in value that is not a mapping (a walk with
+    a list, not recursion)."""
+    out: dict[str, Any] = {}
+    todo: list[tuple[str, Any]] = [("", value)]
+    while todo:
+        path, v = todo.pop()
+        if isinstance(v, Mapping) and v:
+            todo += [("%s.%s" % (path, k) if path else str(k), v[k]) for k in v]
+        else:
+            out[path] = v
+    return out
+
+
+def _setting_changes(old: NodePlan, new: NodePlan) -> dict[str, list[Any]]:
+    """Every other setting that reaches the node (the routing engine's: loopback, BFD
+    timers, ...): {key path: [old, new]} of the values that differ."""
+    was = _leaves({k: v for k, v in old.items() if k not in COMPARED})
+    now = _leaves({k: v for k, v in new.items() if k not in COMPARED})
+    return {p: [was.get(p), now.get(p)] for p in sorted(set(was) | set(now))
+            if was.get(p) != now.get(p)}
+
+
 def node_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
     """What changes on one node (empty: nothing)."""
     out = _nic_changes(old, new)
+    settings = _setting_changes(old, new)
+    if settings:
+        out["settings"] = settings
     if old["address"] != new["address"]:
         out["address"] = [old["address"], new["address"]]
     if old["forwarding"] != new["forwarding"]:
@@ -124,35 +209,69 @@ class _Walker:
 
 def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLES) -> dict[str, Any]:
     """The ordered pairs of nodes in both plans whose path changes (see the docstring)."""
-    a, b = _Walker(old), _Walker(new)
     dests = both
     sampled = len(both) > PATHS_ALL_UP_TO
     if sampled:
         dests = sorted(random.Random(len(both)).sample(both, PATHS_SAMPLE))
+    compared = len(dests) * (len(both) - 1)
+    if old["nodes"] == new["nodes"] and old["segments"] == new["segments"]:
+        # the same route tables: every path is the same, no walk needed
+        return {"count": 0, "compared": compared, "sampled": sampled, "examples": []}
+    a, b = _Walker(old), _Walker(new)
     count, shown = 0, cast("list[dict[str, Any]]", [])
     for d in dests:
         memo: dict[str, bool] = {}
         for s in both:
-            if s != d and _changed(a, b, s, d, memo, 0):
+            if s != d and _changed(a, b, s, d, memo):
                 count += 1
                 if len(shown) < examples:
                     shown.append({"pair": "%s -> %s" % (s, d), "old": a.path(s, d), "new": b.path(s, d)})
-    return {"count": count, "compared": len(dests) * (len(both) - 1), "sampled": sampled,
+    return {"count": count, "compared": compared, "sampled": sampled,
             "examples": shown}
 
 
-def _changed(a: _Walker, b: _Walker, s: str, d: str, memo: dict[str, bool], depth: int) -> bool:
-    """Whether the nodes of any path from s to d differ between the plans."""
+def _changed(a: _Walker, b: _Walker, s: str, d: str, memo: dict[str, bool]) -> bool:
+    """Whether the nodes of any path from s to d differ between the plans: a
+    depth-first walk of the new plan's next hops with a list, not recursion (a
+    chain of thousands of nodes is as deep); a loop counts as changed."""
     if s == d:
         return False
     if s in memo:
         return memo[s]
-    memo[s] = True                      # a loop counts as changed
-    was, now = a.next_names(s, d), b.next_names(s, d)
-    result = was != now or depth > len(a.names) or any(
-        _changed(a, b, x, d, memo, depth + 1) for x in now if x not in ("!", d))
-    memo[s] = result
-    return result
+    stack: list[tuple[str, Iterator[str]]] = []
+
+    def enter(x: str) -> bool:
+        """True: x changes (known at once); False: x is on the stack to walk."""
+        memo[x] = True                  # until walked: a loop back to x counts as changed
+        now = b.next_names(x, d)
+        if a.next_names(x, d) != now or len(stack) >= len(a.names):
+            return True
+        stack.append((x, iter([y for y in now if y not in ("!", d)])))
+        return False
+
+    if enter(s):
+        return True
+    while stack:
+        x, nexts = stack[-1]
+        verdict, pushed = False, False
+        for y in nexts:
+            if y in memo:
+                verdict = memo[y]
+            elif not enter(y):
+                pushed = True
+            else:
+                verdict = True
+            if verdict or pushed:
+                break
+        if pushed:
+            continue
+        stack.pop()
+        memo[x] = verdict
+        if verdict:                     # every node on the way to x changes with it
+            for up, _rest in stack:
+                memo[up] = True
+            stack.clear()
+    return memo[s]
 
 
 def diff(old: Plan, new: Plan, examples: int = EXAMPLES) -> dict[str, Any]:
@@ -174,6 +293,8 @@ def _s(n: int, word: str) -> str:
 
 
 def _v(value: Any) -> str:
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     if isinstance(value, list):
         return " ".join(str(v) for v in value) or "(none)"
     return "(none)" if value is None else str(value)
@@ -188,6 +309,7 @@ def _node_lines(name: str, c: Mapping[str, Any]) -> list[str]:
     for key in ("address", "forwarding"):
         if key in c:
             out.append("  %s: %s -> %s" % (key, c[key][0], c[key][1]))
+    out += ["  %s: %s -> %s" % (k, _v(old), _v(new)) for k, (old, new) in c.get("settings", {}).items()]
     out += ["  + %s" % r for r in c.get("routes_added", [])]
     out += ["  - %s" % r for r in c.get("routes_removed", [])]
     return out
