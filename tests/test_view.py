@@ -225,7 +225,9 @@ BAD_VERIFY = [
     ('{"mismatches": [{"source": "a"}]}', ": mismatches[0].destination: must be a node name (text)"),
     ('{"mismatches": ["x"]}', ": mismatches[0]: must be a mapping, not str"),
     ('{"proven": "many"}', ": proven: must be a whole number"),
-    ('{"proven": NaN}', ": is not JSON: NaN is not a number JSON allows"),
+    ('{"proven": NaN}', ": is not JSON: NaN is not a JSON value"),
+    ('{"dead": [], "dead": ["node01"]}', ": is not JSON: the key 'dead' is given twice"),
+    ("  \n", ": is empty"),
     ('{"dead": ' + "[" * 100 + "]" * 100 + "}", ": nests deeper than 16 levels"),
     ("[" * 100_000 + "]" * 100_000, ": nests deeper than 16 levels"),
     ("\xff", ": is not UTF-8 text"),
@@ -250,7 +252,7 @@ def test_missing_overlay_files_are_named(tmp_path, capsys):
                        "--discovered", tmp_path / "none2.json", "--results", tmp_path / "nofolder",
                        "-o", out)
     assert code == 2 and not out.exists()
-    assert "none.json: cannot read: no such file" in err
+    assert "none.json: cannot read: No such file or directory" in err
     assert "none2.json" in err and "nofolder" in err
 
 

@@ -11,10 +11,9 @@ key path (`beonet view` exits 2, nothing written).
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
+from .. import gate
 from ..benchmarks import results_schema
 from ..cabling import match, reports
 from ..compiler.errors import CompileError, Problems
@@ -25,51 +24,6 @@ MAX_BYTES = 64 << 20
 MAX_DEPTH = 16       # a verify report nests 6 levels (mismatches[].expected[][]{})
 LISTS = {"dead": str, "unreadable": str, "problems": str, "summary": str, "mismatches": dict}
 KEEP = 1000          # items of each list shown
-
-
-def _json_file(path: str, problems: Problems) -> Any:
-    """The JSON of a file (bounded size and depth, no NaN), or None with a problem."""
-    if not os.path.isfile(path):
-        problems.add("", "cannot read: %s" % ("not a regular file" if os.path.exists(path)
-                                               else "no such file"))
-        return None
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        problems.add("", "cannot read: %s" % (exc.strerror or exc))
-        return None
-    if len(raw) > MAX_BYTES:
-        problems.add("", "is over %d MiB" % (MAX_BYTES >> 20))
-        return None
-    try:
-        data = json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
-    except UnicodeDecodeError:
-        problems.add("", "is not UTF-8 text")
-    except RecursionError:
-        problems.add("", "nests deeper than %d levels" % MAX_DEPTH)
-    except ValueError as exc:
-        problems.add("", "is not JSON: %s" % exc)
-    else:
-        if _depth(data) <= MAX_DEPTH:
-            return data
-        problems.add("", "nests deeper than %d levels" % MAX_DEPTH)
-    return None
-
-
-def _depth(data: Any) -> int:
-    """How deep lists and mappings nest (without recursion)."""
-    most, stack = 0, [(data, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (list, dict)):
-            most = max(most, level)
-            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return most
-
-
-def _no_constant(token: str) -> Any:
-    raise ValueError("%s is not a number JSON allows" % token)
 
 
 def _verify_shape(data: Any, problems: Problems) -> None:
@@ -102,8 +56,11 @@ def verify(path: str) -> dict[str, Any]:
     """The verify overlay: dead nodes, mismatched pairs [source, destination, why], problems."""
     problems = Problems(path)
     problems.stage = "verify report"
-    data = _json_file(path, problems)
-    if not problems:
+    try:
+        data = gate.load_json(path, MAX_BYTES, MAX_DEPTH, "a verify report")
+    except gate.GateError as exc:
+        problems.add(exc.path, exc.message, line=exc.line)
+    else:
         _verify_shape(data, problems)
     if problems:
         raise CompileError(problems.items)
