@@ -352,3 +352,12 @@ def test_interfaces_show_physical_and_logical_names(tmp_path, capsys):
     assert info["node-0-0"]["interfaces"][0][:4] == ["enp1s0", "eth1", "ethernet", "d0-0"]
     assert "dev enp1s0" in info["node-0-0"]["dryrun"]
     assert info["node-0-1"]["interfaces"][0][:2] == ["eth1", "eth1"]
+
+
+def test_pinned_edges_carry_their_nics_and_cable_labels():
+    """The labels the unpinned drawing prints on edges are each edge's tooltip."""
+    from beonet.cabling import sheet
+    c, plan = compiled("custom-example")
+    text = pinned.dot(plan, sheet.sheet(c))
+    assert 'tooltip="bond0 (eth1+eth2) sw-rack-a-ch0:01 sw-rack-a-ch1:01"' in text
+    assert "taillabel" not in text and "headlabel" not in text

@@ -106,7 +106,7 @@ def _drawing(m: Model, plan: Plan, compiled: Compiled) -> None:
         m.adj.setdefault(a, []).append(b)
         m.adj.setdefault(b, []).append(a)
         edges.append([e.kind, a, b, _round(x1), _round(y1), _round(x2), _round(y2),
-                      " ".join(x for x in (e.a_nic, e.b_nic, e.label) if x), e.lines,
+                      " ".join(x for x in (e.a_nic, e.b_nic, e.label, *e.cables) if x), e.lines,
                       _edge_element(e, cable, p2p, tree_lan)])
     m.data["edges"] = edges
     m.data["box"] = [_round(v) for v in lay.box()]

@@ -48,11 +48,11 @@ def dot(plan: Plan, sheet: Sheet | None = None) -> str:
         out.append("  %s -- %s [penwidth=%d, color=\"#555555\"];"
                    % (a, b, 3 * lay.buses.get(h.ident, 1)))
     for k, e in enumerate(p.edges):
+        end = e.b
         if e.b in lay.bars:       # to the foot of the node's line on the bar
-            foot = drawing._q("foot%d" % k)
-            out.append("  %s [shape=point, width=0.01, pos=%s];" % (foot, _pos(lay.end(e.b, e.a))))
-            e = drawing.Edge(e.kind, e.a, foot.strip('"'), lines=e.lines)
-        out.append(_edge(e))
+            end = "foot%d" % k
+            out.append("  %s [shape=point, width=0.01, pos=%s];" % (drawing._q(end), _pos(lay.end(e.b, e.a))))
+        out.append(_edge(e, end))
     out += _legend(lay)
     out.append("}")
     return "\n".join(out) + "\n"
@@ -73,10 +73,14 @@ def _legend(lay: Layout) -> list[str]:
     return ["  legend [shape=box, style=dashed, label=%s, pos=%s];" % (label, _pos((x + 120, y + h + 40)))]
 
 
-def _edge(e: drawing.Edge) -> str:
-    """An edge without the NIC labels at its ends (they clutter a pinned picture)."""
-    line = drawing._dot_edge(drawing.Edge(e.kind, e.a, e.b, label="", lines=e.lines))
-    return line
+def _edge(e: drawing.Edge, end: str) -> str:
+    """An edge drawn without labels (they would clutter a pinned picture): its NICs,
+    prefix and cable labels are its tooltip (SVG)."""
+    line = drawing._dot_edge(drawing.Edge(e.kind, e.a, end, label="", lines=e.lines))
+    words = " ".join(x for x in (e.a_nic, e.b_nic, e.label.replace("\\n", " "), *e.cables) if x)
+    if not words:
+        return line
+    return line[:-2] + ("" if line.endswith("[];") else ", ") + "tooltip=%s];" % drawing._q(words)
 
 
 def image(plan: Plan, fmt: str, dot_binary: str, sheet: Sheet | None = None) -> bytes:
