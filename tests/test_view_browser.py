@@ -195,3 +195,13 @@ def test_the_1024_node_metagraph_loads(driver, tmp_path, capsys):
     assert console_errors(driver) == []
     print("1,024-node page: %d bytes, drawn in %.2f s" % (out.stat().st_size, seconds))
 
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in TOPO.glob("*.yml")))
+def test_every_shipped_topology_draws_without_errors(driver, tmp_path, capsys, name):
+    page = view(tmp_path, capsys, name)
+    open_page(driver, page)
+    data = page_data(open(page).read())
+    assert count(driver, "g.node") == len(data["nodes"]) > 0
+    assert count(driver, "g.edge") == len(data["edges"])
+    assert console_errors(driver) == []

@@ -35,7 +35,7 @@ class Layout:
     buses: dict[str, int] = field(default_factory=dict)
     groups: dict[str, int] = field(default_factory=dict)     # node -> its group (meta-graph)
 
-    def box(self, margin: float = 80.0) -> tuple[float, float, float, float]:
+    def box(self, margin: float = 140.0) -> tuple[float, float, float, float]:
         """(x, y, width, height) around every place and bar."""
         xs = [p[0] for p in self.at.values()] + [v for b in self.bars.values() for v in b[0::2]]
         ys = [p[1] for p in self.at.values()] + [v for b in self.bars.values() for v in b[1::2]]
