@@ -111,6 +111,8 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule
 
 try:
+    from ansible.module_utils.beonet.agent import nodeplan
+    from ansible.module_utils.beonet.agent.names import UnsafeText, one_line
     from ansible.module_utils.beonet.benchmarks import mpi
     from ansible.module_utils.beonet.benchmarks import planner as bench
     from ansible.module_utils.beonet.outputs import export
@@ -124,7 +126,7 @@ def _plan(module: AnsibleModule) -> None:
     p = module.params
     plan = p["plan"]
     # Open MPI 4's launcher reads plm_rsh_args, PRRTE (Open MPI 5) plm_ssh_args.
-    args = p["ssh_args"]
+    args = one_line(p["ssh_args"], "ssh_args")
     mca = export.openmpi_mca(plan) + ("plm_rsh_args = %s\n" % args if args else "")
     ssh = "plm_ssh_args = %s\n" % args if args else ""
     prte, prte_by_name = mpi_files.prte_mca(plan) + ssh, mpi_files.prte_mca(plan, by_name=True) + ssh
@@ -160,6 +162,9 @@ def main() -> None:
     if not (p["plan"] or {}).get("nodes"):
         module.fail_json(msg="beonet mpi: plan: no compiled plan; run the beonet_plan role first "
                              "(beonet_plan_paths: true), as playbooks/mpi.yml does")
+    problems = nodeplan.whole_plan_problems(p["plan"])
+    if problems:
+        module.fail_json(msg="beonet mpi: %s" % "; ".join(problems), errors=problems)
     bad = sorted(k for k, v in p["slots"].items() if not isinstance(v, int) or isinstance(v, bool) or v < 1)
     if bad:
         module.fail_json(msg="beonet mpi: slots of %s: a whole number of 1 or more" % ", ".join(bad))
@@ -172,6 +177,8 @@ def main() -> None:
                                   p["environment"])
         module.exit_json(changed=True, result=result,
                          summary=open(p["dest"] + "/summary.md", encoding="utf-8").read())
+    except UnsafeText as exc:
+        module.fail_json(msg="beonet mpi: %s" % exc)
     except bench.BenchError as exc:
         problems = exc.problems
         module.fail_json(msg="beonet mpi: %d problem(s), nothing started\n%s"

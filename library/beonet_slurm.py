@@ -97,6 +97,8 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule
 
 try:
+    from ansible.module_utils.beonet.agent import nodeplan
+    from ansible.module_utils.beonet.agent.names import UnsafeText
     from ansible.module_utils.beonet.outputs import export, slurm
     IMPORT_ERROR = None
 except ImportError:
@@ -122,6 +124,9 @@ def main() -> None:
     if not (plan or {}).get("nodes"):
         module.fail_json(msg="beonet slurm: plan: no compiled plan; run the beonet_plan role first, "
                              "as playbooks/slurm.yml does")
+    problems = nodeplan.whole_plan_problems(plan)
+    if problems:
+        module.fail_json(msg="beonet slurm: %s" % "; ".join(problems), errors=problems)
     try:
         controller = slurm.controller_of(plan, p["controller"])
         module.exit_json(changed=False, controller=controller,
@@ -130,7 +135,7 @@ def main() -> None:
                          topology_conf=slurm.topology_conf(plan), topology_yaml=slurm.topology_yaml(plan),
                          cgroup_conf=slurm.cgroup_conf(plan), etc_hosts=export.hosts(plan),
                          nodes=slurm.node_files(p["versions"]))
-    except slurm.SlurmError as exc:
+    except (slurm.SlurmError, UnsafeText) as exc:
         module.fail_json(msg="beonet slurm: %s" % exc)
 
 

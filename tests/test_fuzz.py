@@ -350,26 +350,34 @@ print(json.dumps(results))
 '''
 
 
-def run_module(topologies: list[pathlib.Path], tmp: pathlib.Path) -> dict[str, dict[str, Any]]:
-    """library/beonet_topology.py on each topology: {path: module result}."""
+def run_modules(module: str, calls: list[dict[str, Any]], tmp: pathlib.Path) -> list[dict[str, Any]]:
+    """library/<module>.py with each of calls as its arguments, each in a process of its
+    own under the time limit: the module results, in order (rc added); no call may
+    end in a traceback or be killed."""
     runner = tmp / "runner.py"
     runner.write_text(RUNNER, encoding="utf-8")
     argv = []
-    for i, topo in enumerate(topologies):
-        args = tmp / ("args%d.json" % i)
-        args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"topology": str(topo)}}))
+    for i, call in enumerate(calls):
+        args = tmp / ("%s-args%d.json" % (module, i))
+        args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": call}))
         argv.append(str(args))
     proc = subprocess.run([sys.executable, str(runner), str(ROOT / "module_utils"),
-                           str(ROOT / "library/beonet_topology.py"), str(TIME_LIMIT), *argv],
+                           str(ROOT / "library" / (module + ".py")), str(TIME_LIMIT), *argv],
                           capture_output=True, text=True, timeout=60 + 3 * len(argv), check=False)
     assert proc.returncode == 0, proc.stderr
-    out = {}
-    for topo, args in zip(topologies, argv):
+    out = []
+    for call, args in zip(calls, argv):
         res = json.loads(proc.stdout)[args]
-        assert os.WIFEXITED(res["status"]), "%s: killed after %.1f s" % (topo, res["seconds"])
+        assert os.WIFEXITED(res["status"]), "%s %s: killed after %.1f s" % (module, call, res["seconds"])
         assert "Traceback" not in res["out"] + res["err"], res["out"] + res["err"]
-        out[str(topo)] = dict(json.loads(res["out"]), rc=os.WEXITSTATUS(res["status"]))
+        out.append(dict(json.loads(res["out"]), rc=os.WEXITSTATUS(res["status"])))
     return out
+
+
+def run_module(topologies: list[pathlib.Path], tmp: pathlib.Path) -> dict[str, dict[str, Any]]:
+    """library/beonet_topology.py on each topology: {path: module result}."""
+    results = run_modules("beonet_topology", [{"topology": str(t)} for t in topologies], tmp)
+    return {str(t): r for t, r in zip(topologies, results)}
 
 
 MODULE_SAMPLE = ["flow-nesting", "block-nesting", "alias-bomb", "recursive-alias", "huge-file",

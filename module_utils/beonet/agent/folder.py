@@ -13,6 +13,7 @@ import stat
 from typing import NamedTuple, TypedDict
 
 from .files import NotAFile, atomic_write, read_regular
+from .names import shown
 
 MAX_FILE = 4 * 1024 * 1024      # bytes of one file's content
 MAX_FILES = 256                 # files in one call
@@ -42,16 +43,33 @@ class Change(NamedTuple):
 def _octal(value: object, where: str, problems: list[str]) -> int | None:
     text = str(value)
     if not text or len(text) > 4 or any(c not in "01234567" for c in text):
-        problems.append("%s: %r is not an octal mode such as '0644'" % (where, value))
+        problems.append("%s: %s is not an octal mode such as '0644'" % (where, shown(value)))
         return None
-    return int(text, 8)
+    mode = int(text, 8)
+    if mode & 0o7002:
+        problems.append("%s: %s sets %s: beonet writes no setuid, setgid, sticky or "
+                        "world-writable file or folder" % (where, shown(value), ", ".join(
+                            w for bit, w in ((0o4000, "setuid"), (0o2000, "setgid"),
+                                             (0o1000, "sticky"), (0o002, "world-write"))
+                            if mode & bit)))
+        return None
+    return mode
+
+
+def _unwritable(text: str) -> bool:
+    """Whether text cannot be written as UTF-8 (a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def spec_problems(dest: str, specs: list[FileSpec], folder_mode: object) -> list[str]:
     """Everything wrong with a call, at once (nothing is written when there is any)."""
     problems: list[str] = []
-    if not dest or not os.path.isabs(dest) or "\0" in dest:
-        problems.append("dest: %r is not an absolute folder path" % (dest,))
+    if not dest or not os.path.isabs(dest) or not dest.isprintable():
+        problems.append("dest: %s is not an absolute folder path of printable text" % shown(dest))
     if folder_mode is not None:
         _octal(folder_mode, "mode", problems)
     if len(specs) > MAX_FILES:
@@ -62,8 +80,8 @@ def spec_problems(dest: str, specs: list[FileSpec], folder_mode: object) -> list
         where = "files[%d]" % i
         name = spec.get("name")
         if not isinstance(name, str) or name in ("", ".", "..") or "/" in name \
-                or any(ord(c) < 32 or c == "\x7f" for c in name):
-            problems.append("%s.name: %r is not a plain file name" % (where, name))
+                or not name.isprintable():
+            problems.append("%s.name: %s is not a plain file name" % (where, shown(name)))
             continue
         if name in seen:
             problems.append("%s.name: %s is given twice" % (where, name))
@@ -73,6 +91,8 @@ def spec_problems(dest: str, specs: list[FileSpec], folder_mode: object) -> list
             problems.append("%s.state: %r is not present or absent" % (where, state))
         elif state == "present" and not isinstance(_content(spec), str):
             problems.append("%s.content: a text is required (state present)" % where)
+        elif state == "present" and _unwritable(_content(spec)):
+            problems.append("%s.content: holds a lone surrogate, not UTF-8 text" % where)
         elif state == "present" and len(_content(spec).encode("utf-8", "surrogatepass")) > MAX_FILE:
             problems.append("%s.content: over %d MiB" % (where, MAX_FILE // (1024 * 1024)))
         _octal(spec.get("mode", "0644"), where + ".mode", problems)

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from typing import NamedTuple
 
+from .names import file_text
 from .nodeplan import Interface, NodePlan, Routing
 
 LOOPBACK_NIC = "lo"               # zebra adds the /32 beside 127.0.0.1/8
@@ -153,7 +155,7 @@ def frr_conf(n: NodePlan, frr: Routing) -> str:
               " !",
               "exit",
               "!"]
-    return HEADER + "\n".join(lines) + "\n"
+    return HEADER + file_text(lines, "frr.conf")
 
 
 def daemons() -> str:
@@ -168,7 +170,7 @@ def daemons() -> str:
               'ospfd_options="  -A 127.0.0.1"',
               'staticd_options="-A 127.0.0.1"',
               'bfdd_options="   -A 127.0.0.1"']
-    return DAEMONS_HEADER + "\n".join(lines) + "\n"
+    return DAEMONS_HEADER + file_text(lines, "/etc/frr/daemons")
 
 
 def frr_files(n: NodePlan) -> dict[str, str]:
@@ -280,3 +282,71 @@ def notify(changed: list[str]) -> list[list[str]]:
     except OSError:
         text = None
     return service_commands(changed, text, systemd_runs())
+
+
+# How a node running FRR tells that its routing has settled, polled once a second for at
+# most $T seconds (the caller sets T): every OSPF neighbour Full, every BFD session up,
+# OSPF's routes in the kernel the same two polls running (and, given, as many routes and
+# next hops as the plan's learned). One shell command, no module: it runs in verify's read
+# and in site.yml's wait. Its last line: "beonet-settle settled|unsettled SECONDS ROUTES
+# NEXTHOPS UNSOURCED FORMING BFD_DOWN RESET" (UNSOURCED: routes without a source address;
+# FORMING: neighbours not Full; RESET: 1 when the adjacencies were formed again, see REPAIR).
+SETTLE_MARK = "beonet-settle"
+SETTLED_POLLS = 2
+_SETTLE = r"""k=0 s=0 x=0 l=-
+while :; do r=$(ip -4 -o route show proto ospf)
+n=$(printf '%%s\n' "$r" | grep -c '^[0-9]'); v=$(printf '%%s\n' "$r" | grep -o ' via ' | wc -l)
+o=$(printf '%%s\n' "$r" | grep '^[0-9]' | grep -vc ' src ')
+f=$(vtysh -c 'show ip ospf neighbor' 2>/dev/null | grep '^[0-9]' | grep -vc ' Full/')
+b=$(vtysh -c 'show bfd peers brief' 2>/dev/null | grep '^[0-9]' | grep -vc ' up *$')
+if [ "$r" = "$l" ] && [ "$f$b" = 00 ]%(want)s; then s=$((s + 1)); else s=0; fi
+%(repair)sif [ $s -ge %(polls)d ] || [ $k -ge "$T" ]; then break; fi
+l=$r k=$((k + 1)); sleep 1; done
+if [ $s -ge %(polls)d ]; then w=settled; else w=unsettled; fi
+echo "%(mark)s $w $k $n $v $o $f $b $x"
+"""
+# FRR's zebra gives a route its source address (the route map ``ip protocol ospf`` names)
+# only when OSPF hands it the route after zebra has that configuration; FRR applies the
+# daemons' parts of frr.conf side by side at its start, so the routes OSPF learns first can
+# stay without one (FRRouting/frr#19611: ``ip protocol`` applies to new routes only). Once
+# settled with such routes, the node forms its adjacencies again, once, so that OSPF hands
+# zebra every route anew.
+REPAIR = ("if [ $s -ge %d ] && [ \"$o\" != 0 ] && [ $x = 0 ]; then "
+          "vtysh -c 'clear ip ospf interface' >/dev/null 2>&1; x=1 s=0; fi\n")
+
+
+def settle_script(want: tuple[int, int] | None = None, repair: bool = False) -> str:
+    """The wait (see _SETTLE); want: (routes, next hops) OSPF is to install; repair: form
+    the adjacencies again once when routes lack their source address."""
+    return (_SETTLE % {"want": ' && [ "$n $v" = "%d %d" ]' % want if want else "",
+                       "repair": REPAIR % SETTLED_POLLS if repair else "",
+                       "polls": SETTLED_POLLS, "mark": SETTLE_MARK}).strip()
+
+
+def learned_counts(n: NodePlan) -> tuple[int, int]:
+    """(routes, next hops) OSPF is to install on the node: its plan's learned routes."""
+    learned = n.get("learned", [])
+    return len(learned), sum(len(r.get("nexthops") or [0]) for r in learned)
+
+
+class Settle(NamedTuple):
+    """The settle script's last line (see _SETTLE)."""
+
+    settled: bool
+    seconds: int
+    routes: int
+    hops: int
+    unsourced: int
+    forming: int
+    bfd_down: int
+    reset: int
+
+
+def parse_settle(text: str) -> Settle | None:
+    """The settle script's last line; None when the text holds none (the node did not run it)."""
+    for line in reversed(text.splitlines()):
+        words = line.split()
+        if len(words) == 9 and words[0] == SETTLE_MARK and words[1] in ("settled", "unsettled") \
+                and all(w.isdigit() for w in words[2:]):
+            return Settle(words[1] == "settled", *(int(w) for w in words[2:]))
+    return None

@@ -26,7 +26,7 @@ import json
 import os
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 IFNAMSIZ = 16
@@ -113,13 +113,43 @@ def node_name_problem(value: Any) -> str | None:
 def _char_name(c: str) -> str:
     if c == " ":
         return "a space"
-    if c in "\n\r\v\f\x85\u2028\u2029":
+    if c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029":
         return "a line break"
     if c == "\t":
         return "a tab"
     if not c.isprintable():
         return "the control character %s" % escaped(c)
     return "'%s'" % c
+
+
+class UnsafeText(ValueError):
+    """A value that would add a line (or hide part of one) to a file or command."""
+
+
+def one_line(value: Any, what: str) -> str:
+    """value as text for one line of a file or command, refused (UnsafeText) when it
+    holds a control character or a line or paragraph separator (\\n, \\r, \\v, \\f,
+    \\x1c-\\x1e, \\x85, U+2028, U+2029) or a lone surrogate."""
+    text = value if isinstance(value, str) else str(value)
+    if not text.isprintable():
+        bad = sorted({c for c in text if not c.isprintable()})
+        raise UnsafeText("%s: %s holds %s: a value written into a file or command must be "
+                         "one line of printable text" % (what, shown(text, 60),
+                                                         ", ".join(_char_name(c) for c in bad[:3])))
+    return text
+
+
+def file_text(lines: Iterable[str], what: str) -> str:
+    """The lines of a rendered file joined, each checked at this moment of writing: a
+    line holding a control character or a line break (a value that carried one) is
+    refused with UnsafeText, so no value adds a line its template did not make. Tabs
+    that indent a line are the template's and allowed."""
+    out = []
+    for line in lines:
+        if not line.isprintable() and not line.lstrip("\t").isprintable():
+            one_line(line.lstrip("\t"), what)
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def control_characters(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

@@ -232,6 +232,23 @@ def plan_problems(node: Any, n: Any) -> list[str]:
     return ["%s: plan.%s: %s" % (node, path, msg) for path, msg in found if msg is not None]
 
 
+def whole_plan_problems(plan: Any, most: int = 5) -> list[str]:
+    """Why a compiled plan given to a controller module (Slurm, MPI) must not be used
+    (empty: it can): a mapping with the topology's name and its nodes, every node
+    plan as plan_problems checks it. At most `most` problems, then how many more."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("nodes"), dict) or not plan["nodes"]:
+        return ["plan: must be a compiled plan with its nodes"]
+    topo = plan.get("topology")
+    name = topo.get("name") if isinstance(topo, dict) else None
+    found = [] if isinstance(name, str) and name.isprintable() else [
+        "plan.topology.name: must be one line of text, not %s" % shown(name)]
+    for node, n in plan["nodes"].items():
+        found += plan_problems(node, n)
+        if len(found) > most:
+            break
+    return found[:most] + (["and more"] if len(found) > most else [])
+
+
 def unsafe_text(value: Any) -> str | None:
     """The key path of a string in value holding a control character or line break
     (None: none does)."""

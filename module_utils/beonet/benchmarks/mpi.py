@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from typing import Any
 
+from ..agent.names import shown
 from .planner import CLASS_ORDER, BenchError, Pair, PathOf, classify, disjoint_pairs
 from .report import summarize, write_csv, write_json
 
@@ -52,12 +54,32 @@ def _gateway(classes: dict[str, list[Pair]], rank: dict[str, int]) -> tuple[str,
     return None
 
 
+_SAMPLE_COLUMNS = {"phase": str, "class": str, "a": int, "b": int, "bytes": int, "usec": float}
+
+
 def parse_samples(text: str) -> list[dict[str, Any]]:
-    rows = []
-    for row in csv.DictReader(io.StringIO(text)):
-        rows.append({"phase": row["phase"], "class": row["class"], "a": int(row["a"]),
-                     "b": int(row["b"]), "bytes": int(row["bytes"]), "usec": float(row["usec"])})
+    """The rows of mpibench's samples CSV; BenchError naming each row whose value is
+    missing or is not a finite number where one is due (at most 10 named)."""
+    rows, problems = [], []
+    for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            rows.append({key: _sample_value(kind, row.get(key)) for key, kind in _SAMPLE_COLUMNS.items()})
+        except ValueError as exc:
+            problems.append("samples line %d: %s" % (line, exc))
+            if len(problems) >= 10:
+                break
+    if problems:
+        raise BenchError(problems)
     return rows
+
+
+def _sample_value(kind: type, text: Any) -> Any:
+    if not isinstance(text, str) or not text.isprintable():
+        raise ValueError("a value is missing or not one line of text: %s" % shown(text))
+    value = kind(text)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("%s is not a finite number" % shown(text))
+    return value
 
 
 def fit_line(points: list[tuple[int, float]]) -> dict[str, float] | None:

@@ -3,6 +3,7 @@ settings (here); Open MPI 5's runtime file and MPICH's environment (mpi.py);
 Slurm's node lines, topology.conf and topology.yaml (slurm.py). They read the plan
 dict only."""
 
+from ..agent.names import file_text, one_line
 from . import mpi, slurm
 from .mpi import Plan, Slots, node_networks, slots_of
 from .slurm import hostlist
@@ -20,7 +21,7 @@ def hosts(plan: Plan) -> str:
                 addr = a.split("/")[0]
                 if addr != node["address"]:
                     lines.append("%-15s %s-%s" % (addr, name, iface.get("logical", iface["name"])))
-    return "\n".join(lines) + "\n"
+    return file_text(lines, "/etc/hosts")
 
 
 def hostfile(plan: Plan, slots: Slots = 1) -> str:
@@ -30,19 +31,19 @@ def hostfile(plan: Plan, slots: Slots = 1) -> str:
              % plan["topology"]["name"]]
     lines += ["%s slots=%d # %s" % (node["address"], slots_of(slots, name), name)
               for name, node in plan["nodes"].items()]
-    return "\n".join(lines) + "\n"
+    return file_text(lines, "the hostfile")
 
 
 def mpich_hosts(plan: Plan, slots: Slots = 1) -> str:
     """MPICH (Hydra) machine file: ADDRESS:SLOTS, one node a line, in plan order."""
-    return "".join("%s:%d\n" % (node["address"], slots_of(slots, name))
-                   for name, node in plan["nodes"].items())
+    return file_text(["%s:%d" % (node["address"], slots_of(slots, name))
+                      for name, node in plan["nodes"].items()], "the MPICH hosts file")
 
 
 def openmpi_mca(plan: Plan) -> str:
     """openmpi-mca-params.conf lines confining the TCP transport and the runtime's
     out-of-band channel to the networks of the nodes' cluster addresses."""
-    nets = ",".join(node_networks(plan))
+    nets = one_line(",".join(node_networks(plan)), "openmpi-mca-params.conf")
     return ("# Open MPI MCA parameters for %s (beonet): MPI traffic (btl tcp) and the\n"
             "# runtime's out-of-band channel (oob tcp) only on the NICs that hold a node's\n"
             "# cluster address; every node routes to these networks, and to no other.\n"
@@ -50,7 +51,7 @@ def openmpi_mca(plan: Plan) -> str:
             "# A process reaches another node over whichever NIC its routes name, from its\n"
             "# cluster address: the netlink component would call such a peer unreachable.\n"
             "reachable = weighted\n"
-            % (plan["topology"]["name"], nets, nets))
+            % (one_line(plan["topology"]["name"], "openmpi-mca-params.conf"), nets, nets))
 
 
 EXPORTS = {"hosts": hosts, "slurm": slurm.topology_conf, "hostfile": hostfile, "mpich-hosts": mpich_hosts,

@@ -7,6 +7,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any, Union
 
+from ..agent.names import one_line
+
 Plan = dict[str, Any]
 Slots = Union[int, Mapping[str, int]]  # noqa: UP007 (ansible-test's pylint reads no X | Y alias)
 
@@ -69,6 +71,9 @@ def cluster_nic_names(plan: Plan) -> tuple[list[str], str]:
     return names, ""
 
 
+PRTE_WHAT = "prte-mca-params.conf"
+
+
 def prte_mca(plan: Plan, by_name: bool = False) -> str:
     """prte-mca-params.conf lines for Open MPI 5's runtime (PRRTE): its daemons'
     out-of-band channel only on the node networks. prterun hands its own values to
@@ -83,9 +88,9 @@ def prte_mca(plan: Plan, by_name: bool = False) -> str:
             "# A daemon reaches another node over whichever NIC its routes name, from its\n"
             "# cluster address: the netlink component would call such a peer unreachable.\n"
             "prtereachable = weighted\n"
-            % (plan["topology"]["name"],
+            % (one_line(plan["topology"]["name"], PRTE_WHAT),
                ", by name (Open MPI 5.0.0-5.0.7 matches networks against the wrong NIC)"
-               if by_name else "", PRTE_FILE, value))
+               if by_name else "", PRTE_FILE, one_line(value, PRTE_WHAT)))
 
 
 def mpich_env_files(plan: Plan) -> dict[str, str]:
@@ -94,13 +99,15 @@ def mpich_env_files(plan: Plan) -> dict[str, str]:
     (Debian 13's) through UCX_NET_DEVICES, ch4:ofi through libfabric's tcp provider.
     Hydra's control and ch3 need none: the machine file by address keeps them there."""
     files = {}
+    topology = one_line(plan["topology"]["name"], "mpich.env")
     for name, node in plan["nodes"].items():
-        nic = cluster_interface(node)["name"]
+        nic = one_line(cluster_interface(node)["name"], "mpich.env")
         files[name] = ("# MPICH 4 environment of %s (%s, beonet): its network layer only on %s,\n"
                        "# the NIC of its cluster address %s. ch4:ucx reads UCX_NET_DEVICES,\n"
                        "# ch4:ofi libfabric's tcp provider and FI_TCP_IFACE.\n"
                        "UCX_NET_DEVICES=%s\nFI_PROVIDER=tcp\nFI_TCP_IFACE=%s\n"
-                       % (name, plan["topology"]["name"], nic, node["address"], nic, nic))
+                       % (one_line(name, "mpich.env"), topology, nic, one_line(node["address"], "mpich.env"),
+                          nic, nic))
     return files
 
 
@@ -111,7 +118,7 @@ def mpich_env(plan: Plan) -> str:
              "# section a node: write each into that node's %s. UCX and libfabric take NIC\n"
              "# names, and Hydra passes the launching shell's environment to every process:\n"
              "# let each process read its own node's file (docs/mpi.md), not the launcher.\n"
-             % (plan["topology"]["name"], MPICH_ENV_FILE)]
+             % (one_line(plan["topology"]["name"], "mpich.env"), MPICH_ENV_FILE)]
     for name, text in mpich_env_files(plan).items():
         parts.append("[%s]\n%s" % (name, text))
     return "".join(parts)
