@@ -127,3 +127,18 @@ def test_the_files_module_refuses_what_it_must_not_write(tmp_path: pathlib.Path,
     call = {"dest": str(dest), "files": files, **({"mode": mode} if mode else {})}
     (result,) = run_modules("beonet_files", [call], tmp_path)
     assert result["rc"] == 1 and message in result["msg"] and not dest.exists()
+
+
+@pytest.mark.parametrize("backend", ["networkd", "networkmanager", "netplan", "ifupdown"])
+def test_a_node_file_with_a_hidden_line_break_is_refused_even_when_the_plan_was_checked(backend):
+    from beonet.agent import apply
+
+    plan = _plan()
+    node = next(iter(plan["nodes"].values()))
+    nic = next(i for i in node["interfaces"] if i["addresses"])
+    good = nic["addresses"][0]
+    nic["addresses"][0] = good + "\u2028DNS=10.9.9.9"
+    with pytest.raises(ValueError, match="holds a line break"):
+        apply.persistent_files(node, ["10.0.0.0/8"], backend, checked=True)
+    nic["addresses"][0] = good
+    assert apply.persistent_files(node, ["10.0.0.0/8"], backend, checked=True)

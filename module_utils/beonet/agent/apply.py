@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import frr, verify
 from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files, config_path_problem
+from .names import whole_file_problem
 from .nodeplan import NodePlan, unsafe_text
 from .routes import (
     delete_command,
@@ -111,7 +112,7 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
     if n["forwarding"]:
         files[NFT_PATH] = forward_ruleset(prefixes)[1]
     for path in files:
-        why = config_path_problem(path)
+        why = config_path_problem(path) or whole_file_problem(files[path], path)
         if why is not None:
             raise ValueError(why)
     return files

@@ -144,12 +144,26 @@ def file_text(lines: Iterable[str], what: str) -> str:
     line holding a control character or a line break (a value that carried one) is
     refused with UnsafeText, so no value adds a line its template did not make. Tabs
     that indent a line are the template's and allowed."""
-    out = []
-    for line in lines:
-        if not line.isprintable() and not line.lstrip("\t").isprintable():
-            one_line(line.lstrip("\t"), what)
-        out.append(line)
+    out = [_checked_line(line, what) for line in lines]
     return "\n".join(out) + "\n"
+
+
+def _checked_line(line: str, what: str) -> str:
+    if not line.isprintable():
+        one_line(line.lstrip("\t"), what)
+    return line
+
+
+def whole_file_problem(text: str, what: str) -> str | None:
+    """Why a whole rendered file must not be written (None: it may): a line of it holds
+    a control character or a line separator other than its own end (a carriage return,
+    a vertical tab, U+2028, ...), past the tabs that indent it."""
+    try:
+        for line in text.split("\n"):
+            _checked_line(line, what)
+    except UnsafeText as exc:
+        return str(exc)
+    return None
 
 
 def control_characters(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
