@@ -7,7 +7,7 @@
   var D = JSON.parse(document.getElementById("data").textContent);
   var svg = document.getElementById("canvas");
   var nodeEls = [], hubEls = [], edgeEls = [];
-  var state = { a: -1, b: -1, failMode: false, failed: null };
+  var state = { a: -1, b: -1, failMode: false };
   var nNodes = D.nodes ? D.nodes.length : 0;
   var pathLayer = null;
 
@@ -286,7 +286,6 @@
         if (e >= 0) edgeEls[e].classList.add("reroute");
       }
     }
-    state.failed = f;
   }
 
   /* --- overlays --- */
