@@ -136,6 +136,15 @@ rolling:
       neighbours it asks before its change is confirmed (C(nic), C(address), C(node)).
   returned: success
   type: dict
+settle:
+  description:
+    - For each node routed by FRR, the shell command (for C(ansible.builtin.raw), after
+      C(T=SECONDS;)) that waits at most T seconds until its routing has settled: every OSPF
+      neighbour Full, every BFD session up, OSPF's routes in the kernel as many as the plan
+      learns and unchanged for 2 s, each with its source address (where some lack it, the
+      node forms its adjacencies again, once); its last line says how it ended.
+  returned: success
+  type: dict
 verify:
   description:
     - With I(verify), C(expected) (source to destination to the allowed hop lists it traces),

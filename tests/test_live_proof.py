@@ -209,7 +209,11 @@ def test_a_filter_beonet_does_not_write_is_not_judged_and_does_not_fail(testbed)
     assert result["mismatched"] == 0 and result["unjudged"] == 86 and result["problems"] == []
     assert result["unjudged_nodes"] == ["node01: forward filter not judged: forward chain ip filter FORWARD "
                                         "(policy accept, 1 rules) is not beonet's and may drop"]
-    assert result["summary"][-2] == "pairs through nodes whose forwarding beonet cannot judge (86):"
+    assert result["summary"][-3:-1] == ["pairs through nodes whose forwarding beonet cannot judge (86):",
+                                        "  node node01: forward filter not judged: forward chain ip filter "
+                                        "FORWARD (policy accept, 1 rules) is not beonet's and may drop: 86 "
+                                        "pairs, e.g. node10 -> node02, node10 -> node03, node10 -> node04"]
+    assert result["summary"][-1] == "state problems (0)"
 
 
 def test_the_faults_summaries_are_golden(testbed):
@@ -272,7 +276,8 @@ def test_a_node_whose_links_could_not_be_read_is_named_once_not_judged_as_links_
     assert result["proven"] < result["pairs"] == _accounted(result)
     assert _lines(result) == [
         "nodes whose state could not be read, to verify again (1): node01",
-        "pairs not proven, to, from or through nodes whose state could not be read (156)"]
+        "pairs not proven, to, from or through nodes whose state could not be read (156)",
+        "state problems (1):", "  " + result["problems"][0]]
 
 
 @pytest.mark.parametrize("change", ["links came back empty", "a listing cut short", "an older node's errors"])

@@ -236,8 +236,10 @@ def _verify_tasks():
             tasks.append({"name": "Prove (given)", "ansible.builtin.set_fact": {
                 "beonet_verify_proof": "{{ fake_proof }}"}, "run_once": True})
         elif "ansible.builtin.raw" in task:
-            # one raw call per node: its command picked on the controller, bounded in time
-            command = "{{ beonet_plan_result.verify.commands[inventory_hostname] }}"
+            # one raw call per node: its command picked on the controller, bounded in time,
+            # a node routed by FRR waiting for its routing to settle at most T seconds
+            command = ("T={{ beonet_verify_settle | int }}; "
+                       "{{ beonet_plan_result.verify.commands[inventory_hostname] }}")
             assert task["ansible.builtin.raw"] == command
             assert task["timeout"] == "{{ beonet_verify_timeout | int }}" and task["failed_when"] is False
             tasks.append({"name": "Read (given)", "ansible.builtin.set_fact": {
@@ -291,7 +293,8 @@ def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_pa
     assert summary[0].startswith("9 pairs traced in ")
     assert summary[0].endswith(" s; 1 mismatches; 1 state problems")
     assert summary[1] == "nodes dead or unreachable (1): d"
-    assert summary[-1] == "pairs to or from dead nodes (1)"
+    assert summary[-3:] == ["pairs to or from dead nodes (1)", "state problems (1):",
+                            "  c: forwarding is off, the plan says on"]
     assert _failure(by_name) == [
         "a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | * * * *", "c: forwarding is off, the plan says on"]
     assert returncode == 2

@@ -242,3 +242,33 @@ def test_the_command_runs_every_reading_once_a_cut_listing_twice_and_each_trace(
     # a trace on no allowed list is tried three times (waiting longer), a silent target once
     assert sorted(traced) == sorted(["10.0.%d.1" % k for k in range(count)] + ["10.0.5.1"] * 2 * (count > 5))
     assert list(tmp_path.glob("tmp.*")) == []
+
+
+def test_a_trace_is_judged_by_the_paths_the_live_tables_allow_as_well_as_the_plans():
+    """FRR's zebra can leave a route without the source address the plan gives it: the
+    node then traces from its NIC's address and the hop answers from its own address on
+    that link. The live tables the proof walked allow exactly that; a hop no table
+    allows is still a mismatch."""
+    from beonet.livestate import synthetic
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/metanode-testbed-frr.yml")))
+    prefixes = render.prefixes(plan)
+    states = {n: synthetic.plan_state(node, prefixes) for n, node in plan["nodes"].items()}
+    for r in states["node32"]["routes"]:
+        if r["proto"] == "ospf":
+            r["src"] = None
+    result, net = proof.prove_live(plan, prefixes, states, 10, False)
+    assert result["mismatched"] == 0
+    planned = [["10.254.0.17", "10.254.0.10"]]
+    traced = {"node32": {"node10": planned}, "node01": {"node10": [["x"]]}}
+    allowed = controller.allowed_by_tables(net, traced)
+    assert allowed["node32"]["node10"] == planned + [["10.255.0.26", "10.254.0.10"]]
+    assert allowed["node01"]["node10"] == [["x"], ["10.254.0.10"]]
+    seen = {"node10": ["10.255.0.26", "10.254.0.10"]}
+    judged = verify.node_result("node32", plan["nodes"]["node32"], allowed["node32"], seen, [],
+                                lambda _p: None, {}, [], [])
+    assert judged["mismatches"] == []
+    wrong = verify.node_result("node32", plan["nodes"]["node32"], allowed["node32"],
+                               {"node10": ["10.255.0.26", "10.254.0.9", "10.254.0.10"]}, [],
+                               lambda _p: None, {}, [], [])
+    assert [r["pair"] for r in wrong["mismatches"]] == ["node32 -> node10"]
+    assert controller.allowed_by_tables(net, {"nodeX": {"node10": planned}}) == {"nodeX": {"node10": planned}}

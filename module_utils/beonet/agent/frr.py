@@ -347,6 +347,6 @@ def parse_settle(text: str) -> Settle | None:
     for line in reversed(text.splitlines()):
         words = line.split()
         if len(words) == 9 and words[0] == SETTLE_MARK and words[1] in ("settled", "unsettled") \
-                and all(w.isdigit() for w in words[2:]):
+                and all(w.isascii() and w.isdigit() for w in words[2:]):
             return Settle(words[1] == "settled", *(int(w) for w in words[2:]))
     return None

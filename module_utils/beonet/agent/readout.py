@@ -23,7 +23,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import collect, verify
+from . import collect, frr, verify
 from .apply import tso_off_bonds
 from .fast import shell
 from .nodeplan import NodePlan
@@ -34,6 +34,7 @@ FILES = ("/proc/sys/net/ipv4/conf/*/forwarding /proc/sys/net/ipv4/conf/*/ignore_
          % (collect.IPTABLES_NAMES, verify.FORWARD, verify.BONDING % "*"))
 PARALLEL = 8                    # traceroutes at once
 TSO = "tcp-segmentation-offload:"
+ROUTING_WAIT = 60               # seconds a node running FRR waits for its routing to settle
 
 # r KEY TRIES ARGV...: run ARGV (again while it fails, up to TRIES times), each try a
 # section: its stdout as it comes, then its status and stderr (the last try's stand).
@@ -85,8 +86,12 @@ def _traces(targets: list[tuple[str, int, list[list[str]]]]) -> list[str]:
 
 
 def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], settle: float = 3.0) -> str:
-    """The command for ``raw``: targets are (address, hops at most, allowed hop lists)."""
+    """The command for ``raw``: targets are (address, hops at most, allowed hop lists). A
+    node running FRR first waits until its routing has settled (frr.settle_script), at most
+    $T seconds (ROUTING_WAIT unless the caller sets T before the command)."""
     parts = [_functions()]
+    if "routing" in n:
+        parts += ["echo \"$M settle - 0\"", "T=${T:-%d}" % ROUTING_WAIT, frr.settle_script()]
     for key, argv in collect.COMMANDS:
         if key != "neigh":
             parts.append("r %s %d %s" % (key, 2 if key in collect.NEEDED else 1, " ".join(argv)))
@@ -104,6 +109,7 @@ class Output:
     commands: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     traces: dict[int, tuple[int, bool, str]] = field(default_factory=dict)   # k -> rc, silent, output
+    settle: str | None = None           # what the routing's settle printed (FRR), None: nothing
 
 
 def parse_output(text: str) -> Output:
@@ -135,6 +141,8 @@ def _section(out: Output, head: list[str], body: list[str]) -> None:
             path, sep, value = line.partition(":")
             if sep:
                 out.files[path] = out.files.get(path, "") + value + "\n"
+    elif kind == "settle":
+        out.settle = text
     elif kind == "trace" and key.isdigit():
         out.traces[int(key)] = (code, len(head) > 4 and head[4] == "1", text)
 
@@ -174,4 +182,24 @@ def node_result(name: str, n: NodePlan, out: Output, targets: list[tuple[str, st
     rc, text, err = out.commands.get("routes", (127, "", "no routes printed"))
     errors: list[str] = []
     routes = collect.needed(lambda _argv: (rc, text, err), dict(collect.COMMANDS)["routes"], errors)
-    return verify.node_result(name, n, expected, seen, silent, out.files.get, tso, routes, errors)
+    result = verify.node_result(name, n, expected, seen, silent, out.files.get, tso, routes, errors)
+    if "routing" in n:
+        result["problems"] += settle_problems(name, out.settle)
+    return result
+
+
+def settle_problems(name: str, text: str | None) -> list[str]:
+    """What kept a node's routing from settling before its state was read, as one problem."""
+    got = frr.parse_settle(text or "")
+    if got is None:
+        return ["%s: did not say whether its routing had settled (no settle line in its output)" % name]
+    if got.settled:
+        return []
+    what = [_count(got.forming, "OSPF neighbour", "not Full")] if got.forming else []
+    what += [_count(got.bfd_down, "BFD session", "not up")] if got.bfd_down else []
+    what += ["OSPF's routes still changing"] if not what else []
+    return ["%s: routing not settled after %d s (%s); read as it was" % (name, got.seconds, ", ".join(what))]
+
+
+def _count(k: int, noun: str, state: str) -> str:
+    return "%d %s%s %s" % (k, noun, "" if k == 1 else "s", state)

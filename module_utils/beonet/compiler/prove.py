@@ -672,6 +672,8 @@ def expected_paths(graph: Graph, tables: list[RouteTable], src: int, dst: int,
         if entry is None or len(hops) > len(nodes):
             return None
         for nxt in reversed((entry[0], *entry[2])):
+            if nxt < 0:                         # a next hop that carries nothing (live tables)
+                return None
             if nxt == dst:
                 todo.append((dst, hops))
                 continue

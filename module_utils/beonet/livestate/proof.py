@@ -99,6 +99,12 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
           keep: int = 100, traceroute_sample: bool = True) -> dict[str, Any]:
     """Every ordered pair of the plan walked through the live tables (walk.py); the
     module's result (see library/beonet_verify_live.py's RETURN)."""
+    return prove_live(plan, prefixes, raw, keep, traceroute_sample)[0]
+
+
+def prove_live(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
+               keep: int = 100, traceroute_sample: bool = True) -> tuple[dict[str, Any], tables.Net]:
+    """``prove``'s result, and the live tables it walked (for the traces' allowed paths)."""
     start = time.monotonic()
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
@@ -119,8 +125,9 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
     rows = [report.row(live, skel, planned.tables, f) for f in tally.rows]
     problems += report.state_problems(live, plan_nodes, refused)
     picked = sample(skel, planned.tables, walk.component, dead) if traceroute_sample else {}
-    return _result(tally, names, (sorted(names[i] for i in dead), sorted(names[i] for i in read.unread)),
-                   rows, problems, report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
+    result = _result(tally, names, (sorted(names[i] for i in dead), sorted(names[i] for i in read.unread)),
+                     rows, problems, report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
+    return result, live
 
 
 def planned_net(plan: Mapping[str, Any], prefixes: list[str]) -> tables.Net:
@@ -185,7 +192,8 @@ def _result(tally: Tally, names: list[str], lost: tuple[list[str], list[str]], r
             "unjudged": tally.count("unjudged"), "dead_pairs": tally.dead_pairs,
             "unread_pairs": tally.unread_pairs, "walked": tally.walked,
             "dead": dead, "unreadable": unread, "mismatches": rows, "problems": problems,
-            "unjudged_nodes": unjudged, "summary": report.summary_lines(tally, names, dead, unread),
+            "unjudged_nodes": unjudged,
+            "summary": report.summary_lines(tally, names, dead, unread) + report.problem_lines(problems),
             "sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},
             "sampled": sum(len(ds) for ds in picked.values()),
             "seconds": round(seconds, 3)}

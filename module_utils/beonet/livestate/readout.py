@@ -11,7 +11,7 @@ from typing import Any
 
 from ..agent import diagnose, readout, verify
 from ..agent.nodeplan import NodePlan
-from . import proof
+from . import proof, report, tables
 
 MODES = ("live", "traceroute")
 
@@ -65,28 +65,50 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
           expected: Mapping[str, Mapping[str, Any]], unreachable: list[str], keep: int,
           live: bool) -> dict[str, Any]:
     """The proof of every pair from the states (live), and every node's traces and checks
-    sorted by the diagnosis (``traced``)."""
+    sorted by the diagnosis (``traced``). A trace is judged against the plan's hop lists
+    and (live) the ones the live tables the proof walked allow: the proof compares those
+    tables with the plan, the trace the packets with the tables."""
     start = time.monotonic()
     nodes: dict[str, NodePlan] = plan["nodes"]
     states: dict[str, Any] = {}
-    results: dict[str, dict[str, Any]] = {}
+    outs: dict[str, readout.Output] = {}
     for name, text in outputs.items():
-        if name not in nodes or not isinstance(text, str):
-            continue
-        out = readout.parse_output(text)
-        states[name] = readout.state_of_output(out)
-        mine = expected.get(name, {})
-        results[name] = readout.node_result(name, nodes[name], out, _targets(plan, mine), dict(mine))
-    result: dict[str, Any] = proof.prove(plan, prefixes, states, keep, False) if live else {}
+        if name in nodes and isinstance(text, str):
+            outs[name] = readout.parse_output(text)
+            states[name] = readout.state_of_output(outs[name])
+    result: dict[str, Any] = {}
+    allowed = {name: dict(expected.get(name, {})) for name in outs}
+    if live:
+        result, net = proof.prove_live(plan, prefixes, states, keep, False)
+        allowed = allowed_by_tables(net, allowed)
+    results = {name: readout.node_result(name, nodes[name], out, _targets(plan, allowed[name]), allowed[name])
+               for name, out in outs.items()}
     result["traced"] = summarise(results, unreachable, nodes, time.monotonic() - start)
     return result
+
+
+def allowed_by_tables(net: tables.Net, expected: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each traced pair's plan hop lists and, after them, the live tables' others."""
+    index = {name: i for i, name in enumerate(net.names)}
+    skel = tables.skeleton(net.names, net.address)
+    out: dict[str, dict[str, Any]] = {}
+    for name, mine in expected.items():
+        out[name] = {}
+        for dest, want in mine.items():
+            lists = verify.allowed_paths(want)
+            if name in index and dest in index:
+                more = report.live_allowed(net, skel, index[name], index[dest])
+                lists += [b for b in more if b not in lists]
+            out[name][dest] = lists
+    return out
 
 
 def summarise(results: Mapping[str, dict[str, Any]], unreachable: list[str], nodes: Mapping[str, NodePlan],
               seconds: float) -> dict[str, Any]:
     """Every node's traces and checks, sorted by the diagnosis (the module's ``traced``)."""
     diagnosis = diagnose.summarise(results, unreachable, nodes)
+    problems = [p for n in sorted(results) for p in results[n]["problems"]]
     return {"checked": sum(r["checked"] for r in results.values()),
             "mismatches": [row for n in sorted(results) for row in results[n]["mismatches"]],
-            "problems": [p for n in sorted(results) for p in results[n]["problems"]],
-            "summary": diagnosis["lines"], "dead": diagnosis["dead"], "seconds": round(seconds, 3)}
+            "problems": problems, "summary": diagnosis["lines"] + report.problem_lines(problems),
+            "dead": diagnosis["dead"], "seconds": round(seconds, 3)}

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..agent.names import escaped
 from ..agent.nodeplan import NodePlan
 from ..compiler.model import Graph, RouteTable, ip_text
 from ..compiler.prove import expected_paths
 from .tables import Net, lookup
 from .walk import BROKEN, EXAMPLES, LOST, OTHER, UNJUDGED, Finding, Tally, unjudged_why
+
+PROBLEM_LINES = 40             # state problems named one by one in a summary; the rest by node
 
 HEADINGS = ((BROKEN, "pairs broken through a dead gateway or one with forwarding off", "stops before %s"),
             (OTHER, "pairs that arrive by another path", "%s"),
@@ -42,6 +45,15 @@ def seen(live: Net, f: Finding) -> list[str]:
 def expected(skel: Graph, plan_tables: list[RouteTable], s: int, d: int) -> list[list[str]]:
     """The plan's allowed hop lists of a pair (what beonet_plan's ``paths`` holds)."""
     return [[h["address"] for h in branch] for branch in expected_paths(skel, plan_tables, s, d) or []]
+
+
+def live_allowed(live: Net, skel: Graph, s: int, d: int) -> list[list[str]]:
+    """The hop lists a traceroute from s to d shows by the live tables (every branch,
+    each hop answering from its route back to the sender): [] where s has no state
+    or a walk finds no route, a loop or a next hop that carries nothing."""
+    if live.states[s] is None:
+        return []
+    return [[h["address"] for h in branch] for branch in expected_paths(skel, live.tables, s, d) or []]
 
 
 def row(live: Net, skel: Graph, plan_tables: list[RouteTable], f: Finding) -> dict[str, Any]:
@@ -84,6 +96,21 @@ def summary_lines(tally: Tally, names: list[str], dead: list[str],
     if n:
         lines.append("pairs through nodes whose forwarding beonet cannot judge (%d):" % n)
         lines += _group_lines(tally, names, UNJUDGED, "%s")
+    return lines
+
+
+def problem_lines(problems: list[str], cap: int = PROBLEM_LINES) -> list[str]:
+    """The state problems as summary lines, each escaped on one line: the first cap named,
+    the rest counted by the node each begins with."""
+    lines = ["state problems (%d)%s" % (len(problems), ":" if problems else "")]
+    lines += ["  " + escaped(p) for p in problems[:cap]]
+    rest: dict[str, int] = {}
+    for p in problems[cap:]:
+        node = escaped(p.split(":", 1)[0])[:64]
+        rest[node] = rest.get(node, 0) + 1
+    if rest:
+        lines.append("  and %d more: %s" % (len(problems) - cap,
+                                            ", ".join("%s %d" % kv for kv in sorted(rest.items()))))
     return lines
 
 

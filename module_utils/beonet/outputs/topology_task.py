@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..agent import fast
+from ..agent import fast, frr
 from ..agent.files import atomic_write, read_text
 from ..controller import TaskFailed
 
@@ -94,7 +94,9 @@ def compile_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, A
         "rolling": {"order": rolling.order(plan), "neighbours": rolling.neighbours(plan)},
         "fast": {k: fast.check_command(v) for k, v in plan["nodes"].items()},
         "agent": fast.agent_digest(),
-        "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()}}
+        "routes_text": {k: dryrun.ip_route_text(v, k) for k, v in plan["nodes"].items()},
+        "settle": {k: frr.settle_script(frr.learned_counts(v), repair=True)
+                   for k, v in plan["nodes"].items() if "routing" in v}}
     result["digests"] = _digests(plan, result["prefixes"], result["agent"])
     if p["paths"]:
         result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
