@@ -67,10 +67,11 @@ bench: setup
 
 LAB_INVENTORY = .lab/beonet-$(basename $(notdir $(TOPOLOGY)))/inventory.yml
 
-# The main job on the embedded Docker lab: engine, image, lab, apply, prove.
+# The main job on the embedded Docker lab: engine, the image the topology needs (with
+# routing.engine frr, the one with FRR), lab, apply, prove.
 demo: setup
 	bash scripts/docker-up.sh
-	bash scripts/build-image.sh
+	variant=$$($(BIN)/beonet lab image $(TOPOLOGY)) && bash scripts/build-image.sh "$$variant"
 	$(BIN)/beonet lab up $(TOPOLOGY)
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/dry_run.yml -e beonet_dry_run_live=true
@@ -93,7 +94,7 @@ dry-run: setup
 
 lab-up: setup
 	bash scripts/docker-up.sh
-	bash scripts/build-image.sh
+	variant=$$($(BIN)/beonet lab image $(TOPOLOGY)) && bash scripts/build-image.sh "$$variant"
 	$(BIN)/beonet lab up $(TOPOLOGY)
 
 lab-down: setup

@@ -9,6 +9,8 @@ set -euo pipefail
 # picks it for such a topology, scripts/frr-check.sh loads beonet's frr.conf files in it).
 # Variant "slurm-check": Debian's next release with slurmctld only, to load a
 # topology.yaml (Slurm 25.05 or later).
+# No argument or "node": the plain node image (`beonet lab image TOPOLOGY` names the one a
+# topology's lab needs).
 # BEONET_SUITE: the Debian release (default trixie, Debian 13; bookworm works too).
 # Images are tagged NAME:SUITE-REVISION (labs/docker.py names them the same way).
 SUITE=${BEONET_SUITE:-trixie}
@@ -44,8 +46,11 @@ case "${1:-}" in
     IMAGE=${BEONET_IMAGE:-beonet-controller-managers:$SUITE-2}
     PACKAGES=python3
     EXTRA=(network-manager netplan.io ifupdown) ;;
-  *)
+  ""|node)
     IMAGE=${BEONET_IMAGE:-beonet-node:$SUITE-2} ;;
+  *)
+    echo "beonet: unknown image variant '$1' (node, mpi, frr, slurm-check, controller, controller-managers)" >&2
+    exit 2 ;;
 esac
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"

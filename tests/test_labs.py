@@ -8,9 +8,10 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_host
 
 from beonet import cli
 from beonet.compiler import pipeline
@@ -1192,3 +1193,23 @@ def test_a_missing_frr_image_names_its_build_command(host, frr_mesh, tmp_path, m
     monkeypatch.setattr(dlab, "_ok", lambda cmd: cmd[:3] != ["docker", "image", "inspect"] and host.ok(cmd))
     with pytest.raises(LabError, match="beonet-node-frr:trixie-2 missing: run scripts/build-image.sh frr"):
         dlab.up(frr_mesh, str(tmp_path))
+
+
+def test_the_image_a_topologys_lab_needs_is_named_for_build_image(frr_mesh, capsys):
+    """make demo builds what the chosen topology needs: `beonet lab image` names the
+    argument of scripts/build-image.sh for every shipped topology."""
+    for path in sorted((ROOT / "topologies").glob("*.yml")):
+        frr = "engine: frr" in path.read_text()
+        assert dlab.needed_variant(str(path), {}) == ("frr" if frr else "node"), path.name
+    assert dlab.needed_variant(frr_mesh, {}) == "frr"
+    mesh = str(ROOT / "topologies/routed-mesh.yml")
+    assert dlab.needed_variant(mesh, {"BEONET_IMAGE_VARIANT": "mpi"}) == "mpi"
+    assert dlab.main(["image", frr_mesh]) == 0
+    assert capsys.readouterr().out == "frr\n"
+
+
+@needs_host("build-image.sh's check of its argument in the machine's bash (it touches nothing first)", "bash")
+def test_build_image_refuses_a_variant_it_does_not_know():
+    res = subprocess.run(["bash", str(ROOT / "scripts/build-image.sh"), "fr"], capture_output=True, text=True,
+                         timeout=30, env={"PATH": "/usr/bin:/bin", "BEONET_IMAGE": "x:1"})
+    assert res.returncode == 2 and "unknown image variant 'fr'" in res.stderr

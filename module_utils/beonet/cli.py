@@ -786,9 +786,11 @@ def parser() -> argparse.ArgumentParser:
     _output_commands(add)
     s = add("lab", cmd_lab, "bring the embedded Docker lab (or, with --provider vm, the "
             "QEMU VM lab) of a topology up or down", topology=False, inv=False)
-    s.add_argument("action", choices=["up", "down", "fault", "link", "outage"],
-                   help="fault: stop or start a node, cut or restore a NIC's link, a cable or "
-                   "a switch (--node N --stop|--start, --link NODE:NIC, --cable NODE:NIC or "
+    s.add_argument("action", choices=["up", "down", "image", "fault", "link", "outage"],
+                   help="image: print the node image the Docker lab of the topology needs, as "
+                   "the argument of scripts/build-image.sh (node, frr or mpi); fault: stop "
+                   "or start a node, cut or restore a NIC's link, a cable or a switch "
+                   "(--node N --stop|--start, --link NODE:NIC, --cable NODE:NIC or "
                    "--switch NAME with --down|--up; alone: what is down); link: a VM NIC's "
                    "link (--provider vm --node --nic --state); outage: one failure (--node, "
                    "--cable or --switch) made and measured on the Docker lab, then undone")

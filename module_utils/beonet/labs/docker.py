@@ -108,6 +108,12 @@ def image_variant(plan: Plan, env: Mapping[str, str] = os.environ) -> str:
     return variant or ("frr" if frr else "")
 
 
+def needed_variant(topology: str, env: Mapping[str, str] = os.environ) -> str:
+    """The argument of scripts/build-image.sh that builds the image the topology's lab
+    needs ("node": the plain node image)."""
+    return image_variant(render.plan(pipeline.compile_file(topology)), env) or "node"
+
+
 def variant_image(variant: str, env: Mapping[str, str] = os.environ) -> str:
     """The image scripts/build-image.sh VARIANT builds for the Debian release
     BEONET_SUITE (default trixie)."""
@@ -208,7 +214,7 @@ def _make_room(lab: str, folder: str, nets: Nets, layout: Layout,
     _take_down_existing(lab, folder)
     if not _ok(["docker", "image", "inspect", image]):
         variant = next((v for v, name in IMAGES.items() if name.split(":")[0] == image.split(":")[0]), "")
-        raise LabError("image %s missing: run scripts/build-image.sh %s" % (image, variant))
+        raise LabError("image %s missing: run scripts/build-image.sh %s" % (image, variant or "node"))
     existing = _lab_subnets()
     kept = {net for net, (owner, _) in existing.items() if owner == lab}
     first = _underlay(lab, existing)
@@ -827,8 +833,10 @@ def main(argv: list[str], name: str | None = None, wiring: str = "plan",
             up(topology, root, name, wiring, miswire, seed)
         elif action == "down":
             down(topology, root, name)
+        elif action == "image":
+            print(needed_variant(topology))
         else:
-            raise LabError("unknown action %s (up|down)" % action)
+            raise LabError("unknown action %s (up|down|image)" % action)
     except LabError as exc:
         print("beonet lab: %s" % exc, file=sys.stderr)
         return 1
