@@ -52,6 +52,10 @@ case "${1:-}" in
     echo "beonet: unknown image variant '$1' (node, mpi, frr, slurm-check, controller, controller-managers)" >&2
     exit 2 ;;
 esac
+# One build of an image at a time: a second caller (CI builds images ahead, in the
+# background) waits for the first, then finds the image cached.
+exec 9>"/var/lock/beonet-image-${IMAGE//[^A-Za-z0-9._-]/_}.lock"
+flock 9
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "beonet: image $IMAGE is cached"
   exit 0
@@ -61,21 +65,22 @@ fi
 mirror=$(apt_mirror)
 [ -n "$mirror" ] || { echo "beonet: no apt mirror found in /etc/apt/sources*"; exit 1; }
 root=$(mktemp -d /var/tmp/beonet-rootfs.XXXXXX)
+log=/tmp/beonet-debootstrap-${IMAGE//[^A-Za-z0-9._-]/_}.log
 chmod 755 "$root"        # the image's / (services that drop root, e.g. munge, walk it)
 trap 'rm -rf "$root"' EXIT
 echo "beonet: debootstrap $SUITE (minbase) from the machine's apt mirror into $root"
 # A release newer than this host's debootstrap knows is bootstrapped as the newest it knows.
 script=()
 [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=(/usr/share/debootstrap/scripts/trixie)
-debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" "${script[@]}" >/tmp/beonet-debootstrap.log 2>&1 \
-  || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" "${script[@]}" >"$log" 2>&1 \
+  || { tail -20 "$log"; exit 1; }
 if [ ${#EXTRA[@]} -gt 0 ]; then
   echo "beonet: apt-get install ${EXTRA[*]} in the new root"
   printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"     # start no service
   chmod 755 "$root/usr/sbin/policy-rc.d"
   { chroot "$root" apt-get "${APT_OPTS[@]}" update -q && DEBIAN_FRONTEND=noninteractive chroot "$root" \
-      apt-get install -y -q --no-install-recommends "${EXTRA[@]}"; } >>/tmp/beonet-debootstrap.log 2>&1 \
-    || { tail -20 /tmp/beonet-debootstrap.log; exit 1; }
+      apt-get install -y -q --no-install-recommends "${EXTRA[@]}"; } >>"$log" 2>&1 \
+    || { tail -20 "$log"; exit 1; }
   rm -f "$root/usr/sbin/policy-rc.d"
 fi
 if [ "${1:-}" = controller-managers ]; then

@@ -57,6 +57,11 @@ for want in "$@"; do
   esac
   if [ "$want" = all ]; then variants+=("${VARIANTS[@]}"); else variants+=("$want"); fi
 done
+# One build at a time: a second caller (CI builds the images ahead, in the background)
+# waits for the first, then finds them cached.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
 todo=()
 for v in "${variants[@]}"; do
   case " ${todo[*]} " in *" $v "*) continue ;; esac
