@@ -718,3 +718,17 @@ def test_the_module_gives_beonets_profile_to_a_nic_networkmanager_holds_with_dhc
     # beonet's profile active: left alone, unless its keyfile was just rewritten
     assert up not in runs["settled", True]
     assert up in runs["settled", False]
+
+
+def test_a_bond_among_its_own_members_and_a_reserved_name_are_refused():
+    from beonet.agent.nodeplan import plan_problems
+
+    plan = {"address": "10.0.0.1", "forwarding": False, "routes": [],
+            "interfaces": [{"name": "eth1", "kind": "ethernet", "addresses": []},
+                           {"name": "bond0", "kind": "bond", "members": ["eth1", "bond0"],
+                            "addresses": ["10.0.0.1/24"]},
+                           {"name": "lo", "kind": "ethernet", "addresses": []}]}
+    found = plan_problems("a", plan)
+    assert ("a: plan.interfaces[1].members[1]: 'bond0' is the bond itself: a bond cannot be its own "
+            "member") in found
+    assert any(p.startswith("a: plan.interfaces[2].name: 'lo' is a name the kernel keeps") for p in found)

@@ -33,8 +33,14 @@ IFNAMSIZ = 16
 IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 # The same rules as a JSON Schema pattern (for the topology schema and editors).
-IFNAME_PATTERN = r"^(?!-)(?![0-9]+$)(?!\.{1,2}$)[A-Za-z0-9_.+@-]{1,15}$"
+IFNAME_PATTERN = (r"^(?!-)(?![0-9]+$)(?!\.{1,2}$)(?!(?:lo|all|default|bonding_masters)$)"
+                  r"[A-Za-z0-9_.+@-]{1,15}$")
 NODE_NAME_PATTERN = "^%s$" % NODE_NAME.pattern
+# Names the kernel gives a meaning of its own: never a NIC or bond beonet configures.
+RESERVED_IFNAMES = {"lo": "the loopback interface",
+                    "all": "sysctl's net.ipv4.conf.all, not an interface",
+                    "default": "sysctl's net.ipv4.conf.default, not an interface",
+                    "bonding_masters": "the bonding driver's file in /sys/class/net"}
 IFNAME_RULE = "1-15 bytes of letters, digits and _ . - + @, not only digits, no leading -"
 NODE_NAME_RULE = "a letter, then letters, digits, '_', '.' or '-' (at most 63)"
 
@@ -96,6 +102,8 @@ def ifname_problem(value: Any) -> str | None:
         why = "is only digits (the kernel reads those as an interface index)"
     elif value.startswith("-"):
         why = "starts with '-' (commands would read it as an option)"
+    elif value in RESERVED_IFNAMES:
+        why = "is a name the kernel keeps for itself (%s)" % RESERVED_IFNAMES[value]
     if why is None:
         return None
     return "%s %s: an interface name is %s" % (shown(value), why, IFNAME_RULE)

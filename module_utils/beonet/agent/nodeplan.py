@@ -153,7 +153,8 @@ def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
             "must be ethernet or bond, not %s" % shown(i.get("kind")))]
     out += [("%s.addresses[%d]" % (where, k), _address_problem(a, "interface"))
             for k, a in enumerate(_listed(i.get("addresses", [])))]
-    out += [("%s.members[%d]" % (where, k), ifname_problem(m))
+    out += [("%s.members[%d]" % (where, k), ifname_problem(m) or (
+        "%s is the bond itself: a bond cannot be its own member" % shown(m) if m == i.get("name") else None))
             for k, m in enumerate(_listed(i.get("members", [])))]
     if "bond" in i:
         out.append((where + ".bond", ifname_problem(i["bond"])))

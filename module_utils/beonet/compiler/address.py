@@ -133,11 +133,7 @@ def _place_hosts(graph: Graph, source: Source, problems: Problems) -> None:
 def _give_loopbacks(graph: Graph, source: Source, pool: IPv4Network, problems: Problems) -> None:
     """routing.engine frr: node i's loopback is the pool's host number i + 1. The pool must
     hold every node and overlap no segment."""
-    given = "loopback" in source.data.get("addressing", {})
-    if graph.engine != "frr":
-        if given:
-            problems.add("addressing.loopback", "only routing.engine frr gives nodes loopback "
-                         "addresses (the engine is %s)" % graph.engine)
+    if graph.engine != "frr":     # a pool given under another engine is refused by load
         return
     need = len(graph.nodes)
     if pool.num_addresses - 2 < need:

@@ -542,7 +542,38 @@ def validate(data: Any, file: str | None, lines: Lines) -> Problems:
     if not problems:
         _size(data, problems)
         _semantic(data, problems)
+        _settings(data, problems)
     return problems
+
+
+# Address space that is not unicast a node can hold: "this network", loopback, link-local,
+# multicast and the reserved block with the broadcast address.
+NOT_UNICAST = {IPv4Network("0.0.0.0/8"): "'this network' (0.0.0.0/8)",
+               IPv4Network("127.0.0.0/8"): "loopback space (127.0.0.0/8)",
+               IPv4Network("169.254.0.0/16"): "link-local space (169.254.0.0/16)",
+               IPv4Network("224.0.0.0/4"): "multicast space (224.0.0.0/4)",
+               IPv4Network("240.0.0.0/4"): "reserved space (240.0.0.0/4)"}
+# Settings only routing.engine frr reads: (section, key) -> what frr does with it.
+FRR_ONLY = {("addressing", "loopback"): "gives nodes loopback addresses",
+            ("routing", "bfd"): "runs BFD"}
+
+
+def _settings(data: dict[str, Any], problems: Problems) -> None:
+    """Values that cannot work: an address pool outside unicast space, a setting the
+    chosen routing engine ignores."""
+    pools = data.get("addressing") or {}
+    for key in ("lan", "p2p", "loopback"):
+        if isinstance(pools.get(key), str):
+            pool = IPv4Network(pools[key], strict=False)
+            for space, what in NOT_UNICAST.items():
+                if pool.overlaps(space):
+                    problems.add("addressing." + key, "pool %s lies in %s: a node's address must be "
+                                 "unicast" % (pools[key], what))
+    engine = (data.get("routing") or {}).get("engine", "static")
+    for (section, key), what in FRR_ONLY.items():
+        if engine != "frr" and key in (data.get(section) or {}):
+            problems.add("%s.%s" % (section, key), "only routing.engine frr %s (the engine is %s)"
+                         % (what, engine))
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -295,6 +295,12 @@ def _mapping(problems: Problems, where: _Where, node: Any, names: dict[str, Any]
     """{logical: physical} of one node, every NIC mapped once, never the management NIC."""
     mapping: dict[str, str] = {}
     used: dict[str, str] = {}
+    bonds = {i.name for i in node.interfaces if i.kind == "bond"}
+    nics = sorted(i.name for i in node.interfaces if i.kind == "ethernet")
+    for logical in sorted(set(map(str, names)) - set(nics)):
+        file, path, line = where.find(node.name, VAR, logical)
+        problems.add(path, "host %s: maps %s, a NIC the plan does not give this node (its NICs: %s)"
+                     % (node.name, shown(logical), ", ".join(nics) or "none"), file=file, line=line)
     for iface in node.interfaces:
         if iface.kind != "ethernet":
             continue
@@ -310,6 +316,9 @@ def _mapping(problems: Problems, where: _Where, node: Any, names: dict[str, Any]
                          % phys, file=file, line=line)
         if phys in used:
             problems.add(path, "%s is already used for %s" % (phys, used[phys]), file=file, line=line)
+        if phys in bonds:
+            problems.add(path, "%s is the name of a bond of this node: a bond cannot be its own member"
+                         % phys, file=file, line=line)
         used[phys] = iface.name
         mapping[iface.name] = phys
     return mapping
