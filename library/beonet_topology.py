@@ -139,9 +139,9 @@ rolling:
 settle:
   description:
     - For each node routed by FRR, the shell command (for C(ansible.builtin.raw), after
-      C(T=SECONDS;)) that waits at most T seconds until its routing has settled: every OSPF
+      C(T=SECONDS;)) that waits at most T seconds until its routing has settled (every OSPF
       neighbour Full, every BFD session up, OSPF's routes in the kernel as many as the plan
-      learns and unchanged for 2 s, each with its source address (where some lack it, the
+      learns and unchanged for 2 s, each with its source address; where some lack it, the
       node forms its adjacencies again, once); its last line says how it ended.
   returned: success
   type: dict

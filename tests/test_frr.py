@@ -345,10 +345,63 @@ def test_installed_looks_for_every_daemon(tmp_path):
 
 
 def test_frrs_init_script_runs_with_its_output_in_a_log_not_the_callers_pipes():
-    cmd = frr.service("restart", False)
+    cmd = frr.service("reload", False)
     assert cmd[:2] == ["sh", "-c"]
-    assert cmd[2].startswith("nice -n -5 %s restart </dev/null >%s" % (frr.FRRINIT, frr.INIT_LOG))
+    assert cmd[2].startswith("s=0; nice -n -5 %s reload </dev/null >%s 2>&1 " % (frr.FRRINIT, frr.INIT_LOG))
     assert frr.service("disable", True) == ["systemctl", "disable", "--now", "frr"]
+
+
+FAKE_INIT = {
+    # the init script: says what it was asked
+    "frrinit.sh": 'echo "$1" >> "$FAKE/asked"; [ "$1" != fail ]',
+    "sleep": 'echo slept >> "$FAKE/asked"',
+    "nice": 'shift 2; "$@"',
+}
+
+
+def _run_init(tmp_path, monkeypatch, verb, left=()):
+    """The command with a fake init script and a fake /proc holding the FRR processes
+    left (pids that are no process: their kill fails quietly) and one of another name."""
+    import subprocess
+
+    for name, body in FAKE_INIT.items():
+        (tmp_path / name).write_text("#!/bin/sh\n%s\n" % body)
+        (tmp_path / name).chmod(0o755)
+    proc = tmp_path / "proc"
+    for pid, name in [(999999990, "sshd")] + [(999999991 + k, n) for k, n in enumerate(left)]:
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "comm").write_text(name + "\n")
+    monkeypatch.setattr(frr, "PROC", str(proc))
+    monkeypatch.setattr(frr, "FRRINIT", str(tmp_path / "frrinit.sh"))
+    monkeypatch.setattr(frr, "INIT_LOG", str(tmp_path / "init.log"))
+    done = subprocess.run(frr.service(verb, False), capture_output=True, text=True, check=False,
+                          env={"PATH": "%s:/usr/bin:/bin" % tmp_path, "FAKE": str(tmp_path)})
+    asked = (tmp_path / "asked").read_text().split() if (tmp_path / "asked").exists() else []
+    return done, asked
+
+
+@needs_host("the init command in the machine's sh, with a fake frrinit.sh, nice, sleep and /proc", "sh")
+@pytest.mark.parametrize("verb,asked", [("start", ["slept", "start"]), ("stop", ["stop", "slept"]),
+                                        ("restart", ["stop", "slept", "start"]), ("reload", ["reload"])])
+def test_without_systemd_frrs_processes_left_over_are_ended_around_a_stop_and_a_start(
+        tmp_path, monkeypatch, verb, asked):
+    # a bfdd and a zebra left over: ended (TERM, a second, then KILL where still there)
+    done, got = _run_init(tmp_path, monkeypatch, verb, left=("bfdd", "zebra"))
+    assert done.returncode == 0 and done.stderr == "" and got == asked
+    assert {"bfdd", "ospfd", "zebra", "watchfrr", "mgmtd", "staticd"} <= set(frr.PROCESSES)
+
+
+@needs_host("the init command in the machine's sh, with a fake frrinit.sh, nice and /proc", "sh")
+def test_nothing_left_over_is_not_waited_for(tmp_path, monkeypatch):
+    done, got = _run_init(tmp_path, monkeypatch, "start")
+    assert done.returncode == 0 and got == ["start"]
+
+
+@needs_host("the init command in the machine's sh, with a fake frrinit.sh that fails", "sh")
+def test_a_failing_init_script_fails_the_command_with_its_logs_tail(tmp_path, monkeypatch):
+    monkeypatch.setattr(frr, "FRRINIT", str(tmp_path / "frrinit.sh"))
+    done, got = _run_init(tmp_path, monkeypatch, "fail")
+    assert done.returncode == 1 and got == ["fail"]
 
 
 @needs_host("runs the init command with the machine's sh and nice, a fake init script behind it",
@@ -360,6 +413,7 @@ def test_without_systemd_frr_runs_at_the_priority_of_its_unit_or_says_why_not(tm
     init, log = tmp_path / "frrinit.sh", tmp_path / "init.log"
     init.write_text("#!/bin/sh\necho \"$1 at $(nice)\"\n")
     init.chmod(0o755)
+    monkeypatch.setattr(frr, "PROC", str(tmp_path / "no-proc"))      # never the controller's processes
     monkeypatch.setattr(frr, "FRRINIT", str(init))
     monkeypatch.setattr(frr, "INIT_LOG", str(log))
     done = subprocess.run(frr.service("start", False), capture_output=True, text=True, check=False)

@@ -158,11 +158,16 @@ def frr_conf(n: NodePlan, frr: Routing) -> str:
     return HEADER + file_text(lines, "frr.conf")
 
 
+DAEMONS_ON = ("ospfd", "bfdd")
+DAEMONS_OFF = ("bgpd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "pim6d", "ldpd", "nhrpd", "eigrpd",
+               "babeld", "sharpd", "pbrd", "fabricd", "vrrpd", "pathd")
+# every process FRR's init script may start (watchfrr, and the daemons it always runs)
+PROCESSES = ("watchfrr", "zebra", "mgmtd", "staticd") + DAEMONS_ON + DAEMONS_OFF
+
+
 def daemons() -> str:
     """/etc/frr/daemons: zebra (always started), ospfd and bfdd; the rest off."""
-    on = ("ospfd", "bfdd")
-    off = ("bgpd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "pim6d", "ldpd", "nhrpd", "eigrpd",
-           "babeld", "sharpd", "pbrd", "fabricd", "vrrpd", "pathd")
+    on, off = DAEMONS_ON, DAEMONS_OFF
     lines = ["%s=%s" % (d, "yes" if d in on else "no") for d in on + off]
     lines += ["vtysh_enable=yes",
               'zebra_options="  -A 127.0.0.1 -s 90000000"',
@@ -197,14 +202,42 @@ def running(proc: str = "/proc") -> bool:
     return all(d in names for d in WATCHED)
 
 
+# Without systemd nothing holds FRR's processes together: a daemon that outlives the init
+# script's stop (slow to end on a busy node, its pid file already gone) is left running,
+# and one started beside it shares its sockets: a second bfdd took the BFD packets of the
+# new one, whose sessions stayed down. So every FRR process left over is ended (TERM,
+# then KILL a second later) after a stop and before a start.
+_REAP = ('f() {{ p=; for c in {proc}/[0-9]*/comm; do n=; {{ read -r n < "$c"; }} 2>/dev/null; '
+         'case "$n" in {names}) c=${{c%/comm}}; p="$p ${{c##*/}}" ;; esac; done; }}; f; '
+         'if [ -n "$p" ]; then kill $p 2>/dev/null; sleep 1; f; '
+         'if [ -n "$p" ]; then kill -9 $p 2>/dev/null; fi; fi')
+PROC = "/proc"
+
+
+def _reap() -> str:
+    """Every FRR process left ended, found by name in /proc (the shell's own reads: pgrep
+    may be missing, and newer ones match no pattern longer than 15 characters)."""
+    return _REAP.format(proc=PROC, names="|".join(PROCESSES))
+
+
+def _init(verb: str, first: bool = True, check: bool = True) -> str:
+    """FRR's init script at its unit's priority; the daemons it starts must not hold the
+    caller's pipes: their output goes to a log (the first step starts it, the others add).
+    check: its failure is the command's (the log's tail said), else only logged."""
+    run = "nice -n %d %s %s </dev/null %s%s 2>&1" % (NICE, FRRINIT, verb, ">" if first else ">>", INIT_LOG)
+    return run + (" || { s=1; tail -n 5 %s >&2; }" % INIT_LOG if check else " || :")
+
+
 def service(verb: str, systemd: bool) -> list[str]:
     """The command that starts, reloads, restarts or stops FRR: through systemd where it
     runs (start and disable also set the next boot), else FRR's own init script at the
-    priority FRR's unit gives it."""
+    priority FRR's unit gives it, FRR's processes left over ended after a stop and before
+    a start (a restart is both)."""
     if not systemd:
-        # the daemons it starts must not hold the caller's pipes: their output goes to a log
-        return ["sh", "-c", "nice -n %d %s %s </dev/null >%s 2>&1 || { tail -n 5 %s >&2; exit 1; }"
-                % (NICE, FRRINIT, verb, INIT_LOG, INIT_LOG)]
+        steps = {"start": [_reap(), _init("start")], "stop": [_init("stop"), _reap()],
+                 "restart": [_init("stop", check=False), _reap(), _init("start", first=False)],
+                 }.get(verb, [_init(verb)])
+        return ["sh", "-c", "s=0; %s; exit $s" % "; ".join(steps)]
     if verb in ("start", "disable"):        # for the next boot too
         return ["systemctl", "enable" if verb == "start" else "disable", "--now", "frr"]
     return ["systemctl", verb, "frr"]
