@@ -249,7 +249,7 @@ def _verify_tasks():
     return plays[1]["vars"], tasks
 
 
-def _play(tmp_path, results, mode, proof=None, plan_result=None):
+def _play(tmp_path, results, mode, proof=None, plan_result=None, report=None):
     """Run verify.yml's second play on hosts a, b, c, d (d fails first, as an unreachable
     node drops out); (return code, {task name: host results})."""
     pvars, tasks = _verify_tasks()
@@ -257,7 +257,8 @@ def _play(tmp_path, results, mode, proof=None, plan_result=None):
     proof = dict(proof or {}, traced=readout.summarise(reached, ["d"], NODES, 0.5))
     play = {"hosts": "all", "gather_facts": False,
             "vars": dict(pvars, beonet_plan_result=plan_result or {"plan": {"nodes": NODES}},
-                         fake_proof=proof, beonet_verify_mode=mode),
+                         fake_proof=proof, beonet_verify_mode=mode, **({"beonet_verify_report": report}
+                                                                          if report else {})),
             "tasks": [{"name": "d is down", "ansible.builtin.fail": {"msg": "unreachable"},
                        "when": "inventory_hostname == 'd'"}] + tasks}
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
@@ -298,6 +299,19 @@ def test_the_playbook_prints_the_summary_first_and_fails_on_a_broken_pair(tmp_pa
     assert _failure(by_name) == [
         "a -> d | 10.0.1.2 10.0.9.4 or 10.0.2.3 10.0.9.4 | * * * *", "c: forwarding is off, the plan says on"]
     assert returncode == 2
+
+
+def test_the_report_is_kept_for_the_view_before_the_check_fails(tmp_path):
+    stop = ["*", "*", "*", "*"]
+    results = {"a": dict(_result("bcd", "d", [_row("a", "d", [VIA_B, VIA_C], stop)]), checked=3, problems=[]),
+               "b": dict(_result("acd", "d"), checked=3, problems=[]),
+               "c": dict(_result("abd", "d"), checked=3, problems=[])}
+    report = tmp_path / "verify.json"
+    returncode, by_name = _play(tmp_path, results, "traceroute", report=str(report),
+                                plan_result={"plan": {"nodes": NODES}, "paths": {n: {} for n in "abcd"}})
+    kept = json.loads(report.read_text())
+    assert returncode == 2 and kept["traced"]["dead"] == ["d"]
+    assert [r["pair"] for r in kept["traced"]["mismatches"]] == ["a -> d"]
 
 
 def _live_play(tmp_path, **proof):
