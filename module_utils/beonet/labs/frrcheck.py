@@ -30,6 +30,7 @@ import yaml
 from ..agent import frr
 from ..compiler import pipeline
 from ..compiler.errors import CompileError
+from ..compiler.load import FRR_ONLY
 from ..outputs import plan as render
 from .base import LabError, clean
 from .docker import variant_image
@@ -87,15 +88,20 @@ def shipped(root: str = ".") -> list[str]:
     return sorted(found)
 
 
-def with_frr(text: str, file: str) -> str:
-    """The topology text with routing.engine frr merged in (its other routing keys kept)."""
+def with_frr(text: str, file: str, engine: str = "frr") -> str:
+    """The topology text with routing.engine frr merged in (its other routing keys kept);
+    engine static: with the static engine, the settings only frr reads left out."""
     doc = yaml.safe_load(text)
     if not isinstance(doc, dict):
         raise LabError("%s: not a topology (a YAML mapping)" % file)
     routing = doc.get("routing") or {}
     if not isinstance(routing, dict):
         raise LabError("%s: routing: must be a mapping" % file)
-    doc["routing"] = {**routing, "engine": "frr"}
+    doc["routing"] = {**routing, "engine": engine}
+    if engine != "frr":
+        for section, key in FRR_ONLY:
+            if isinstance(doc.get(section), dict):
+                doc[section].pop(key, None)
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -115,7 +121,7 @@ def render_topology(path: str, folder: str, huge: int = HUGE, k: int = SAMPLE) -
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     try:
-        size = len(pipeline.compile_text(text, path).graph.nodes)
+        size = len(pipeline.compile_text(with_frr(text, path, "static"), path).graph.nodes)
         if size > COMPILE_MAX:   # the frr compile holds every node's OSPF routes: N x (segments + N)
             out.skipped = ("%d nodes, more than %d: the plan with routing.engine frr holds every "
                            "node's OSPF routes" % (size, COMPILE_MAX))
