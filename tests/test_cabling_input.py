@@ -66,7 +66,8 @@ def write(tmp_path, data, name="disc.json"):
 
 def test_there_is_a_golden_error_for_each_kind_of_refusal():
     assert {"bad-nic-names", "bad-host-names", "wrong-types", "host-twice", "key-twice",
-            "nics-alike", "nan", "too-deep", "empty", "not-utf8", "not-json"} <= set(CASES)
+            "nics-alike", "nan", "too-deep", "empty", "not-utf8", "not-json",
+            "reserved-nic-names"} <= set(CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
