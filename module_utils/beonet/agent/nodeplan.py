@@ -145,6 +145,12 @@ def _address_problem(value: Any, kind: str) -> str | None:
     return None
 
 
+def _own_member(member: Any, bond: Any) -> str | None:
+    if member == bond:
+        return "%s is the bond itself: a bond cannot be its own member" % shown(member)
+    return None
+
+
 def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
     if not isinstance(i, dict):
         return [(where, "must be a mapping, not %s" % type_word(i))]
@@ -153,8 +159,7 @@ def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
             "must be ethernet or bond, not %s" % shown(i.get("kind")))]
     out += [("%s.addresses[%d]" % (where, k), _address_problem(a, "interface"))
             for k, a in enumerate(_listed(i.get("addresses", [])))]
-    out += [("%s.members[%d]" % (where, k), ifname_problem(m) or (
-        "%s is the bond itself: a bond cannot be its own member" % shown(m) if m == i.get("name") else None))
+    out += [("%s.members[%d]" % (where, k), ifname_problem(m) or _own_member(m, i.get("name")))
             for k, m in enumerate(_listed(i.get("members", [])))]
     if "bond" in i:
         out.append((where + ".bond", ifname_problem(i["bond"])))
