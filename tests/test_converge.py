@@ -122,3 +122,13 @@ def test_site_waits_with_the_plans_counts_and_fails_naming_what_is_missing():
     assert "without a source address" in TASKS[1]["ansible.builtin.assert"]["fail_msg"]
     assert frr.learned_counts({"learned": [{"to": "a", "via": "b", "dev": "c"},
                                            {"to": "d", "nexthops": [{}, {}, {}]}]}) == (2, 4)
+
+
+def test_the_wait_is_skipped_for_a_node_without_frr_wherever_the_role_is_run():
+    """heal.yml runs the role whole (main.yml imports this file for every plan): each task
+    waits only on a node routed by FRR, and never in check mode."""
+    main = yaml.safe_load((ROOT / "roles/beonet_node/tasks/main.yml").read_text())
+    assert any(t.get("ansible.builtin.import_tasks") == "converge.yml" for t in main)
+    for task in TASKS:
+        assert task["when"] == ["beonet_plan_result.plan.nodes[inventory_hostname].routing is defined",
+                                "not ansible_check_mode"], task["name"]
