@@ -13,7 +13,7 @@ from beonet.agent import frr, readout
 
 TASKS = yaml.safe_load((ROOT / "roles/beonet_node/tasks/converge.yml").read_text())
 
-on_host = needs_host("the node's wait loop in the machine's sh, with fake ip, vtysh and sleep",
+on_host = needs_host("the node's wait loop in the machine's sh, with fake ip, vtysh, sleep and date",
                      "sh", "grep", "cat", "wc")
 
 MULTIPATH = ("10.0.0.0/24 nhid 20 proto ospf src 10.254.0.1 metric 20 \\\tnexthop via 10.0.1.4 dev eth0 "
@@ -33,11 +33,14 @@ FAKES = {
           'else cat "$FAKE/table"; fi; %(changes)s',
     "vtysh": 'case "$*" in *"clear ip ospf interface"*) : > "$FAKE/cleared" ;; '
              '*neighbor*) cat "$FAKE/neighbours" ;; *bfd*) cat "$FAKE/bfd" ;; esac',
-    "sleep": 'echo x >> "$FAKE/polls"',
+    # sleep: a poll, and the clock `date +%s` reads moves on by $STEP seconds (1 unless set)
+    "sleep": 'echo x >> "$FAKE/polls"; i=0; while [ $i -lt "${STEP:-1}" ]; do echo >> "$FAKE/clock"; '
+             'i=$((i + 1)); done',
+    "date": 'if [ -e "$FAKE/clock" ]; then wc -l < "$FAKE/clock"; else echo 0; fi',
 }
 
 
-def run(tmp_path, script, bound, table, neighbours=FULL, bfd=BFD_UP, after=None, changes=":"):
+def run(tmp_path, script, bound, table, neighbours=FULL, bfd=BFD_UP, after=None, changes=":", step=1):
     """The script with the fakes; returns (its last line split, the polls it slept)."""
     for name, text in (("table", table), ("neighbours", neighbours), ("bfd", bfd), ("table.after", after)):
         if text is not None:
@@ -46,7 +49,8 @@ def run(tmp_path, script, bound, table, neighbours=FULL, bfd=BFD_UP, after=None,
         (tmp_path / name).write_text("#!/bin/sh\n" + body % {"changes": changes} + "\n")
         (tmp_path / name).chmod(0o755)
     out = subprocess.run(["sh", "-c", "T=%d; %s" % (bound, script)], capture_output=True, text=True,
-                         timeout=60, env={"PATH": "%s:/usr/bin:/bin" % tmp_path, "FAKE": str(tmp_path)})
+                         timeout=60, env={"PATH": "%s:/usr/bin:/bin" % tmp_path, "FAKE": str(tmp_path),
+                                          "STEP": str(step)})
     assert out.returncode == 0 and out.stderr == "", out.stderr
     polls = (tmp_path / "polls").read_text().count("x") if (tmp_path / "polls").exists() else 0
     return out.stdout.strip().splitlines()[-1], polls
@@ -78,11 +82,19 @@ def test_a_neighbour_not_full_or_a_bfd_session_down_is_not_settled_and_verify_na
 
 @on_host
 def test_routes_that_keep_changing_are_not_settled(tmp_path):
-    changes = "date +%N"                     # a line more each time
+    changes = "echo $$"                      # another line each time (the fake's process id)
     line, polls = run(tmp_path, frr.settle_script(), 3, MULTIPATH, changes=changes)
     assert line.startswith("beonet-settle unsettled 3 ") and polls == 3
     assert readout.settle_problems("n", line) == [
         "n: routing not settled after 3 s (OSPF's routes still changing); read as it was"]
+
+
+@on_host
+def test_the_bound_is_time_on_the_node_clock_not_polls_when_each_poll_takes_longer(tmp_path):
+    # a loaded node: each poll's second lasts 4 s on its clock; neighbours never Full
+    forming = FULL.replace("Full/DROther", "Init/DROther", 1)
+    line, polls = run(tmp_path, frr.settle_script(), 10, MULTIPATH, neighbours=forming, step=4)
+    assert line == "beonet-settle unsettled 12 1 2 0 1 0 0" and polls == 3
 
 
 @on_host

@@ -318,7 +318,8 @@ def notify(changed: list[str]) -> list[list[str]]:
 
 
 # How a node running FRR tells that its routing has settled, polled once a second for at
-# most $T seconds (the caller sets T): every OSPF neighbour Full, every BFD session up,
+# most $T seconds of the node's clock (the caller sets T; a poll on a loaded node can take
+# longer than a second, so the bound counts time, not polls): every OSPF neighbour Full, every BFD session up,
 # OSPF's routes in the kernel the same two polls running (and, given, as many routes and
 # next hops as the plan's learned). One shell command, no module: it runs in verify's read
 # and in site.yml's wait. Its last line: "beonet-settle settled|unsettled SECONDS ROUTES
@@ -326,15 +327,15 @@ def notify(changed: list[str]) -> list[list[str]]:
 # FORMING: neighbours not Full; RESET: 1 when the adjacencies were formed again, see REPAIR).
 SETTLE_MARK = "beonet-settle"
 SETTLED_POLLS = 2
-_SETTLE = r"""k=0 s=0 x=0 l=-
+_SETTLE = r"""k=0 s=0 x=0 l=- t=$(date +%%s)
 while :; do r=$(ip -4 -o route show proto ospf)
 n=$(printf '%%s\n' "$r" | grep -c '^[0-9]'); v=$(printf '%%s\n' "$r" | grep -o ' via ' | wc -l)
 o=$(printf '%%s\n' "$r" | grep '^[0-9]' | grep -vc ' src ')
 f=$(vtysh -c 'show ip ospf neighbor' 2>/dev/null | grep '^[0-9]' | grep -vc ' Full/')
 b=$(vtysh -c 'show bfd peers brief' 2>/dev/null | grep '^[0-9]' | grep -vc ' up *$')
 if [ "$r" = "$l" ] && [ "$f$b" = 00 ]%(want)s; then s=$((s + 1)); else s=0; fi
-%(repair)sif [ $s -ge %(polls)d ] || [ $k -ge "$T" ]; then break; fi
-l=$r k=$((k + 1)); sleep 1; done
+%(repair)sk=$(($(date +%%s) - t)); if [ $s -ge %(polls)d ] || [ $k -ge "$T" ]; then break; fi
+l=$r; sleep 1; done
 if [ $s -ge %(polls)d ]; then w=settled; else w=unsettled; fi
 echo "%(mark)s $w $k $n $v $o $f $b $x"
 """
