@@ -9,7 +9,6 @@ carry the failure element they stand for (an index into `elements`, or -1)."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +30,6 @@ class Model:
     data: dict[str, Any]
     lay: Layout | None = None
     index: dict[str, int] = field(default_factory=dict)         # vertex ident -> index
-    edge_of: dict[tuple[int, int], int] = field(default_factory=dict)   # (vertex, vertex) -> edge
-    adj: dict[int, list[int]] = field(default_factory=dict)
 
 
 def _round(v: float) -> float:
@@ -103,9 +100,6 @@ def _drawing(m: Model, plan: Plan, compiled: Compiled) -> None:
     for e in lay.parts.edges:
         a, b = m.index[e.a], m.index[e.b]
         (x1, y1), (x2, y2) = lay.end(e.a, e.b), lay.end(e.b, e.a)
-        m.edge_of[a, b] = m.edge_of[b, a] = len(edges)
-        m.adj.setdefault(a, []).append(b)
-        m.adj.setdefault(b, []).append(a)
         edges.append([e.kind, a, b, _round(x1), _round(y1), _round(x2), _round(y2),
                       " ".join(x for x in (e.a_nic, e.b_nic, e.label, *e.cables) if x), e.lines,
                       _edge_element(e, cable, p2p, tree_lan)])
@@ -123,35 +117,6 @@ def _info(plan: Plan) -> dict[str, Any]:
                    " ".join(i.get("addresses", [])), " ".join(i.get("members", []))]
                   for i in n["interfaces"]]
         out[name] = {"interfaces": ifaces, "dryrun": dryrun.ip_route_text(n, name)}
-    return out
-
-
-def _through_hubs(m: Model, a: int, b: int, nodes: int) -> list[int]:
-    """The drawn edges of the shortest way from vertex a to vertex b whose inner
-    vertices are hubs (segments, switches): one IP hop across its layer 2."""
-    prev = {a: a}
-    queue = deque([a])
-    while queue and b not in prev:
-        v = queue.popleft()
-        for w in m.adj.get(v, ()):
-            if w not in prev and (w == b or w >= nodes):
-                prev[w] = v
-                queue.append(w)
-    if b not in prev:
-        return []
-    out = []
-    v = b
-    while v != a:
-        out.append(m.edge_of[prev[v], v])
-        v = prev[v]
-    return out[::-1]
-
-
-def hop_edges(m: Model, src: str, hops: list[str], nodes: int) -> list[int]:
-    """The drawn edges a path takes from src through the hops' nodes."""
-    out: list[int] = []
-    for u, v in zip([src] + hops, hops):
-        out += _through_hubs(m, m.index[u], m.index[v], nodes)
     return out
 
 

@@ -200,7 +200,7 @@
     return { branches: out, cut: todo.length ? "at most " + R.branches + " branches are listed" : "" };
   }
   /* The drawn edges of one IP hop: the shortest way from vertex a to vertex b whose
-     inner vertices are hubs (segments, switches), as model.hop_edges draws a load. */
+     inner vertices are hubs (segments, switches). */
   var hopAdj = null;
   function edgesAlong(vertices) {
     var out = [];
@@ -369,6 +369,17 @@
   }
 
   /* --- overlays --- */
+  /* Each measured pair's rate added to every drawn edge of its preferred path: edge -> MB/s. */
+  function loads(pairs) {
+    var through = {};
+    pairs.forEach(function (p) {
+      var branches = walk(p[0], p[1]).branches;
+      if (branches && branches.length) hopEdges(p[0], branches[0][1]).forEach(function (e) {
+        through[e] = (through[e] || 0) + p[2];
+      });
+    });
+    return through;
+  }
   function overlays() {
     var box = document.getElementById("overlays"), O = D.overlays || {}, byName = {};
     D.nodes.forEach(function (n, i) { byName[n[0]] = i; });
@@ -398,14 +409,15 @@
     if (O.load) {
       var l = html("section", null, box, "load");
       html("h2", "load per link: " + O.load.file, l);
-      var most = 0;
-      O.load.edges.forEach(function (x) { most = Math.max(most, x[1]); });
+      var through = loads(O.load.pairs), most = 0;
+      Object.keys(through).forEach(function (e) { most = Math.max(most, through[e]); });
       var ll = html("ul", null, l);
-      O.load.edges.forEach(function (x) {
-        var g = edgeEls[x[0]];
+      Object.keys(through).forEach(function (e) {
+        var g = edgeEls[e], mb = Math.round(10 * through[e]) / 10;
         g.classList.add("loaded");
-        g.querySelector(".line").setAttribute("stroke-width", 2 + 10 * x[1] / (most || 1));
-        title(g, x[1] + " MB/s");
+        g.setAttribute("data-load", mb);
+        g.querySelector(".line").setAttribute("stroke-width", 2 + 10 * through[e] / (most || 1));
+        title(g, mb + " MB/s");
       });
       O.load.rows.forEach(function (r) { html("li", r, ll); });
     }
