@@ -1,5 +1,5 @@
 """beonet view and the pinned drawings: the per-family layouts, the page's data
-(paths as `beonet paths`, failures as `beonet metrics`), overlays read from
+(route tables as the proof's, failures as `beonet metrics`), overlays read from
 their files (refused with the file and key path when of the wrong shape), and
 no input text able to leave its place in the page."""
 
@@ -12,7 +12,7 @@ from conftest import ROOT, golden
 
 from beonet import cli
 from beonet.cabling import match
-from beonet.compiler import pipeline
+from beonet.compiler import pipeline, prove
 from beonet.outputs import plan as render
 from beonet.view import layout, model, overlays, page, pinned
 
@@ -118,22 +118,25 @@ def test_pinned_drawing_golden():
 
 # --- the page's data ---------------------------------------------------------------------
 
-def test_paths_are_the_compilers(tmp_path, capsys):
-    """Every pair's branches in the page are `beonet paths`' hop lists, and the drawn
-    edges of each branch join its source to its last hop."""
+def test_routing_is_the_proofs_tables(tmp_path, capsys):
+    """The route tables the page walks are the proof's, entry for entry: every node's
+    (length, network) -> (next node, source, further next nodes), node indices mapped
+    from the page's back to the compiler's; the page's walk is checked in the browser."""
     code, _, err = run(capsys, "view", TESTBED, "-o", tmp_path / "tb.html")
     assert code == 0, err
-    data = page_data((tmp_path / "tb.html").read_text())
-    names = [n[0] for n in data["nodes"]]
-    code, out, _ = run(capsys, "paths", TESTBED, "--all", "--format", "json")
-    expected = json.loads(out)
-    assert len(data["paths"]) == 36 * 35
-    for key, branches in data["paths"].items():
-        a, b = (names[int(x)] for x in key.split(">"))
-        assert [br[0] for br in branches] == [[h["address"] for h in hops] for hops in expected[a][b]]
-        for br in branches:
-            ends = [v for e in br[2] for v in data["edges"][e][1:3]]
-            assert names.index(a) in ends and names.index(b) in ends
+    routing = page_data((tmp_path / "tb.html").read_text())["routing"]
+    c, plan = compiled("metanode-testbed")
+    graph_of = [c.graph.by_name[name].index for name in plan["nodes"]]
+    assert routing["address"] == [c.graph.by_name[name].address for name in plan["nodes"]]
+    assert routing["branches"] == prove.PATHS_CAP and routing["steps"] == model.WALK_STEPS
+    for k, (sources, rows) in enumerate(routing["tables"]):
+        table = {}
+        for prefix, hop, src, *alt in rows:
+            plen, net = routing["prefixes"][prefix]
+            entry = (graph_of[hop] if hop >= 0 else hop, sources[src], tuple(graph_of[j] for j in alt))
+            table.setdefault(plen, {})[net] = entry
+        assert table == c.proof.tables[graph_of[k]].by_len
+    assert any(len(row) > 3 for _, rows in routing["tables"] for row in rows)   # multipath
 
 
 def test_failures_are_the_metrics():
@@ -164,7 +167,7 @@ def test_large_metagraph_folds_and_huge_degrades_to_groups(tmp_path):
     c = pipeline.compile_file(str(topo))
     data = model.build(render.plan(c), c).data
     assert data["level"] == "nodes" and len(data["groups"]["vertices"]) == 8
-    assert data["paths"] is None and len(data["nodes"]) == 400
+    assert len(data["routing"]["tables"]) == len(data["nodes"]) == 400
     assert sum(link[2] for link in data["groups"]["links"]) == sum(
         1 for s in render.plan(c)["segments"].values() if s["kind"] == "p2p")
     old = model.DETAIL_NODES
@@ -328,20 +331,16 @@ def results_folder(parent):
     return folder
 
 
-def test_load_overlay_adds_each_pairs_rate_along_its_path(tmp_path):
+def test_load_overlay_carries_each_pairs_best_rate(tmp_path):
+    """Each measured pair once, by the page's node indices, with its best rate (the page
+    adds it along the pair's preferred path: checked in the browser)."""
     c, plan = compiled("routed-mesh")
     m = model.build(plan, c)
     o = overlays.load(str(results_folder(tmp_path)), c, m)
-    assert o["rows"] and o["edges"]
-    pairs = [r.split(":")[0] for r in o["rows"]]
-    assert all(" \u2192 " in p for p in pairs)
-    # each loaded edge is on the path of at least one measured pair
-    on_paths = set()
-    for row in o["rows"]:
-        a, b = row.split(":")[0].split(" \u2192 ")
-        hops = [h["node"] for h in c.path(a, b)[0]]
-        on_paths.update(model.hop_edges(m, a, hops, len(plan["nodes"])))
-    assert {e for e, _ in o["edges"]} == on_paths
+    names = list(plan["nodes"])
+    assert o["rows"] and len(o["rows"]) == len(o["pairs"])
+    for row, (a, b, rate) in zip(o["rows"], o["pairs"]):
+        assert row == "%s \u2192 %s: %.1f MB/s" % (names[a], names[b], rate) and rate > 0
 
 
 def test_interfaces_show_physical_and_logical_names(tmp_path, capsys):

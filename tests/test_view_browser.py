@@ -12,6 +12,9 @@ import pytest
 from browser import chrome, click_node, console_errors, may_skip, missing, node_index, open_page
 from test_view import TOPO, compiled, miswired_reports, page_data, results_folder, run, verify_report
 
+from beonet.compiler import pipeline, prove
+from beonet.view import model, page
+
 WHY = missing()
 if WHY and may_skip():
     pytest.skip("not root and missing %s" % WHY, allow_module_level=True)
@@ -53,6 +56,63 @@ def fail_hub(driver, name):
     driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", hub)
 
 
+def failed_switch(driver, tmp_path, capsys, topology, switch):
+    """The page of a topology with one switch failed: the texts of #failure's counts."""
+    open_page(driver, view(tmp_path, capsys, topology))
+    fail_hub(driver, switch)
+    return texts(driver, "#failure .routed"), texts(driver, "#failure .drawn")
+
+
+def shown_paths(driver, a, b):
+    """Pick nodes a and b through the page's address (#from=a&to=b): each listed
+    branch as [[address, node]...] and its drawn edges."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.execute_script("location.hash = arguments[0]", "#from=%s&to=%s" % (a, b))
+    title = "%s \u2192 %s" % (a, b)
+    WebDriverWait(driver, 30).until(lambda d: texts(d, "#path .pathtitle") == [title])
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#path ol')).map(function (ol) {"
+        " return [Array.from(ol.children).map(function (li) {"
+        "  return [li.dataset.address, li.dataset.node]; }),"
+        " ol.dataset.edges.split(' ').map(Number)]; })")
+
+
+def walks(edges, drawn, src, hops):
+    """Whether the drawn edges join src to each hop's node in turn, one edge after another."""
+    at, want = src, list(hops)
+    for e in drawn:
+        ends = edges[e][1:3]
+        if at not in ends:
+            return False
+        at = ends[1] if ends[0] == at else ends[0]
+        if want and at == want[0]:
+            want.pop(0)
+    return not want and at == hops[-1]
+
+
+def assert_paths_are_the_compilers(driver, page, c, pairs):
+    """For each pair, the page's branches are `Compiled.path`'s (addresses and nodes,
+    the preferred first) and each is drawn hop by hop."""
+    data = page_data(open(page).read())
+    index = {n[0]: k for k, n in enumerate(data["nodes"])}
+    for a, b in pairs:
+        shown = shown_paths(driver, a, b)
+        assert [hops for hops, _ in shown] == [[[h["address"], h["node"]] for h in branch]
+                                               for branch in c.path(a, b)], (a, b)
+        for hops, drawn in shown:
+            assert walks(data["edges"], drawn, index[a], [index[n] for _, n in hops]), (a, b)
+    assert console_errors(driver) == []
+
+
+def sample_pairs(c, names, multipath=3):
+    """Some pairs spread over the nodes, and the first few with more than one branch."""
+    n = len(names)
+    spread = [(names[k], names[(k * 37 + n // 2) % n]) for k in range(0, n, max(1, n // 6))]
+    multi = [(a, b) for a in names[:3] for b in names if a != b and len(c.path(a, b)) > 1]
+    assert len(multi) >= multipath
+    return [(a, b) for a, b in spread if a != b] + multi[:multipath]
+
+
 def test_testbed_loads_and_clicks_select_and_highlight(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "metanode-testbed")
     open_page(driver, page)
@@ -76,14 +136,65 @@ def test_a_path_link_opens_with_the_proven_path(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "routed-mesh")
     open_page(driver, page, "#from=node-0-0&to=node-3-3")
     c, _ = compiled("routed-mesh")
-    branches = c.path("node-0-0", "node-3-3")
     lists = driver.execute_script(
         "return Array.from(document.querySelectorAll('#path ol')).map(function (ol) {"
         " return Array.from(ol.children).map(function (li) { return li.dataset.address; }); })")
-    assert lists == [[h["address"] for h in hops] for hops in branches]
+    assert lists == [[h["address"] for h in hops] for hops in c.path("node-0-0", "node-3-3")]
+    assert len(lists) > 1 and texts(driver, "#path .cut") == []
     assert "node-0-0 \u2192 node-3-3" in driver.find_element("id", "path").text
     assert count(driver, "line.alongbar") > 0
     assert console_errors(driver) == []
+
+
+def test_the_walks_bounds_are_said(driver, tmp_path, capsys, monkeypatch):
+    """A walk cut by its bound on branches lists the preferred ones and says so; one cut
+    by its bound on steps says so."""
+    c, _ = compiled("routed-mesh")
+    monkeypatch.setattr(prove, "PATHS_CAP", 1)
+    open_page(driver, view(tmp_path, capsys, "routed-mesh"), "#from=node-0-0&to=node-3-3")
+    preferred = c.path("node-0-0", "node-3-3")[0]
+    shown = shown_paths(driver, "node-0-0", "node-3-3")
+    assert [hops for hops, _ in shown] == [[[h["address"], h["node"]] for h in preferred]]
+    assert texts(driver, "#path .cut") == ["cut short: at most 1 branches are listed "
+                                           "(beonet paths --from node-0-0 --to node-3-3)"]
+    monkeypatch.undo()
+    monkeypatch.setattr(model, "WALK_STEPS", 2)
+    (tmp_path / "steps").mkdir()
+    open_page(driver, view(tmp_path / "steps", capsys, "routed-mesh"), "#from=node-0-0&to=node-3-3")
+    assert len(texts(driver, "#path ol")) == 1
+    assert texts(driver, "#path .cut") == ["cut short: the walk stopped after 2 steps "
+                                           "(beonet paths --from node-0-0 --to node-3-3)"]
+    assert console_errors(driver) == []
+
+
+def test_a_table_without_a_route_or_with_a_loop_shows_no_path(driver, tmp_path, capsys):
+    """Tables the proof would refuse, written into a page by hand: the walk says there is
+    no path, and stops a loop at its bound on hops."""
+    data = page_data(open(view(tmp_path, capsys, "routed-mesh")).read())
+    routing, names = data["routing"], [n[0] for n in data["nodes"]]
+    routing["prefixes"].append([0, 0])
+    default = len(routing["prefixes"]) - 1
+    routing["tables"][0] = [[routing["address"][0]], []]                       # no route at all
+    routing["tables"][1] = [[routing["address"][1]], [[default, 2, 0]]]        # 1 -> 2 -> 1 ...
+    routing["tables"][2] = [[routing["address"][2]], [[default, 1, 0]]]
+    broken = tmp_path / "broken.html"
+    broken.write_text(page.render(data))
+    open_page(driver, str(broken), "#from=%s&to=%s" % (names[0], names[5]))
+    assert texts(driver, "#path p") == ["no path: the nodes cannot reach each other"]
+    shown_paths(driver, names[1], names[5])
+    assert texts(driver, "#path p") == ["no path: the walk loops (more than %d hops)" % len(names)]
+    assert count(driver, "g.edge.onpath") == 0 and console_errors(driver) == []
+
+
+def test_paths_of_a_mesh_over_128_nodes_are_the_compilers(driver, tmp_path, capsys):
+    topo = tmp_path / "mesh144.yml"
+    topo.write_text("name: mesh144\nfamily: mesh\nmesh: {dims: [12, 12]}\n")
+    out = tmp_path / "mesh144.html"
+    code, _, err = run(capsys, "view", topo, "-o", out)
+    assert code == 0, err
+    c = pipeline.compile_file(str(topo))
+    open_page(driver, str(out))
+    assert_paths_are_the_compilers(driver, str(out), c, sample_pairs(c, list(c.graph.by_name)))
 
 
 def test_failing_a_node_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
@@ -102,22 +213,18 @@ def test_failing_a_node_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
 
 
 def test_failing_a_switch_shows_the_pairs_it_cuts(driver, tmp_path, capsys):
-    page = view(tmp_path, capsys, "custom-example")
-    open_page(driver, page)
-    fail_hub(driver, "rack-a")
+    routed, drawn = failed_switch(driver, tmp_path, capsys, "custom-example", "rack-a")
     assert texts(driver, "#failure h2") == ["failed: rack-a"]
-    assert texts(driver, "#failure .routed") == ["pairs cut, routing daemon (converged): 11"]
-    assert texts(driver, "#failure .drawn") == ["pairs the drawing falls apart into: 11"]
+    assert routed == ["pairs cut, routing daemon (converged): 11"]
+    assert drawn == ["pairs the drawing falls apart into: 11"]
     assert console_errors(driver) == []
 
 
 def test_failing_a_tree_switch_counts_the_pieces(driver, tmp_path, capsys):
     """A leaf switch of 4 of the 24 nodes: each of the 4 alone, 4 x 20 + 6 pairs cut."""
-    page = view(tmp_path, capsys, "switch-tree-3")
-    open_page(driver, page)
-    fail_hub(driver, "leaf0")
-    assert texts(driver, "#failure .drawn") == ["pairs the drawing falls apart into: 86"]
-    assert texts(driver, "#failure .routed") == [] and count(driver, "g.node.cut") == 4
+    routed, drawn = failed_switch(driver, tmp_path, capsys, "switch-tree-3", "leaf0")
+    assert drawn == ["pairs the drawing falls apart into: 86"]
+    assert routed == [] and count(driver, "g.node.cut") == 4
     assert console_errors(driver) == []
 
 
@@ -159,8 +266,16 @@ def test_load_overlay_draws_the_measured_links(driver, tmp_path, capsys):
     page = view(tmp_path, capsys, "routed-mesh", "--results", folder)
     open_page(driver, page)
     data = page_data(open(page).read())
-    assert count(driver, "g.edge.loaded") == len(data["overlays"]["load"]["edges"]) > 0
-    assert "MB/s" in driver.find_element("id", "overlays").text
+    names = [n[0] for n in data["nodes"]]
+    pairs = data["overlays"]["load"]["pairs"]
+    assert pairs and "MB/s" in driver.find_element("id", "overlays").text
+    loaded = driver.execute_script("return Array.from(document.querySelectorAll('g.edge.loaded'))"
+                                   ".map(function (g) { return [+g.dataset.i, +g.dataset.load]; })")
+    expected = {}
+    for a, b, rate in pairs:                # each rate along the preferred branch the page shows
+        for e in shown_paths(driver, names[a], names[b])[0][1]:
+            expected[e] = expected.get(e, 0.0) + rate
+    assert {e: round(v, 1) for e, v in loaded} == {e: round(v, 1) for e, v in expected.items()}
     assert console_errors(driver) == []
 
 
@@ -177,7 +292,7 @@ def test_hostile_text_stays_text(driver, tmp_path, capsys):
     assert console_errors(driver) == []
 
 
-def test_the_1024_node_metagraph_loads(driver, tmp_path, capsys):
+def test_the_1024_node_metagraph_loads_with_its_paths(driver, tmp_path, capsys):
     topo = tmp_path / "mg1024.yml"
     topo.write_text("name: mg1024\nfamily: metagraph\nmetagraph: {groups: 32, nodes_per_group: 32, "
                     "p2p_per_node: 1}\n")
@@ -192,9 +307,9 @@ def test_the_1024_node_metagraph_loads(driver, tmp_path, capsys):
                                  ".nodes[0][0]")
     click_node(driver, name)
     assert texts(driver, "#info h2") == [name]
-    assert console_errors(driver) == []
+    c = pipeline.compile_file(str(topo))
+    assert_paths_are_the_compilers(driver, str(out), c, sample_pairs(c, list(c.graph.by_name)))
     print("1,024-node page: %d bytes, drawn in %.2f s" % (out.stat().st_size, seconds))
-
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in TOPO.glob("*.yml")))

@@ -1,24 +1,24 @@
 """What the page shows, computed here and embedded as data: the drawing (places
-from `layout`), each node's interfaces and dry run, the proven paths of every
-pair (`Compiled.path`, as `beonet paths`), what each single failure cuts
-(`compiler.failures`, as `beonet metrics`) and the overlays.
+from `layout`), each node's interfaces and dry run, each node's proven route
+table (which the page walks for the two nodes picked, as `Compiled.path` walks
+it for `beonet paths`), what each single failure cuts (`compiler.failures`, as
+`beonet metrics`) and the overlays.
 
 Vertices: nodes first (plan order), then hubs. Edges refer to vertex indices and
 carry the failure element they stand for (an index into `elements`, or -1)."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cabling.sheet import Sheet
-from ..compiler import failures
+from ..compiler import failures, prove
 from ..compiler.pipeline import Compiled
 from ..outputs import dryrun
 from .layout import Layout, Plan, layout
 
-PATH_NODES = 128          # pairs' paths embedded up to this many nodes (n^2 pairs)
+WALK_STEPS = 20000        # the page's walk of one pair stops after this many steps
 DETAIL_NODES = 2500       # above: the group-level view only
 FOLD_NODES = 300          # above: a meta-graph opens with its groups folded
 INFO_NODES = 2500         # node details embedded up to this many nodes
@@ -30,8 +30,6 @@ class Model:
     data: dict[str, Any]
     lay: Layout | None = None
     index: dict[str, int] = field(default_factory=dict)         # vertex ident -> index
-    edge_of: dict[tuple[int, int], int] = field(default_factory=dict)   # (vertex, vertex) -> edge
-    adj: dict[int, list[int]] = field(default_factory=dict)
 
 
 def _round(v: float) -> float:
@@ -102,9 +100,6 @@ def _drawing(m: Model, plan: Plan, compiled: Compiled) -> None:
     for e in lay.parts.edges:
         a, b = m.index[e.a], m.index[e.b]
         (x1, y1), (x2, y2) = lay.end(e.a, e.b), lay.end(e.b, e.a)
-        m.edge_of[a, b] = m.edge_of[b, a] = len(edges)
-        m.adj.setdefault(a, []).append(b)
-        m.adj.setdefault(b, []).append(a)
         edges.append([e.kind, a, b, _round(x1), _round(y1), _round(x2), _round(y2),
                       " ".join(x for x in (e.a_nic, e.b_nic, e.label, *e.cables) if x), e.lines,
                       _edge_element(e, cable, p2p, tree_lan)])
@@ -125,51 +120,27 @@ def _info(plan: Plan) -> dict[str, Any]:
     return out
 
 
-def _through_hubs(m: Model, a: int, b: int, nodes: int) -> list[int]:
-    """The drawn edges of the shortest way from vertex a to vertex b whose inner
-    vertices are hubs (segments, switches): one IP hop across its layer 2."""
-    prev = {a: a}
-    queue = deque([a])
-    while queue and b not in prev:
-        v = queue.popleft()
-        for w in m.adj.get(v, ()):
-            if w not in prev and (w == b or w >= nodes):
-                prev[w] = v
-                queue.append(w)
-    if b not in prev:
-        return []
-    out = []
-    v = b
-    while v != a:
-        out.append(m.edge_of[prev[v], v])
-        v = prev[v]
-    return out[::-1]
-
-
-def hop_edges(m: Model, src: str, hops: list[str], nodes: int) -> list[int]:
-    """The drawn edges a path takes from src through the hops' nodes."""
-    out: list[int] = []
-    for u, v in zip([src] + hops, hops):
-        out += _through_hubs(m, m.index[u], m.index[v], nodes)
-    return out
-
-
-def _paths(m: Model, plan: Plan, compiled: Compiled) -> None:
-    """Every ordered pair's proven hop lists: addresses, nodes and drawn edges."""
-    names = list(plan["nodes"])
-    if len(names) > PATH_NODES:
-        m.data["paths"] = None
-        return
-    out: dict[str, list[list[Any]]] = {}
-    for a in names:
-        for b in names:
-            if a == b or not compiled.reachable(a, b):
-                continue
-            branches = compiled.path(a, b) or []
-            out["%d>%d" % (m.index[a], m.index[b])] = [
-                [[h["address"] for h in hops], [m.index[h["node"]] for h in hops],
-                 hop_edges(m, a, [h["node"] for h in hops], len(names))] for hops in branches]
-    m.data["paths"] = out
+def _routing(m: Model, compiled: Compiled) -> None:
+    """Each node's checked route table (`Proof.tables`) for the page's walk, compact:
+    every prefix once ([length, network]) and, per node, its source addresses and its
+    routes, longest prefix first, as [prefix, next node or -1 on-link, source, further
+    next nodes...]; node indices are the page's. The walk's bounds go with them."""
+    nodes = compiled.graph.nodes
+    page = [m.index[n.name] for n in nodes]
+    prefixes: dict[tuple[int, int], int] = {}
+    tables: list[Any] = [None] * len(nodes)
+    for k, t in enumerate(compiled.proof.tables):
+        srcs: dict[int, int] = {}
+        rows = [[prefixes.setdefault((plen, net), len(prefixes)),
+                 page[hop] if hop >= 0 else hop, srcs.setdefault(src, len(srcs)),
+                 *(page[j] for j in alt)]
+                for plen, _mask, bucket in t.order for net, (hop, src, alt) in bucket.items()]
+        tables[page[k]] = [list(srcs), rows]
+    address: list[int] = [0] * len(nodes)
+    for n in nodes:
+        address[page[n.index]] = n.address
+    m.data["routing"] = {"prefixes": [list(p) for p in prefixes], "tables": tables,
+                         "address": address, "branches": prove.PATHS_CAP, "steps": WALK_STEPS}
 
 
 def _groups(plan: Plan, compiled: Compiled) -> dict[str, Any]:
@@ -199,7 +170,7 @@ def build(plan: Plan, compiled: Compiled, sheet: Sheet | None = None) -> Model:
     topo = plan["topology"]
     m = Model({"title": "%s (%s)" % (topo["name"], topo["family"]), "family": topo["family"],
                "engine": compiled.graph.engine or "static", "count": len(plan["nodes"]),
-               "path_nodes": PATH_NODES, "overlays": {}})
+               "overlays": {}})
     if len(plan["nodes"]) > DETAIL_NODES and topo["family"] == "metagraph":
         m.data["level"] = "groups"
         m.data["groups"] = _groups(plan, compiled)
@@ -210,5 +181,5 @@ def build(plan: Plan, compiled: Compiled, sheet: Sheet | None = None) -> Model:
     m.lay = layout(plan, sheet)
     _drawing(m, plan, compiled)
     m.data["info"] = _info(plan) if len(plan["nodes"]) <= INFO_NODES else None
-    _paths(m, plan, compiled)
+    _routing(m, compiled)
     return m

@@ -7,7 +7,8 @@ key path (`beonet view` exits 2, nothing written).
 - discovered: discovery reports {host: report} (playbooks/discover.yml), read by
   the cabling reader and matched to the plan: the cabling faults and their fixes.
 - results: a benchmark results folder (playbooks/benchmark.yml), read by its
-  reader: each pair's best rate added to every link of its preferred path."""
+  reader: each pair's best rate, which the page adds to every link of the
+  pair's preferred path (walked as the page walks the paths it shows)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..benchmarks import results_schema
 from ..cabling import match, reports
 from ..compiler.errors import CompileError, Problems
 from ..compiler.pipeline import Compiled
-from .model import Model, hop_edges
+from .model import Model
 
 MAX_BYTES = 64 << 20
 MAX_DEPTH = 16       # a verify report nests 6 levels (mismatches[].expected[][]{})
@@ -92,8 +93,8 @@ def _rate(row: dict[str, Any]) -> float | None:
 
 
 def load(folder: str, compiled: Compiled, m: Model) -> dict[str, Any]:
-    """The benchmark overlay: MB/s through each drawn link, [edge, MB/s], from each
-    (client, server) pair's best rate along its preferred path."""
+    """The benchmark overlay: each measured (client, server) pair's best rate in
+    MB/s, [client, server, MB/s] by the page's node indices, and its rows."""
     names = [n.name for n in compiled.graph.nodes]
     doc = results_schema.read([folder], "report", names)[0]
     best: dict[tuple[str, str], float] = {}
@@ -102,11 +103,6 @@ def load(folder: str, compiled: Compiled, m: Model) -> dict[str, Any]:
             pair, rate = (row.get("client"), row.get("server")), _rate(row)
             if rate is not None and pair[0] in m.index and pair[1] in m.index and pair[0] != pair[1]:
                 best[pair] = max(rate, best.get(pair, 0.0))
-    through: dict[int, float] = {}
-    for (a, b), rate in sorted(best.items()):
-        paths = compiled.path(a, b) if compiled.reachable(a, b) else None
-        if paths:
-            for e in hop_edges(m, a, [h["node"] for h in paths[0]], len(names)):
-                through[e] = through.get(e, 0.0) + rate
-    rows = ["%s \u2192 %s: %.1f MB/s" % (a, b, r) for (a, b), r in sorted(best.items())][:KEEP]
-    return {"file": folder, "edges": [[e, round(v, 1)] for e, v in sorted(through.items())], "rows": rows}
+    measured = sorted(best.items())
+    return {"file": folder, "pairs": [[m.index[a], m.index[b], round(r, 1)] for (a, b), r in measured],
+            "rows": ["%s \u2192 %s: %.1f MB/s" % (a, b, r) for (a, b), r in measured][:KEEP]}

@@ -7,6 +7,7 @@
   var D = JSON.parse(document.getElementById("data").textContent);
   var svg = document.getElementById("canvas");
   var nodeEls = [], hubEls = [], edgeEls = [];
+  var edgeOf = {};      /* "vertex>vertex" -> the (last) drawn edge joining them */
   var state = { a: -1, b: -1, failMode: false };
   var nNodes = D.nodes ? D.nodes.length : 0;
   var pathLayer = null;
@@ -58,6 +59,7 @@
       title(g, vname(e[1]) + " \u2013 " + vname(e[2]) + (e[7] ? " (" + e[7] + ")" : ""));
       g.addEventListener("click", function (ev) { ev.stopPropagation(); onEdge(i); });
       edgeEls.push(g);
+      edgeOf[e[1] + ">" + e[2]] = edgeOf[e[2] + ">" + e[1]] = i;
     });
   }
   function drawHubs(layer) {
@@ -141,6 +143,79 @@
     html("h3", "dry run: links, addresses, forwarding, routes", box);
     html("pre", info.dryrun, box, "dryrun");
   }
+  /* --- the proven paths: the page walks each node's route table (D.routing) as the
+     compiler's proof does for `beonet paths`: longest-prefix match at every hop, every
+     equal-cost branch, the preferred (first) next hop first; each hop's address is the
+     one its reply to the sender comes from. Bounded: D.routing.branches hop lists,
+     D.routing.steps steps, a walk longer than the node count is a loop. --- */
+  var R = D.routing, tables = [];
+  function table(i) {
+    if (tables[i]) return tables[i];
+    var t = { lens: [], by: {} };
+    R.tables[i][1].forEach(function (row) {
+      var p = R.prefixes[row[0]];
+      if (!t.by[p[0]]) { t.by[p[0]] = {}; t.lens.push(p[0]); }
+      if (!Object.prototype.hasOwnProperty.call(t.by[p[0]], p[1])) t.by[p[0]][p[1]] = row;
+    });
+    t.lens.sort(function (x, y) { return y - x; });
+    tables[i] = t;
+    return t;
+  }
+  function lookup(i, addr) {
+    var t = table(i);
+    for (var k = 0; k < t.lens.length; k++) {
+      var len = t.lens[k], net = len ? (addr & (0xffffffff << (32 - len))) >>> 0 : 0;
+      var row = t.by[len][net];
+      if (row) return row;
+    }
+    return null;
+  }
+  function source(i, row) { return R.tables[i][0][row[2]]; }
+  function ipText(a) { return [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join("."); }
+  /* { branches: [[addresses, nodes]...] or null (no route, or a loop), cut: why a bound cut it } */
+  function walk(src, dst) {
+    var target = R.address[dst], first = lookup(src, target);
+    if (!first) return { branches: null, cut: "" };
+    var sender = source(src, first), out = [], seen = {}, todo = [[src, [], []]], steps = 0;
+    while (todo.length && out.length < R.branches) {
+      if (++steps > R.steps) return { branches: out, cut: "the walk stopped after " + R.steps + " steps" };
+      var item = todo.pop(), cur = item[0];
+      var entry = cur !== dst ? lookup(cur, target) : null;
+      if (cur === dst || (entry && entry[1] === -1)) {
+        var addrs = item[1].concat([ipText(target)]), via = item[2].concat([dst]), key = addrs.join(" ") + "|" + via.join(" ");
+        if (!seen[key]) { seen[key] = true; out.push([addrs, via]); }
+        continue;
+      }
+      if (!entry) return { branches: null, cut: "" };
+      if (item[1].length > nNodes) return { branches: null, cut: "the walk loops (more than " + nNodes + " hops)" };
+      var next = [entry[1]].concat(entry.slice(3));
+      for (var k = next.length - 1; k >= 0; k--) {
+        var nxt = next[k];
+        if (nxt < 0) return { branches: null, cut: "" };
+        if (nxt === dst) { todo.push([dst, item[1], item[2]]); continue; }
+        var back = lookup(nxt, sender);
+        todo.push([nxt, item[1].concat([back ? ipText(source(nxt, back)) : "*"]), item[2].concat([nxt])]);
+      }
+    }
+    return { branches: out, cut: todo.length ? "at most " + R.branches + " branches are listed" : "" };
+  }
+  /* The drawn edges of one IP hop: the shortest way from vertex a to vertex b whose
+     inner vertices are hubs (segments, switches). */
+  var hopAdj = null;
+  function edgesAlong(vertices) {
+    var out = [];
+    for (var k = 1; k < vertices.length; k++) out.push(edgeOf[vertices[k - 1] + ">" + vertices[k]]);
+    return out;
+  }
+  function throughHubs(a, b) {
+    if (!hopAdj) hopAdj = adjacency({});
+    return edgesAlong(shortest(hopAdj, a, b, function (w) { return w >= nNodes; }) || []);
+  }
+  function hopEdges(src, via) {
+    var out = [], u = src;
+    via.forEach(function (v) { out = out.concat(throughHubs(u, v)); u = v; });
+    return out;
+  }
   function showPath(a, b) {
     var box = document.getElementById("path");
     clear(box);
@@ -152,10 +227,11 @@
     if (b < 0) { html("p", "from " + D.nodes[a][0] + ": pick a second node", box); return; }
     nodeEls[b].classList.add("to");
     html("h2", D.nodes[a][0] + " \u2192 " + D.nodes[b][0], box, "pathtitle");
-    if (!D.paths) { html("p", "paths are embedded up to " + D.path_nodes + " nodes: beonet paths --from "
-                         + D.nodes[a][0] + " --to " + D.nodes[b][0], box); return; }
-    var branches = D.paths[a + ">" + b];
-    if (!branches) { html("p", "no path: the nodes cannot reach each other", box); return; }
+    var found = walk(a, b), branches = found.branches;
+    if (!branches || !branches.length) {
+      html("p", "no path: " + (found.cut || "the nodes cannot reach each other"), box);
+      return;
+    }
     branches.forEach(function (br, k) {
       html("h3", "branch " + (k + 1) + (k === 0 ? " (preferred)" : ""), box);
       var ol = html("ol", null, box, "hops");
@@ -165,10 +241,14 @@
         li.setAttribute("data-node", D.nodes[br[1][h]][0]);
         li.setAttribute("data-address", addr);
       });
-      br[2].forEach(function (e) { edgeEls[e].classList.add("onpath"); });
-      along(br[2]);
+      var edges = hopEdges(a, br[1]);
+      ol.setAttribute("data-edges", edges.join(" "));
+      edges.forEach(function (e) { edgeEls[e].classList.add("onpath"); });
+      along(edges);
       br[1].forEach(function (v) { nodeEls[v].classList.add("onpath"); });
     });
+    if (found.cut) html("p", "cut short: " + found.cut + " (beonet paths --from " + D.nodes[a][0]
+                        + " --to " + D.nodes[b][0] + ")", box, "cut");
     html("p", "traceroute -n " + branches[0][0][branches[0][0].length - 1] + " from " + D.nodes[a][0]
          + " expects the hops of one branch, in order", box, "note");
   }
@@ -241,12 +321,15 @@
     }
     return comp.sort(function (x, y) { return y.length - x.length; });
   }
-  function shortest(adj, a, b) {
-    var prev = {}, queue = [a]; prev[a] = a;
-    while (queue.length) {
-      var v = queue.shift();
-      if (v === b) break;
-      adj[v].forEach(function (w) { if (prev[w] === undefined) { prev[w] = v; queue.push(w); } });
+  /* The shortest way from vertex a to vertex b (its vertices), its inner vertices
+     those `inner` allows (all when not given); null when there is none. */
+  function shortest(adj, a, b, inner) {
+    var prev = {}, queue = [a];
+    prev[a] = a;
+    for (var q = 0; q < queue.length && prev[b] === undefined; q++) {
+      adj[queue[q]].forEach(function (w) {
+        if (prev[w] === undefined && (w === b || !inner || inner(w))) { prev[w] = queue[q]; queue.push(w); }
+      });
     }
     if (prev[b] === undefined) return null;
     var out = [b];
@@ -281,14 +364,22 @@
       html("p", r ? "OSPF's reroute " + D.nodes[state.a][0] + " \u2192 " + D.nodes[state.b][0] + ": "
            + r.filter(function (v) { return v < nNodes; }).map(function (v) { return D.nodes[v][0]; }).join(" ")
            : "no reroute: the pair is cut", box, "reroute");
-      if (r) for (var k = 1; k < r.length; k++) {
-        var e = D.edges.findIndex(function (x) { return (x[1] === r[k - 1] && x[2] === r[k]) || (x[2] === r[k - 1] && x[1] === r[k]); });
-        if (e >= 0) edgeEls[e].classList.add("reroute");
-      }
+      if (r) edgesAlong(r).forEach(function (e) { edgeEls[e].classList.add("reroute"); });
     }
   }
 
   /* --- overlays --- */
+  /* Each measured pair's rate added to every drawn edge of its preferred path: edge -> MB/s. */
+  function loads(pairs) {
+    var through = {};
+    pairs.forEach(function (p) {
+      var branches = walk(p[0], p[1]).branches;
+      if (branches && branches.length) hopEdges(p[0], branches[0][1]).forEach(function (e) {
+        through[e] = (through[e] || 0) + p[2];
+      });
+    });
+    return through;
+  }
   function overlays() {
     var box = document.getElementById("overlays"), O = D.overlays || {}, byName = {};
     D.nodes.forEach(function (n, i) { byName[n[0]] = i; });
@@ -318,14 +409,15 @@
     if (O.load) {
       var l = html("section", null, box, "load");
       html("h2", "load per link: " + O.load.file, l);
-      var most = 0;
-      O.load.edges.forEach(function (x) { most = Math.max(most, x[1]); });
+      var through = loads(O.load.pairs), most = 0;
+      Object.keys(through).forEach(function (e) { most = Math.max(most, through[e]); });
       var ll = html("ul", null, l);
-      O.load.edges.forEach(function (x) {
-        var g = edgeEls[x[0]];
+      Object.keys(through).forEach(function (e) {
+        var g = edgeEls[e], mb = Math.round(10 * through[e]) / 10;
         g.classList.add("loaded");
-        g.querySelector(".line").setAttribute("stroke-width", 2 + 10 * x[1] / (most || 1));
-        title(g, x[1] + " MB/s");
+        g.setAttribute("data-load", mb);
+        g.querySelector(".line").setAttribute("stroke-width", 2 + 10 * through[e] / (most || 1));
+        title(g, mb + " MB/s");
       });
       O.load.rows.forEach(function (r) { html("li", r, ll); });
     }
