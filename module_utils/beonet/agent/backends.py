@@ -7,7 +7,8 @@ folders); ``backend_files`` renders one by name. Here: the folders beonet may
 write in (``config_path_problem``), the files' modes, the record of the files
 beonet wrote and the ones an earlier plan wrote that this one does not
 (``stale_paths``), and what tells the managers that files changed
-(``manager_commands``).
+(``manager_commands``). It imports the backends' paths and renderers the
+modules and tests name as ``backends.NAME``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import Iterable
 
 from . import frr
 from .netbackends import BACKENDS, get
-# where each backend's files and paths have always been found (the modules and tests)
 from .netbackends.base import NETWORKD as NETWORKD
 from .netbackends.ifupdown import IFUPDOWN as IFUPDOWN
 from .netbackends.ifupdown import ifupdown_files as ifupdown_files

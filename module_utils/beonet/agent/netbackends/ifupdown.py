@@ -11,8 +11,18 @@ from typing import TYPE_CHECKING
 
 from ..nodeplan import Interface, NodePlan
 from ..routes import PROTO, next_hops, planned_key, shell_line
-from .base import HEADER, Backend, enabled, ipv6, is_bond_member, is_multipath, nic_routes, no_reload, \
-    single, tso_link_files
+from .base import (
+    HEADER,
+    Backend,
+    enabled,
+    ipv6,
+    is_bond_member,
+    is_multipath,
+    nic_routes,
+    no_reload,
+    single,
+    tso_link_files,
+)
 
 if TYPE_CHECKING:
     from ..netmanager import Snapshot

@@ -13,8 +13,17 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..nodeplan import Interface, NodePlan
-from .base import HEADER, NETWORKD, Backend, ipv6, is_bond_member, is_multipath, nic_routes, single, \
-    tso_link_files
+from .base import (
+    HEADER,
+    NETWORKD,
+    Backend,
+    ipv6,
+    is_bond_member,
+    is_multipath,
+    nic_routes,
+    single,
+    tso_link_files,
+)
 from .networkd import route_section
 from .networkmanager import nm_dispatcher_files
 

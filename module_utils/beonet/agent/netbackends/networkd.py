@@ -10,8 +10,18 @@ from typing import TYPE_CHECKING
 
 from ..nodeplan import Interface, NodePlan, Route
 from ..routes import PROTO, next_hops
-from .base import HEADER, NETWORKD, Backend, enabled, ipv6, is_bond_member, is_multipath, nic_routes, \
-    no_reload, tso_link_files
+from .base import (
+    HEADER,
+    NETWORKD,
+    Backend,
+    enabled,
+    ipv6,
+    is_bond_member,
+    is_multipath,
+    nic_routes,
+    no_reload,
+    tso_link_files,
+)
 
 if TYPE_CHECKING:
     from ..netmanager import Snapshot
