@@ -167,8 +167,8 @@ def test_images_per_node(bonded):
     assert vmlab._images(bonded, "networkmanager", {})["node01"] == "networkmanager"
     with pytest.raises(LabError, match="node99"):
         vmlab._images(bonded, "networkd", {"node99": "networkmanager"})
-    with pytest.raises(LabError,
-                       match="node02: image 'wicked' is not one of networkd, networkmanager, netplan, ifupdown"):
+    with pytest.raises(LabError, match="node02: image 'wicked' is not one of "
+                                       "networkd, networkmanager, netplan, ifupdown"):
         vmlab._images(bonded, "networkd", {"node02": "wicked"})
     with pytest.raises(LabError, match="--image: image 'nm' is not one of networkd, networkmanager"):
         vmlab._images(bonded, "nm", {})          # one name per backend: the registry's, no alias
