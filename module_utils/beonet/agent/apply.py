@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import frr, verify
 from .backends import backend_files, config_path_problem
-from .backends import file_mode as file_mode
 from .names import whole_file_problem
+from .netbackends import BACKENDS
 from .netbackends.base import HEADER
 from .nodeplan import NodePlan, unsafe_text
 from .routes import (
@@ -119,6 +119,15 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
         if why is not None:
             raise ValueError(why)
     return files
+
+
+def file_mode(path: str) -> int:
+    """The mode of a file beonet writes: the backend's that wrote it, else 0644."""
+    for b in BACKENDS.values():
+        mode = b.mode(path)
+        if mode is not None:
+            return mode
+    return 0o644
 
 
 def _missing_nics(n: NodePlan, node: str, by_name: dict[str, dict[str, Any]]) -> list[str]:

@@ -4,11 +4,10 @@ Standard library only (runs on the nodes). The backends are the modules of
 netbackends/ (systemd-networkd, NetworkManager, netplan, ifupdown: each a pure
 function of the node plan returning {path: text}, its reload commands, its
 folders); ``backend_files`` renders one by name. Here: the folders beonet may
-write in (``config_path_problem``), the files' modes, the record of the files
+write in (``config_path_problem``), the record of the files
 beonet wrote and the ones an earlier plan wrote that this one does not
 (``stale_paths``), and what tells the managers that files changed
-(``manager_commands``). It imports the backends' paths and renderers the
-modules and tests name as ``backends.NAME``.
+(``manager_commands``).
 """
 
 from __future__ import annotations
@@ -18,18 +17,7 @@ from collections.abc import Iterable
 
 from . import frr
 from .netbackends import BACKENDS, get
-from .netbackends.base import NETWORKD as NETWORKD
-from .netbackends.ifupdown import IFUPDOWN as IFUPDOWN
-from .netbackends.ifupdown import ifupdown_files as ifupdown_files
-from .netbackends.netplan import NETPLAN as NETPLAN
-from .netbackends.netplan import netplan_files as netplan_files
-from .netbackends.networkd import networkd_files as networkd_files
-from .netbackends.networkmanager import NM as NM
-from .netbackends.networkmanager import NM_DISPATCHER as NM_DISPATCHER
-from .netbackends.networkmanager import NM_UNMANAGED as NM_UNMANAGED
-from .netbackends.networkmanager import nm_dispatcher_files as nm_dispatcher_files
-from .netbackends.networkmanager import nm_files as nm_files
-from .netbackends.networkmanager import unmanaged_file as unmanaged_file
+from .netbackends.base import NETWORKD
 from .nodeplan import NodePlan
 
 RECORD_PATH = "/var/lib/beonet/files"          # the persistent files beonet wrote, one a line
@@ -52,15 +40,6 @@ def backend_files(n: NodePlan, backend: str, renderer: str = "networkd") -> dict
     """{path: text} of the network configuration for one backend (netbackends' registry;
     ValueError for a name it does not hold)."""
     return get(backend).files(n, renderer)
-
-
-def file_mode(path: str) -> int:
-    """The mode of a file beonet writes: the backend's that wrote it, else 0644."""
-    for b in BACKENDS.values():
-        mode = b.mode(path)
-        if mode is not None:
-            return mode
-    return 0o644
 
 
 def stale_paths(recorded: str | None, current: Iterable[str]) -> list[str]:
