@@ -2,7 +2,8 @@
 
 Standard library only. ``command`` builds, on the controller, a shell command
 ``PYTHON -I -S -c PROGRAM`` whose program carries the named modules of this package
-(their sources, compressed) and loads them as the package ``beonet_agent``, then runs
+(their sources, compressed; ``netbackends.base`` names a sub-package's module,
+``netbackends`` its ``__init__``) and loads them as the package ``beonet_agent``, then runs
 ``main`` with the arguments as ``A``. Nothing is written to the node, nothing but the
 standard library is imported (``-S``: no site-packages; ``-I``: no environment
 variable and no folder of the caller's on the path), and the process is about a third
