@@ -251,6 +251,7 @@ from ansible.module_utils.beonet.agent import (
     probe,
 )
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
+from ansible.module_utils.beonet.agent.netbackends import networkmanager
 
 NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
 ARGUMENT_SPEC = {
@@ -412,7 +413,7 @@ def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.Liv
 def _files(n: nodeplan.NodePlan, prefixes: list[str], d: netmanager.Decision) -> dict[str, str]:
     """Every persistent file of this node: the backend's, and NetworkManager's leave-alone file."""
     files = beonet.persistent_files(n, prefixes, d.backend or "networkd", d.renderer)
-    files.update(backends.unmanaged_file(d.unmanage))
+    files.update(networkmanager.unmanaged_file(d.unmanage))
     return files
 
 

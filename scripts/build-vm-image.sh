@@ -2,10 +2,11 @@
 # Build the VM lab's base disk images locally, with no registry: debootstrap
 # Debian (BEONET_SUITE, default trixie) from the apt mirror this machine is configured with, add a
 # Debian kernel + initramfs, systemd, openssh and the node tools, then make an
-# ext4 disk image with `mkfs.ext4 -d`. One variant per network manager a
-# stock system boots with (each from a copy of one common root):
+# ext4 disk image with `mkfs.ext4 -d`. One variant per network backend, named after it
+# (the names of module_utils/beonet/agent/netbackends, the agent's registry: a test
+# holds this list and the packages below to it), each from a copy of one common root:
 #   networkd  systemd-networkd enabled
-#   nm        NetworkManager installed and enabled, systemd-networkd disabled
+#   networkmanager  NetworkManager installed and enabled, systemd-networkd disabled
 #   netplan   netplan.io with a file naming the networkd renderer (as Ubuntu server)
 #   ifupdown  ifupdown + ifenslave, networking.service enabled, systemd-networkd
 #             disabled (as a stock Debian server)
@@ -14,12 +15,12 @@
 # image exists and was built from the same recipe (stamp: suite, size, package
 # list, the variant's own packages, IMAGE_REV) is skipped; a changed recipe
 # rebuilds it. Each VM later gets a qcow2 overlay on top.
-#   scripts/build-vm-image.sh [networkd|nm|netplan|ifupdown|all]...   (default: all)
+#   scripts/build-vm-image.sh [networkd|networkmanager|netplan|ifupdown|all]...   (default: all)
 set -euo pipefail
 CACHE=${BEONET_VM_CACHE:-/var/cache/beonet/vm}
 SUITE=${BEONET_SUITE:-trixie}
 SIZE=${BEONET_VM_DISK:-2G}
-VARIANTS=(networkd nm netplan ifupdown)
+VARIANTS=(networkd networkmanager netplan ifupdown)
 PACKAGES=linux-image-cloud-amd64,initramfs-tools,systemd,systemd-sysv,udev,kmod,dbus,\
 openssh-server,python3,iproute2,iputils-ping,traceroute,nftables,iperf3,gcc,libc6-dev,procps,less,ethtool
 # Bump when the image recipe below changes in a way the package list does not show.
@@ -28,7 +29,7 @@ STAMP="$SUITE $SIZE $IMAGE_REV $PACKAGES"
 # The packages each variant adds to the common root.
 extra_packages() {
   case "$1" in
-    nm) echo network-manager ;;
+    networkmanager) echo network-manager ;;
     netplan) echo netplan.io ;;
     ifupdown) echo ifupdown ifenslave ;;
     *) echo ;;
@@ -53,7 +54,7 @@ variants=()
 for want in "$@"; do
   case " all ${VARIANTS[*]} " in
     *" $want "*) ;;
-    *) echo "usage: $0 [networkd|nm|netplan|ifupdown|all]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [networkd|networkmanager|netplan|ifupdown|all]..." >&2; exit 2 ;;
   esac
   if [ "$want" = all ]; then variants+=("${VARIANTS[@]}"); else variants+=("$want"); fi
 done
@@ -183,7 +184,7 @@ configure_variant() {
       || { tail -20 "$log" >&2; echo "beonet vm-image: installing ${pkgs[*]} failed" >&2; exit 1; }
   fi
   case "$v" in
-    nm)
+    networkmanager)
       in_chroot "$r" systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
       in_chroot "$r" systemctl enable NetworkManager.service >/dev/null 2>&1
       in_chroot "$r" systemctl mask NetworkManager-wait-online.service >/dev/null 2>&1 || true

@@ -8,6 +8,7 @@ from test_node import _blank_node, _Exit, _FakeModule, beonet_node  # noqa: F401
 
 from beonet.agent import apply as node
 from beonet.agent import backends, nodeplan
+from beonet.agent.netbackends import base, ifupdown, netplan, networkd, networkmanager
 from beonet.agent.verify import is_link_local, route_lines
 from beonet.compiler import pipeline
 from beonet.outputs import plan as render
@@ -63,19 +64,19 @@ def test_each_backend_renders_a_bond_and_forwarded_routes(small, backend, render
 def test_netplan_file_is_valid_yaml_with_source_addresses(small):
     yaml = pytest.importorskip("yaml")
     n = small["nodes"]["a1"]
-    doc = yaml.safe_load(backends.netplan_files(n)[backends.NETPLAN])["network"]
+    doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]
     bond = doc["bonds"]["bond0"]
     assert bond["interfaces"] == ["eth1", "eth2"]
     assert bond["parameters"] == {"mode": "balance-rr", "mii-monitor-interval": 100}
     assert bond["routes"] == [{"to": r["to"], "via": r["via"], "from": r["src"]} for r in n["routes"]]
     assert isinstance(bond["macaddress"], str) and "link-local" not in bond
     assert doc["renderer"] == "networkd"
-    assert node.file_mode(backends.NETPLAN) == 0o600
+    assert node.file_mode(netplan.NETPLAN) == 0o600
 
 
 def test_ifupdown_bond_uses_ifenslave_options_and_routes_with_src(small):
     n = small["nodes"]["a1"]
-    text = backends.ifupdown_files(n)[backends.IFUPDOWN]
+    text = ifupdown.ifupdown_files(n)[ifupdown.IFUPDOWN]
     assert "auto bond0\niface bond0 inet static\n" in text
     assert "    bond-slaves eth1 eth2\n    bond-mode balance-rr\n    bond-miimon 100\n" in text
     r = n["routes"][0]
@@ -86,27 +87,28 @@ def test_ifupdown_bond_uses_ifenslave_options_and_routes_with_src(small):
 
 def test_tso_off_bond_gets_a_udev_link_file_in_every_backend_but_networkmanager(small):
     n = small["nodes"]["a1"]
-    link = "%s/10-beonet-bond0.link" % backends.NETWORKD
+    link = "%s/10-beonet-bond0.link" % base.NETWORKD
     for backend in ("networkd", "netplan", "ifupdown"):
         assert "TCPSegmentationOffload=false" in backends.backend_files(n, backend)[link]
-    assert "feature-tso=false" in backends.nm_files(n)["%s/beonet-bond0.nmconnection" % backends.NM]
+    keyfile = "%s/beonet-bond0.nmconnection" % networkmanager.NM
+    assert "feature-tso=false" in networkmanager.nm_files(n)[keyfile]
 
 
 def test_ipv6_link_local_is_kept_unless_the_topology_turns_ipv6_off(small, tmp_path):
     on = small["nodes"]["a1"]
     off = _plan(tmp_path, SMALL + "ipv6: false\n")["nodes"]["a1"]
     assert "ipv6" not in on and off["ipv6"] is False
-    bond = "%s/60-beonet-bond0.network" % backends.NETWORKD
-    keyfile = "%s/beonet-bond0.nmconnection" % backends.NM
-    assert "LinkLocalAddressing" not in backends.networkd_files(on)[bond]
-    assert "LinkLocalAddressing=no\n" in backends.networkd_files(off)[bond]
-    assert "[ipv6]\nmethod=link-local\n" in backends.nm_files(on)[keyfile]
-    assert "[ipv6]\nmethod=disabled\n" in backends.nm_files(off)[keyfile]
-    assert "link-local" not in backends.netplan_files(on)[backends.NETPLAN]
-    assert "link-local: []" in backends.netplan_files(off)[backends.NETPLAN]
-    assert "disable_ipv6" not in backends.ifupdown_files(on)[backends.IFUPDOWN]
+    bond = "%s/60-beonet-bond0.network" % base.NETWORKD
+    keyfile = "%s/beonet-bond0.nmconnection" % networkmanager.NM
+    assert "LinkLocalAddressing" not in networkd.networkd_files(on)[bond]
+    assert "LinkLocalAddressing=no\n" in networkd.networkd_files(off)[bond]
+    assert "[ipv6]\nmethod=link-local\n" in networkmanager.nm_files(on)[keyfile]
+    assert "[ipv6]\nmethod=disabled\n" in networkmanager.nm_files(off)[keyfile]
+    assert "link-local" not in netplan.netplan_files(on)[netplan.NETPLAN]
+    assert "link-local: []" in netplan.netplan_files(off)[netplan.NETPLAN]
+    assert "disable_ipv6" not in ifupdown.ifupdown_files(on)[ifupdown.IFUPDOWN]
     assert "up echo 1 > /proc/sys/net/ipv6/conf/bond0/disable_ipv6\n" in \
-        backends.ifupdown_files(off)[backends.IFUPDOWN]
+        ifupdown.ifupdown_files(off)[ifupdown.IFUPDOWN]
 
 
 def test_link_local_addresses_and_routes_are_ignored_by_apply_and_verify(small):
@@ -140,10 +142,10 @@ def test_stale_files_are_only_beonets_and_only_those_the_plan_dropped():
 
 
 def test_unmanaged_file_names_every_cluster_nic():
-    files = backends.unmanaged_file(["bond0", "eth1"])
-    assert files[backends.NM_UNMANAGED].endswith(
+    files = networkmanager.unmanaged_file(["bond0", "eth1"])
+    assert files[networkmanager.NM_UNMANAGED].endswith(
         "[keyfile]\nunmanaged-devices+=interface-name:bond0,interface-name:eth1\n")
-    assert backends.unmanaged_file([]) == {}
+    assert networkmanager.unmanaged_file([]) == {}
 
 
 def _tree(root, files):
@@ -206,7 +208,7 @@ def test_another_backend_tells_networkmanager_to_leave_the_cluster_nics(lib, mon
     params = {"node": "a1", "plan": n, "plan_format": nodeplan.PLAN_FORMAT, "prefixes": [],
               "backend": "networkd"}
     result = _run(lib, monkeypatch, tmp_path, params, n, check_mode=True)
-    assert backends.NM_UNMANAGED in result["files"]
+    assert networkmanager.NM_UNMANAGED in result["files"]
     assert json.dumps(result)   # serialisable
 
 

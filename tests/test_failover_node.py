@@ -294,40 +294,41 @@ def test_netplan_multipath_files_go_stale_with_the_multipath_route(renderer, pat
     """netplan cannot write a multipath route: the route is left out of its file and
     written beside it; a plan without one removes that file."""
     from beonet.agent import backends
+    from beonet.agent.netbackends import netplan
     files = node.persistent_files(diamond(), [], "netplan", renderer)
-    assert path in files and "10.0.3.0/24" not in files[backends.NETPLAN]
+    assert path in files and "10.0.3.0/24" not in files[netplan.NETPLAN]
     single = diamond()
     single["routes"][0] = {k: v for k, v in MULTI.items() if k != "nexthops"}
     now = node.persistent_files(single, [], "netplan", renderer)
-    assert "10.0.3.0/24" in now[backends.NETPLAN]
+    assert "10.0.3.0/24" in now[netplan.NETPLAN]
     assert backends.stale_paths(backends.record_text(files), now) == [path]
 
 
 def test_the_dispatcher_script_is_executable_and_puts_the_route_back_only_when_a_nic_comes_up():
-    from beonet.agent import backends
-    script = backends.nm_dispatcher_files(diamond())[backends.NM_DISPATCHER]
-    assert node.file_mode(backends.NM_DISPATCHER) == 0o755 and script.startswith("#!/bin/sh\n")
+    from beonet.agent.netbackends import networkmanager
+    script = networkmanager.nm_dispatcher_files(diamond())[networkmanager.NM_DISPATCHER]
+    assert node.file_mode(networkmanager.NM_DISPATCHER) == 0o755 and script.startswith("#!/bin/sh\n")
     assert 'case "$2" in up) ;; *) exit 0 ;; esac\ncase "$1" in eth1|eth2) ;;' in script
     assert script.endswith(MULTIPATH_LINE + " 2>/dev/null || :\n")
     plain = diamond()
     plain["routes"] = [SINGLE]
-    assert backends.nm_dispatcher_files(plain) == {}
+    assert networkmanager.nm_dispatcher_files(plain) == {}
 
 
 def test_networkmanager_leaves_multipath_routes_to_the_dispatcher_script():
     """NetworkManager 1.42 installs keyfile routes that carry a weight both merged and
     one by one (two kernel routes where the plan has one): the keyfiles hold the
     single-path routes only, the dispatcher script the multipath ones."""
-    from beonet.agent import backends
-    files = backends.nm_files(diamond())
-    eth1 = files["%s/beonet-eth1.nmconnection" % backends.NM]
-    eth2 = files["%s/beonet-eth2.nmconnection" % backends.NM]
+    from beonet.agent.netbackends import networkmanager
+    files = networkmanager.nm_files(diamond())
+    eth1 = files["%s/beonet-eth1.nmconnection" % networkmanager.NM]
+    eth2 = files["%s/beonet-eth2.nmconnection" % networkmanager.NM]
     assert "route" not in eth1 and "weight" not in eth2
     assert "route1=10.0.4.4/32,10.0.2.3\nroute1_options=src=10.0.1.1\n" in eth2
-    script = files[backends.NM_DISPATCHER]
+    script = files[networkmanager.NM_DISPATCHER]
     assert ("ip route replace 10.0.3.0/24 src 10.0.1.1 proto 250 nexthop via 10.0.1.2 dev eth1 "
             "nexthop via 10.0.2.3 dev eth2") in script
-    assert backends.NM_DISPATCHER not in backends.nm_files(dict(diamond(), routes=[SINGLE]))
+    assert networkmanager.NM_DISPATCHER not in networkmanager.nm_files(dict(diamond(), routes=[SINGLE]))
 
 
 def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(beonet_node,  # noqa: F811
@@ -362,9 +363,9 @@ def test_the_module_in_check_mode_reports_the_dry_run_and_the_failover_files(beo
 def test_the_dispatcher_script_puts_the_route_back_in_the_kernel(tmp_path):
     """The script NetworkManager would run, in a fresh network namespace: nothing for
     another action, the multipath route when one of its NICs comes up."""
-    from beonet.agent import backends
+    from beonet.agent.netbackends import networkmanager
     script = tmp_path / "60-beonet-multipath"
-    script.write_text(backends.nm_dispatcher_files(diamond())[backends.NM_DISPATCHER])
+    script.write_text(networkmanager.nm_dispatcher_files(diamond())[networkmanager.NM_DISPATCHER])
     script.chmod(0o755)
     shell = ("set -e; ip link add eth1 type veth peer name p1; ip link add eth2 type veth peer name p2;"
              "for l in eth1 eth2 p1 p2; do ip link set $l up; done;"

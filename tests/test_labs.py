@@ -603,7 +603,7 @@ def vmhost(monkeypatch, bonded, tmp_path):
 
 
 def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
-    vmlab.up(str(bonded), str(tmp_path), node_images={"node04": "nm"})
+    vmlab.up(str(bonded), str(tmp_path), node_images={"node04": "networkmanager"})
     assert [c[0] for c in vmhost.log[:3]] == ["ssh-keygen", "ip", "ip"]
     assert vmhost.log[1] == ["ip", "netns", "add", "beonet-bonded-dual-net-4"]
     assert vmhost.log[2][:5] == ["ip", "netns", "exec", "beonet-bonded-dual-net-4", "sh"]
@@ -612,7 +612,7 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
     saved = json.loads((tmp_path / ".lab" / "beonet-bonded" / base.VM_STATE).read_text())
     assert saved["lab"] == saved["netns"] == "beonet-bonded-dual-net-4"
     n4 = saved["nodes"]["node04"]
-    assert (n4["image"], n4["nics"], n4["address"]) == ("nm", ["eth1", "eth2"], "198.18.0.13")
+    assert (n4["image"], n4["nics"], n4["address"]) == ("networkmanager", ["eth1", "eth2"], "198.18.0.13")
     assert n4["qemu"] == vmhost.log[10][4:], "the saved QEMU command is the one that booted it"
     assert saved["faults"] == {"nodes": [], "links": [], "cables": [], "switches": []}
 

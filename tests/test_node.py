@@ -11,8 +11,9 @@ import pytest
 from conftest import ROOT, golden, needs_host
 
 from beonet.agent import apply as node
-from beonet.agent import backends, files, frr, nodeplan
+from beonet.agent import files, frr, nodeplan
 from beonet.agent.backends import RECORD_PATH
+from beonet.agent.netbackends import networkmanager
 from beonet.compiler import pipeline
 from beonet.outputs import dryrun
 from beonet.outputs import plan as render
@@ -134,8 +135,8 @@ def test_planned_routes_restored_by_networkmanager_as_static_are_in_place(mesh):
 
 def test_networkmanager_bond_ports_use_master_and_slave_type():
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/bonded-dual-net-4.yml")))
-    files = backends.nm_files(plan["nodes"]["node01"])
-    port = files["%s/beonet-eth1.nmconnection" % backends.NM]
+    files = networkmanager.nm_files(plan["nodes"]["node01"])
+    port = files["%s/beonet-eth1.nmconnection" % networkmanager.NM]
     assert "master=bond0\nslave-type=bond\n" in port and "controller=" not in port
 
 
@@ -694,8 +695,8 @@ def test_the_module_gives_beonets_profile_to_a_nic_networkmanager_holds_with_dhc
     monkeypatch.setattr(_FakeModule, "get_bin_path", lambda self, name: "/usr/bin/" + name)
     monkeypatch.setattr(beonet_node, "atomic_write", lambda path, text, mode: None)   # nothing on this host
     devices = {"held": "%s:lab-dhcp\nens3:mgmt\n" % nic, "settled": "%s:beonet-%s\n" % (nic, nic)}
-    keyfile = "%s/beonet-%s.nmconnection" % (backends.NM, nic)
-    written = backends.nm_files(n)[keyfile]
+    keyfile = "%s/beonet-%s.nmconnection" % (networkmanager.NM, nic)
+    written = networkmanager.nm_files(n)[keyfile]
     runs = {}
     for case, same in (("held", False), ("settled", True), ("settled", False)):
         text = devices[case]

@@ -140,7 +140,7 @@ def test_inventory(bonded):
     mapping = {n: {"eth1": "ens17", "eth2": "ens18"} for n in lay["vms"]}
     mgmt = {n: "ens16" for n in lay["vms"]}
     images = {n: "networkd" for n in lay["vms"]}
-    images["node04"] = "nm"
+    images["node04"] = "networkmanager"
     inv = vmlab.inventory(bonded, "topologies/bonded-dual-net-4.yml", "b", "b",
                           "/st/id_ed25519", lay, mapping, mgmt, images)
     group = inv["beonet_nodes"]
@@ -159,17 +159,19 @@ def test_inventory(bonded):
     # No backend in the inventory: the node role detects the image's manager.
     assert all("beonet_node_backend" not in h for h in group["hosts"].values())
     assert h["beonet_vm_image"] == "networkd"
-    assert group["hosts"]["node04"]["beonet_vm_image"] == "nm"
+    assert group["hosts"]["node04"]["beonet_vm_image"] == "networkmanager"
 
 
 def test_images_per_node(bonded):
-    assert vmlab._images(bonded, "networkd", {"node02": "nm"})["node02"] == "nm"
-    assert vmlab._images(bonded, "nm", {})["node01"] == "nm"
+    assert vmlab._images(bonded, "networkd", {"node02": "networkmanager"})["node02"] == "networkmanager"
+    assert vmlab._images(bonded, "networkmanager", {})["node01"] == "networkmanager"
     with pytest.raises(LabError, match="node99"):
-        vmlab._images(bonded, "networkd", {"node99": "nm"})
-    with pytest.raises(LabError,
-                       match="node02: image 'wicked' is not one of networkd, nm, netplan, ifupdown"):
+        vmlab._images(bonded, "networkd", {"node99": "networkmanager"})
+    with pytest.raises(LabError, match="node02: image 'wicked' is not one of "
+                                       "networkd, networkmanager, netplan, ifupdown"):
         vmlab._images(bonded, "networkd", {"node02": "wicked"})
+    with pytest.raises(LabError, match="--image: image 'nm' is not one of networkd, networkmanager"):
+        vmlab._images(bonded, "nm", {})          # one name per backend: the registry's, no alias
 
 
 def test_proxy_relays_both_ways(tmp_path):
@@ -231,10 +233,10 @@ def test_monitor_missing_socket(tmp_path):
 
 def test_cli_flags():
     args = cli.parser().parse_args(["lab", "up", "--provider", "vm", "t.yml", "--name", "x",
-                                    "--node-images", "a=nm,b=ifupdown"])
+                                    "--node-images", "a=networkmanager,b=ifupdown"])
     assert (args.provider, args.name, args.node_images, args.image) == (
-        "vm", "x", "a=nm,b=ifupdown", "networkd")
-    assert vmlab.parse_node_images(args.node_images) == {"a": "nm", "b": "ifupdown"}
+        "vm", "x", "a=networkmanager,b=ifupdown", "networkd")
+    assert vmlab.parse_node_images(args.node_images) == {"a": "networkmanager", "b": "ifupdown"}
     assert vmlab.parse_node_images(None) == {}
     args = cli.parser().parse_args(["lab", "link", "t.yml", "--provider", "vm", "--node", "n",
                                     "--nic", "eth1", "--state", "down"])
@@ -250,7 +252,7 @@ def test_link_needs_vm_provider(capsys):
 
 
 
-@pytest.mark.parametrize("text", ["a", "a=", "=nm", "a=nm,b"])
+@pytest.mark.parametrize("text", ["a", "a=", "=networkmanager", "a=networkmanager,b"])
 def test_node_images_malformed(text):
     with pytest.raises(LabError, match="is not NODE=IMAGE"):
         vmlab.parse_node_images(text)

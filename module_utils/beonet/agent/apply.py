@@ -5,7 +5,7 @@ is a pure function of the plan and what is live, so it is tested without a
 node:
 
 * ``persistent_files``: the network configuration for the node's backend
-  (backends.py: systemd-networkd, NetworkManager, netplan or ifupdown),
+  (netbackends/: systemd-networkd, NetworkManager, netplan or ifupdown),
   ``/etc/sysctl.d`` forwarding and failover settings, the nftables ruleset;
 * ``node_actions``: every command that turns the live state into the plan, in
   the order the module runs them, touching only what differs: forwarding
@@ -32,10 +32,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import frr, verify
-from .backends import HEADER, NETPLAN, NM_DISPATCHER, PROTO, backend_files, config_path_problem
+from .backends import backend_files, config_path_problem
 from .names import whole_file_problem
+from .netbackends import BACKENDS
+from .netbackends.base import HEADER
 from .nodeplan import NodePlan, unsafe_text
 from .routes import (
+    PROTO,
     delete_command,
     distinct_destinations,
     in_order,
@@ -119,11 +122,12 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
 
 
 def file_mode(path: str) -> int:
-    """NetworkManager ignores keyfiles, and netplan warns of files, that anyone but root can
-    read; NetworkManager runs dispatcher scripts that are executable and only root can write."""
-    if path == NM_DISPATCHER:
-        return 0o755
-    return 0o600 if path.endswith(".nmconnection") or path == NETPLAN else 0o644
+    """The mode of a file beonet writes: the backend's that wrote it, else 0644."""
+    for b in BACKENDS.values():
+        mode = b.mode(path)
+        if mode is not None:
+            return mode
+    return 0o644
 
 
 def _missing_nics(n: NodePlan, node: str, by_name: dict[str, dict[str, Any]]) -> list[str]:

@@ -20,6 +20,7 @@ runs the full check. Nothing is ever taken as in sync that the full check would 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import pkgutil
 import subprocess
@@ -29,15 +30,16 @@ from collections.abc import Iterable
 from .apply import NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, sysctl_path
 from .backends import RECORD_PATH
 from .frr import WATCHED
+from .netbackends import BACKENDS, units
 from .nodeplan import NodePlan
 
 FINGERPRINT = "/run/beonet/fingerprint"
 CHECKPOINTS = "/var/lib/beonet/checkpoint"
 OS_RELEASE = "/etc/os-release /usr/lib/os-release"
-MANAGER_FILES = ("/etc/netplan/*.yaml /etc/network/interfaces /etc/network/interfaces.d/* "
-                 "/etc/NetworkManager/system-connections/* /etc/NetworkManager/conf.d/*")
-UNITS = ("systemd-networkd.service", "NetworkManager.service", "networking.service")
-PROGRAMS = "/usr/sbin/netplan /sbin/netplan /usr/bin/netplan /sbin/ifenslave /usr/sbin/ifenslave"
+# every backend's own files, units and the paths whose presence the probe reads (netbackends)
+MANAGER_FILES = " ".join(glob for b in BACKENDS.values() for glob in b.watched)
+UNITS = units()
+PRESENT = " ".join(path for b in BACKENDS.values() for path in b.present)
 
 
 def _nics(n: NodePlan) -> list[str]:
@@ -66,7 +68,7 @@ def dump_command(n: NodePlan) -> str:
               "nft list table inet beonet",
               "cat %s %s %s %s" % (RECORD_PATH, STATE_PATH, SYSCTL_PATH, NFT_PATH),
               "cat $(cat %s)" % RECORD_PATH,
-              "ls -d %s %s %s" % (_units(UNITS), PROGRAMS, "/run/NetworkManager /run/systemd/system"),
+              "ls -d %s %s %s" % (_units(UNITS), PRESENT, "/run/systemd/system"),
               "cat %s" % MANAGER_FILES,
               "ls -AR %s" % CHECKPOINTS]
     return "%s 2>&1 | sha256sum" % shell(parts)
@@ -79,18 +81,31 @@ def shell(parts: list[str]) -> str:
 
 
 def agent_digest() -> str:
-    """SHA-256 of the node agent's own code (every module of this package): a node found in
-    sync by an agent that renders its files otherwise is not taken as in sync by this one.
-    The same whatever name the package is imported under (a module's, a collection's, the CLI's)."""
+    """SHA-256 of the node agent's own code (every module of this package and of its
+    sub-packages): a node found in sync by an agent that renders its files otherwise is
+    not taken as in sync by this one. The same whatever name the package is imported
+    under (a module's, a collection's, the CLI's)."""
     package = sys.modules[__name__.rpartition(".")[0]]        # this agent package
     digest = hashlib.sha256()
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        name = "%s.%s" % (package.__name__, info.name)
+    for rel, name in _agent_modules(package.__name__, list(package.__path__)):
         spec = importlib.util.find_spec(name)
         source = spec.loader.get_source(name) if spec and spec.loader and hasattr(spec.loader, "get_source") \
             else None
-        digest.update(("%s\n%s\n" % (info.name, source or "")).encode())
+        digest.update(("%s\n%s\n" % (rel, source or "")).encode())
     return digest.hexdigest()
+
+
+def _agent_modules(package: str, path: list[str], prefix: str = "") -> list[tuple[str, str]]:
+    """(name within the agent, full name) of every module under path, sorted; a
+    sub-package's modules follow it."""
+    out = []
+    for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
+        full = "%s.%s" % (package, info.name)
+        out.append((prefix + info.name, full))
+        if info.ispkg:
+            sub = importlib.import_module(full)
+            out += _agent_modules(full, list(sub.__path__), prefix + info.name + ".")
+    return out
 
 
 def check_command(n: NodePlan) -> str:

@@ -7,13 +7,8 @@ requested backend. Unit enablement is read from the files ``systemctl
 enable`` writes (the ``*.wants`` links and ``/dev/null`` masks), so the probe
 runs no program.
 
-Backends, in the order ``auto`` prefers them:
-
-* ``netplan``: netplan is installed and /etc/netplan holds a configuration
-  (it renders for networkd or NetworkManager, whichever its files name);
-* ``networkmanager``: NetworkManager.service is enabled;
-* ``networkd``: systemd-networkd.service is enabled;
-* ``ifupdown``: /etc/network/interfaces exists and networking.service is enabled.
+The backends and the order in which ``auto`` tries them (netplan, NetworkManager,
+systemd-networkd, ifupdown) are netbackends' registry: each says how it is detected.
 """
 
 from __future__ import annotations
@@ -23,23 +18,17 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .backends import nm_id
+from .netbackends import NAMES, by_rank, get, in_words, units
+from .netbackends import ifupdown as _ifupdown
+from .netbackends import netplan as _netplan
+from .netbackends import networkmanager as _nm
+from .netbackends.networkmanager import nm_id
 from .nodeplan import NodePlan
 
-BACKENDS = ("networkd", "networkmanager", "netplan", "ifupdown")
-UNITS = {"networkd": "systemd-networkd.service", "networkmanager": "NetworkManager.service",
-         "ifupdown": "networking.service"}
+BACKENDS = NAMES
 UNIT_DIRS = ("etc/systemd/system", "run/systemd/system", "lib/systemd/system",
              "usr/lib/systemd/system")
-IFUPDOWN_MAIN = "/etc/network/interfaces"
-IFUPDOWN_DIR = "/etc/network/interfaces.d"
-NETPLAN_DIR = "/etc/netplan"
-NM_CONNECTIONS = "/etc/NetworkManager/system-connections"
-NETPLAN_BINS = ("usr/sbin/netplan", "sbin/netplan", "usr/bin/netplan")
-IFENSLAVE = ("sbin/ifenslave", "usr/sbin/ifenslave", "etc/network/if-pre-up.d/ifenslave")
 _STANZA = re.compile(r"^\s*(?:auto|allow-[\w-]+|iface|mapping)\s+(.*)$")
-_SOURCES = re.compile(r"^\s*(?:source\s+(?:/etc/network/)?interfaces\.d/\*|"
-                      r"source-directory\s+(?:/etc/network/)?interfaces\.d/?)\s*$")
 
 
 @dataclass
@@ -97,15 +86,15 @@ def _texts(root: str, pattern: str, skip: str = "beonet") -> dict[str, str]:
 def probe(root: str = "/") -> Snapshot:
     """Read the node's network configuration under root (read-only)."""
     def has(paths: tuple[str, ...]) -> bool:
-        return any(os.path.exists(os.path.join(root, p)) for p in paths)
+        return any(os.path.exists(os.path.join(root, p.lstrip("/"))) for p in paths)
     return Snapshot(
-        units={u: unit_state(root, u) for u in UNITS.values()},
-        netplan_installed=has(NETPLAN_BINS),
-        netplan=_texts(root, NETPLAN_DIR + "/*.yaml") if has(NETPLAN_BINS) else {},
-        interfaces=_read(os.path.join(root, IFUPDOWN_MAIN.lstrip("/"))),
-        interfaces_d=_texts(root, IFUPDOWN_DIR + "/*"),
-        ifenslave=has(IFENSLAVE),
-        nm_connections=_texts(root, NM_CONNECTIONS + "/*"))
+        units={u: unit_state(root, u) for u in units()},
+        netplan_installed=has(_netplan.PROGRAMS),
+        netplan=_texts(root, _netplan.FOLDER + "/*.yaml") if has(_netplan.PROGRAMS) else {},
+        interfaces=_read(os.path.join(root, _ifupdown.MAIN.lstrip("/"))),
+        interfaces_d=_texts(root, _ifupdown.FOLDER + "/*"),
+        ifenslave=has(_ifupdown.IFENSLAVE),
+        nm_connections=_texts(root, _nm.NM + "/*"))
 
 
 def netplan_renderer(files: dict[str, str]) -> str:
@@ -135,54 +124,32 @@ def _named(files: dict[str, str], nics: list[str], pattern: str) -> list[str]:
             if re.search(pattern % re.escape(nic), text, re.M)]
 
 
-def sources_interfaces_d(text: str | None) -> bool:
-    return text is not None and any(_SOURCES.match(line) for line in text.splitlines())
-
-
 def _seen(snap: Snapshot) -> list[str]:
     found = ["%s %s" % (unit, state) for unit, state in sorted(snap.units.items())]
     if snap.netplan_installed:
-        found.append("netplan installed, %d file(s) in %s" % (len(snap.netplan), NETPLAN_DIR))
-    found.append("%s %s" % (IFUPDOWN_MAIN, "present" if snap.interfaces is not None else "absent"))
+        found.append("netplan installed, %d file(s) in %s" % (len(snap.netplan), _netplan.FOLDER))
+    found.append("%s %s" % (_ifupdown.MAIN, "present" if snap.interfaces is not None else "absent"))
     return found
 
 
 def auto_backend(snap: Snapshot) -> str | None:
-    """What brings NICs up at boot on this node (None: nothing)."""
-    if snap.netplan_installed and snap.netplan:
-        return "netplan"
-    for backend in ("networkmanager", "networkd"):
-        if snap.units.get(UNITS[backend]) == "enabled":
-            return backend
-    if snap.interfaces is not None and snap.units.get(UNITS["ifupdown"]) == "enabled":
-        return "ifupdown"
-    return None
-
-
-def _ifupdown_problems(node: str, snap: Snapshot, bonds: bool) -> list[str]:
-    problems = []
-    if not sources_interfaces_d(snap.interfaces):
-        problems.append("%s: %s does not read %s (add the line 'source %s/*')"
-                        % (node, IFUPDOWN_MAIN, IFUPDOWN_DIR, IFUPDOWN_DIR))
-    if bonds and not snap.ifenslave:
-        problems.append("%s: the plan's bonds need ifupdown's bonding support: install the "
-                        "ifenslave package" % node)
-    return problems
+    """What brings NICs up at boot on this node (None: nothing): the first backend,
+    in the registry's order of detection, that detects itself."""
+    return next((b.name for b in by_rank() if b.detect(snap)), None)
 
 
 def _claims(node: str, snap: Snapshot, d: Decision, nics: list[str]) -> None:
     """Settle other managers' claims on the cluster NICs (into d)."""
     for claim in ifupdown_claims(dict(snap.interfaces_d, **(
-            {IFUPDOWN_MAIN: snap.interfaces} if snap.interfaces is not None else {})), nics):
+            {_ifupdown.MAIN: snap.interfaces} if snap.interfaces is not None else {})), nics):
         d.problems.append("%s: %s: ifupdown manages that NIC; remove the stanza (never two "
                           "managers on one NIC)" % (node, claim))
     netplan = snap.netplan if snap.netplan_installed else {}      # inert without netplan
     for claim in _named(netplan, nics, r"^\s+[\"']?%s[\"']?\s*:"):
         d.problems.append("%s: %s: netplan manages that NIC (cloud-init writes such files: "
                           "remove it and set cloud-init's network config to disabled)" % (node, claim))
-    nm_backend = d.backend == "networkmanager" or (d.backend == "netplan"
-                                                   and d.renderer == "networkmanager")
-    if snap.units.get(UNITS["networkmanager"]) == "enabled" and not nm_backend:
+    nm_backend = d.backend is not None and get(d.backend).uses_networkmanager(d.renderer)
+    if _nm.BACKEND.detect(snap) and not nm_backend:
         d.unmanage = list(nics)
     elif nm_backend:
         d.notes += ["%s: %s: beonet's profile takes precedence (autoconnect-priority)" % (node, c)
@@ -195,16 +162,15 @@ def decide(node: str, snap: Snapshot, nics: list[str], bonds: bool,
 
     nics: every cluster NIC of the plan (bonds and their members); bonds:
     whether the plan has bonds; requested: ``auto`` or one of ``BACKENDS``."""
-    backend = auto_backend(snap) if requested == "auto" else requested
+    backend = auto_backend(snap) if requested == "auto" else get(requested).name
     d = Decision(backend, netplan_renderer(snap.netplan), _seen(snap))
     if backend is None:
         d.problems.append(
             "%s: nothing would bring the cluster NICs up at boot (found: %s); enable a network "
             "manager (for example 'systemctl enable systemd-networkd') or set beonet_node_backend "
-            "to networkd, networkmanager, netplan or ifupdown" % (node, "; ".join(d.found)))
+            "to %s" % (node, "; ".join(d.found), in_words()))
         return d
-    if backend == "ifupdown":
-        d.problems += _ifupdown_problems(node, snap, bonds)
+    d.problems += get(backend).problems(node, snap, bonds)
     _claims(node, snap, d, nics)
     return d
 

@@ -1,5 +1,7 @@
 """The labs: Docker containers (docker.py) and QEMU VMs (vm.py), sharing base.py."""
 
-# The VM lab's base images (scripts/build-vm-image.sh), named after the network
-# manager each boots with.
-VM_IMAGES = ("networkd", "nm", "netplan", "ifupdown")
+from ..agent.netbackends import NAMES
+
+# The VM lab's base images (scripts/build-vm-image.sh), one per network backend, named
+# after it (the registry's names; the node role detects the backend each boots with).
+VM_IMAGES = NAMES

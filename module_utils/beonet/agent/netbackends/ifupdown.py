@@ -1,0 +1,99 @@
+"""ifupdown: /etc/network/interfaces.d/60-beonet, bonds through ifenslave.
+
+Standard library only (runs on the nodes). A multipath route is an ``up ip route
+replace ... nexthop ...`` line in the stanza of each of its NICs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..nodeplan import Interface, NodePlan
+from ..routes import PROTO, next_hops, planned_key, shell_line
+from .base import (
+    HEADER,
+    Backend,
+    enabled,
+    ipv6,
+    is_bond_member,
+    is_multipath,
+    nic_routes,
+    no_reload,
+    single,
+    tso_link_files,
+)
+
+if TYPE_CHECKING:
+    from ..netmanager import Snapshot
+
+UNIT = "networking.service"
+MAIN = "/etc/network/interfaces"
+FOLDER = "/etc/network/interfaces.d"
+IFUPDOWN = FOLDER + "/60-beonet"
+IFENSLAVE = ("/sbin/ifenslave", "/usr/sbin/ifenslave", "/etc/network/if-pre-up.d/ifenslave")
+_SOURCES = re.compile(r"^\s*(?:source\s+(?:/etc/network/)?interfaces\.d/\*|"
+                      r"source-directory\s+(?:/etc/network/)?interfaces\.d/?)\s*$")
+
+
+def _stanza(n: NodePlan, iface: Interface) -> str:
+    name, pad = iface["name"], "    "
+    addrs = iface["addresses"]
+    out = ["\nauto %s\niface %s inet %s\n" % (name, name, "static" if addrs else "manual")]
+    if addrs:
+        out.append(pad + "address %s\n" % addrs[0])
+    if iface.get("mac"):
+        out.append(pad + "hwaddress ether %s\n" % iface["mac"])
+    if iface.get("mtu"):
+        out.append(pad + "mtu %d\n" % iface["mtu"])
+    if iface["kind"] == "bond":
+        out.append(pad + "bond-slaves %s\n%sbond-mode %s\n%sbond-miimon %d\n"
+                   % (" ".join(iface.get("members", [])), pad, iface["mode"], pad, iface["miimon"]))
+    if not ipv6(n):
+        out.append(pad + "up echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6\n" % name)
+    out += [pad + "up ip addr replace %s dev %s\n" % (a, name) for a in addrs[1:]]
+    out += [pad + "up ip route replace %s via %s dev %s src %s proto %d\n"
+            % (r["to"], r["via"], name, r["src"], PROTO) for r in single(nic_routes(n, iface))]
+    # A multipath route in the stanza of each of its NICs: it is in place once the
+    # last of them is up (before that, the next hops not up yet make it fail).
+    out += [pad + "up ip route replace %s || true\n" % shell_line(planned_key(r))
+            for r in n["routes"] if is_multipath(r) and name in {d for _v, d in next_hops(r)}]
+    return "".join(out)
+
+
+def ifupdown_files(n: NodePlan, renderer: str = "networkd") -> dict[str, str]:
+    """/etc/network/interfaces.d/60-beonet: one ``auto`` stanza per NIC or bond.
+
+    A bond's members are named by its ``bond-slaves`` (ifenslave enslaves
+    them), so they have no stanza of their own."""
+    stanzas = [_stanza(n, i) for i in n["interfaces"] if not is_bond_member(i)]
+    files = {IFUPDOWN: HEADER + "".join(stanzas)}
+    files.update(tso_link_files(n))
+    return files
+
+
+def sources_interfaces_d(text: str | None) -> bool:
+    """Whether /etc/network/interfaces (text) reads the files of interfaces.d."""
+    return text is not None and any(_SOURCES.match(line) for line in text.splitlines())
+
+
+def _problems(node: str, snap: Snapshot, bonds: bool) -> list[str]:
+    problems = []
+    if not sources_interfaces_d(snap.interfaces):
+        problems.append("%s: %s does not read %s (add the line 'source %s/*')"
+                        % (node, MAIN, FOLDER, FOLDER))
+    if bonds and not snap.ifenslave:
+        problems.append("%s: the plan's bonds need ifupdown's bonding support: install the "
+                        "ifenslave package" % node)
+    return problems
+
+
+def _detect(snap: Snapshot) -> bool:
+    """/etc/network/interfaces exists and networking.service is enabled."""
+    return snap.interfaces is not None and enabled(snap, UNIT)
+
+
+BACKEND = Backend(
+    name="ifupdown", title="ifupdown", unit=UNIT, rank=3, detect=_detect,
+    files=ifupdown_files, reload=no_reload, folders=(FOLDER,), watched=(MAIN, FOLDER + "/*"),
+    present=IFENSLAVE, packages=("ifupdown", "ifenslave"), problems=_problems)
