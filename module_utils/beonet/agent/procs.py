@@ -17,21 +17,19 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 NOT_RUN = 127           # the status of a program that could not be started (as the shell's)
 TIMED_OUT = 124         # ... of one that did not end in time and was stopped (as timeout(1)'s)
 
-if TYPE_CHECKING:
-    Output = int | IO[bytes] | None        # subprocess.PIPE, DEVNULL, an open file or None
 
-
-def start(argv: Sequence[str], stdout: Output = subprocess.DEVNULL, stderr: Output = subprocess.DEVNULL,
-          env: Mapping[str, str] | None = None, limits: Callable[[], None] | None = None,
-          ) -> subprocess.Popen[bytes]:
+def start(argv: Sequence[str], stdout: int | IO[bytes] = subprocess.DEVNULL,
+          stderr: int | IO[bytes] = subprocess.DEVNULL, env: Mapping[str, str] | None = None,
+          limits: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
     """Start a program in a session of its own (so stop() ends whatever it started too),
-    its standard input /dev/null; limits runs in the child before the program (setrlimit).
-    OSError when it cannot be started."""
+    its standard input /dev/null, stdout and stderr subprocess.PIPE, DEVNULL or an open
+    file; limits runs in the child before the program (setrlimit). OSError when it
+    cannot be started."""
     # ansible-test's advice, AnsibleModule.run_command, has no AnsibleModule here (above)
     return subprocess.Popen(  # pylint: disable=ansible-bad-function
         list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
