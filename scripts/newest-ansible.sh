@@ -4,9 +4,13 @@
 # with the newest ansible and ansible-core the package index offers for that Python
 # (the rest as pinned in requirements.txt), then in it: ansible-test sanity of the
 # collection, the unit suite and one Molecule scenario on the Docker lab
-# (NEWEST_SCENARIO, single-net: converge, idempotence and verify run the modules). A break with a new Ansible shows here before a user meets it.
+# (NEWEST_SCENARIO, single-net: converge, idempotence and verify run the modules).
+# A break with a new Ansible shows here before a user meets it.
 #   bash scripts/newest-ansible.sh           set the venv up, then run the three checks
-#   bash scripts/newest-ansible.sh setup     only set the venv up (CI does it ahead)
+#   bash scripts/newest-ansible.sh setup     only install the venv's packages (CI does it
+#                                            ahead, while the tests run: beonet's own
+#                                            editable install, which writes into the
+#                                            checkout, waits for the checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${NEWEST_VENV:-.venv-newest}
@@ -28,7 +32,7 @@ newest_python() {
   done | grep -E '^[0-9]+ [0-9]+ [0-9]+ /' | sort -k1,1n -k2,2n -k3,3n | tail -1 | cut -d' ' -f4-
 }
 
-setup() {
+packages() {
   local python
   python=$(newest_python)
   [ -n "$python" ] || { echo "newest-ansible: no Python 3 with venv found" >&2; exit 1; }
@@ -40,17 +44,17 @@ setup() {
   grep -v -E '^(ansible|ansible-core)==' requirements.txt >"$venv/requirements-pinned.txt"
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$venv/requirements-pinned.txt" \
     --upgrade ansible ansible-core
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
-  "$venv/bin/python" - <<'PY'
+}
+
+packages
+[ "${1:-}" = setup ] && exit 0
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+"$venv/bin/python" - <<'PY'
 import sys
 from importlib.metadata import version
 print("newest-ansible: Python %d.%d.%d, ansible %s, ansible-core %s"
       % (sys.version_info[:3] + (version("ansible"), version("ansible-core"))))
 PY
-}
-
-setup
-[ "${1:-}" = setup ] && exit 0
 export PATH="$PWD/$venv/bin:$PATH"
 VENV=$venv bash scripts/collection-sanity.sh
 "$venv/bin/pytest" -q -n auto
