@@ -30,7 +30,7 @@ unit: setup
 test-hermetic: setup
 	bash scripts/hermetic-test.sh
 
-# Zero findings: ruff (lint, import order), mypy (compiler and node agent),
+# Zero findings: ruff (lint, import order), mypy (every Python file but the tests),
 # shellcheck (every script), yamllint and ansible-lint (production profile).
 lint: setup
 	$(BIN)/ruff check .
@@ -209,3 +209,9 @@ collection-test: setup
 # ansible-test sanity on the built collection, zero findings, no ignore file.
 collection-sanity: setup
 	bash scripts/collection-sanity.sh
+
+# The same with the Ansible users install today: sanity, the unit suite and the single-net
+# scenario in a venv of the newest ansible-core on the newest Python here (.venv-newest).
+.PHONY: newest-ansible
+newest-ansible: setup
+	bash scripts/newest-ansible.sh

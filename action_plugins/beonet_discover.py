@@ -27,10 +27,10 @@ try:
     from ansible.module_utils.beonet.agent import discover, discover_task
 except ImportError:
     try:  # the repository's module_utils, installed into the controller's Python by make setup
-        from beonet import controller  # type: ignore[no-redef]
-        from beonet.agent import discover, discover_task  # type: ignore[no-redef]
+        from beonet import controller
+        from beonet.agent import discover, discover_task
     except ImportError:
-        controller = discover = discover_task = None  # type: ignore[assignment]
+        controller = discover = discover_task = None
 
 COLLECT_ARGS = {"node", "run", "collect"}
 
@@ -41,7 +41,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = self._task.args
         collect = not set(args) - COLLECT_ARGS and boolean(args.get("collect", False), strict=False)

@@ -14,6 +14,8 @@ runs as any module would. One task per node instead of a read, a check and a fac
 from __future__ import annotations
 
 import signal
+from types import FrameType
+from typing import Any, NoReturn
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -23,9 +25,9 @@ try:
     from ansible.module_utils.beonet.agent import fast
 except ImportError:
     try:  # the repository's module_utils, installed into the controller's Python by make setup
-        from beonet.agent import fast  # type: ignore[no-redef]
+        from beonet.agent import fast
     except ImportError:
-        fast = None  # type: ignore[assignment]
+        fast = None
 
 FAST_ARGS = ("fast_command", "fast_timeout")
 
@@ -34,7 +36,7 @@ class _Expired(Exception):
     """The fast path's read did not end in time."""
 
 
-def _expired(_signum, _frame):
+def _expired(_signum: int, _frame: FrameType | None) -> NoReturn:
     raise _Expired()
 
 
@@ -44,7 +46,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = {k: v for k, v in self._task.args.items() if k not in FAST_ARGS}
         command = self._task.args.get("fast_command") or ""
@@ -71,7 +73,7 @@ class ActionModule(ActionBase):
             result["warnings"] = list(result.get("warnings") or []) + ["%s: %s" % (args.get("node"), late)]
         return result
 
-    def _read(self, command, timeout):
+    def _read(self, command: str, timeout: int) -> str | None:
         """The command's output on the node; None when it does not end within timeout
         seconds or the connection fails (a signal ends the wait: this runs in the worker's
         main thread, as Ansible's own task timeout does)."""

@@ -11,6 +11,8 @@ module runs as any module would. beonet_verify_live.py is this file under that n
 
 from __future__ import annotations
 
+from typing import Any
+
 from ansible.plugins.action import ActionBase
 
 try:
@@ -19,11 +21,11 @@ try:
     from ansible.module_utils.beonet.outputs import topology_task as topology
 except ImportError:
     try:  # the repository's module_utils, installed into the controller's Python by make setup
-        from beonet import controller  # type: ignore[no-redef]
-        from beonet.livestate import task as live  # type: ignore[no-redef]
-        from beonet.outputs import topology_task as topology  # type: ignore[no-redef]
+        from beonet import controller
+        from beonet.livestate import task as live
+        from beonet.outputs import topology_task as topology
     except ImportError:
-        controller = live = topology = None  # type: ignore[assignment]
+        controller = live = topology = None
 
 # module name -> (its task module, the name of its body)
 TASKS = {"beonet_topology": (topology, "compile_task"), "beonet_verify_live": (live, "prove_task")}
@@ -35,7 +37,7 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task, body = TASKS[self._task.action.rsplit(".", 1)[-1]]
         if task is None or task.IMPORT_ERROR or self._connection.transport != "local":

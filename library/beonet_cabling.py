@@ -1,6 +1,8 @@
 #!/usr/bin/python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: beonet_cabling
@@ -81,6 +83,8 @@ written:
   elements: str
 """
 
+from typing import Any
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent.files import atomic_write, output_problem, read_text
 
@@ -93,12 +97,12 @@ except ImportError as exc:  # beonet's module_utils incomplete on the controller
     IMPORT_ERROR = str(exc)
 
 
-def _fail(module, what, lines, **out):
+def _fail(module: AnsibleModule, what: str, lines: list[str], **out: Any) -> None:
     module.fail_json(msg="beonet cabling: %s, nothing written\n%s" % (what, "\n".join(lines)),
                      errors=lines, **out)
 
 
-def _checked_inputs(module, compiled):
+def _checked_inputs(module: AnsibleModule, compiled: pipeline.Compiled) -> match.Interfaces:
     """The hint of the mapping option; fails on a discovery report or an output that
     is not one (the messages of beonet cabling)."""
     p = module.params
@@ -121,7 +125,7 @@ def _checked_inputs(module, compiled):
     return hint
 
 
-def run(module):
+def run(module: AnsibleModule) -> None:
     p = module.params
     try:
         compiled = pipeline.compile_file(p["topology"])
@@ -158,7 +162,7 @@ def run(module):
     module.exit_json(**out)
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "topology": {"type": "path", "required": True},

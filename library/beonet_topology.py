@@ -1,6 +1,8 @@
 #!/usr/bin/python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: beonet_topology
@@ -168,7 +170,7 @@ from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.outputs.topology_task import ARGUMENT_SPEC, compile_task
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = compile_task(module.params, module.check_mode, module._diff)

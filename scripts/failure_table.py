@@ -9,17 +9,19 @@ from __future__ import annotations
 import glob
 import os
 import sys
-from typing import Any
+from typing import Literal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 from beonet.compiler import pipeline  # noqa: E402
+from beonet.compiler.failures import KindFigures  # noqa: E402
 
-KINDS = (("node", "node"), ("cable", "cable"), ("lan", "LAN"))
+KINDS: tuple[tuple[Literal["node", "cable", "lan"], str], ...] = (
+    ("node", "node"), ("cable", "cable"), ("lan", "LAN"))
 
 
-def worst(figures: dict[str, Any] | None) -> str:
+def worst(figures: KindFigures | None) -> str:
     """`name` pairs, or what is missing."""
     if figures is None:
         return "not computed"

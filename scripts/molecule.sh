@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run Molecule scenarios one after another; print each one's time and result,
 # the lines a scenario reports as measured, the tail of a failing one's log,
-# and fail if any failed.
+# and fail if any failed. VENV: the venv whose Molecule and Ansible run them (.venv).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0
+export PATH="$PWD/${VENV:-.venv}/bin:$PATH" ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0
 log=$(mktemp -d /tmp/beonet-molecule.XXXXXX)
 failed=()
 for s in "$@"; do

@@ -195,7 +195,7 @@ def install() -> None:
     sys.addaudithook(_audit)
     for name in _STATS:
         setattr(os, name, _watched(name))
-    shutil.which = _guarded_which
+    shutil.which = _guarded_which  # type: ignore[assignment]  # one signature of the overloaded which
     STATE.host = False   # collection (test modules' top level) is guarded too
 
 

@@ -494,6 +494,19 @@ def test_management_nics_join_the_given_ones_and_the_default_route(tmp_path, mon
     assert d.management_nics(["ib9"], str(tmp_path)) == ["eth0", "ib9"]
 
 
+def test_the_ssh_sessions_nic_is_a_management_nic_and_none_is_when_ip_cannot_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSH_CONNECTION", "192.0.2.1 50000 192.0.2.10 22")
+    asked = []
+
+    def ip(argv, timeout):
+        asked.append(argv)
+        return 0, "2: eth1    inet 192.0.2.10/24 brd 192.0.2.255 scope global eth1\n", ""
+    monkeypatch.setattr(d.procs, "run", ip)
+    assert d.management_nics([], str(tmp_path)) == ["eth1"] and asked == [["ip", "-o", "addr", "show"]]
+    monkeypatch.setattr(d.procs, "run", lambda argv, timeout: (d.procs.NOT_RUN, "", "cannot run ip"))
+    assert d.management_nics([], str(tmp_path)) == []
+
+
 # -- a real run in network namespaces -------------------------------------------------------------
 
 needs_netns = needs_host("the agent's discovery between network namespaces (veths, a bridge)", "ip",

@@ -33,6 +33,15 @@ def test_the_dump_reads_what_the_check_reads_in_the_c_locale_and_only_hashes_it(
     assert fast.check_command(n) == "cat /run/beonet/fingerprint 2>/dev/null || echo none; " + cmd
 
 
+def test_the_nodes_sha_is_the_dumps_first_word_and_none_when_the_shell_gives_nothing(monkeypatch):
+    _plan, n = _node("node-0-0")
+    ran = []
+    monkeypatch.setattr(fast.procs, "run", lambda argv, timeout: ran.append(argv) or (0, "5ha  -\n", ""))
+    assert fast.dump_sha(n) == "5ha" and ran == [["/bin/sh", "-c", fast.dump_command(n)]]
+    monkeypatch.setattr(fast.procs, "run", lambda argv, timeout: (fast.procs.TIMED_OUT, "", "no answer"))
+    assert fast.dump_sha(n) is None
+
+
 def test_a_bonds_members_are_read_too():
     _plan, n = _node("node01", "bonded-dual-net.yml")
     members = [m for i in n["interfaces"] for m in i.get("members", [])]

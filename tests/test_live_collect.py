@@ -270,7 +270,7 @@ def test_only_ipv4_neighbours_on_interface_names_are_asked():
 def test_asking_without_ping_asks_nobody(monkeypatch):
     started = []
     monkeypatch.setattr(probe.shutil, "which", lambda name, path=None: None)
-    monkeypatch.setattr(probe.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(probe.procs.subprocess, "Popen", lambda *a, **k: started.append(a))
     collect.ask_neighbours([("10.0.0.1", "eth0")])
     assert started == [] and probe.ping_all([("10.0.0.1", "eth0")]) is None
 
@@ -287,7 +287,7 @@ def test_asking_sends_one_echo_per_neighbour_out_of_its_nic_and_tells_who_answer
             return self.rc
 
     monkeypatch.setattr(probe.shutil, "which", lambda name, path=None: "/bin/ping")
-    monkeypatch.setattr(probe.subprocess, "Popen", _Proc)
+    monkeypatch.setattr(probe.procs.subprocess, "Popen", _Proc)
     collect.ask_neighbours([("10.0.0.1", "eth0"), ("10.0.1.1", "eth1")])
     assert started == [["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth0", "10.0.0.1"],
                        ["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth1", "10.0.1.1"]]

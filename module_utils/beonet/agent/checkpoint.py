@@ -27,7 +27,6 @@ import os
 import re
 import secrets
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -269,12 +268,7 @@ def capture(argv: list[str]) -> tuple[int, str, str]:
     exe = shutil.which(argv[0], path=os.pathsep.join(filter(None, [os.environ.get("PATH"), PATH])))
     if exe is None:
         return 127, "", "%s is not installed" % argv[0]
-    try:
-        proc = subprocess.run([exe] + argv[1:], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, check=False, timeout=COMMAND_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return 124, "", "no answer within %d s" % COMMAND_TIMEOUT
-    return proc.returncode, proc.stdout, proc.stderr
+    return procs.run([exe] + argv[1:], COMMAND_TIMEOUT)
 
 
 def read_state(run: Capture) -> dict[str, Any]:

@@ -40,7 +40,6 @@ import shlex
 import signal
 import socket
 import struct
-import subprocess
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -275,13 +274,7 @@ def _connection_nics() -> set[str]:
     fields = os.environ.get("SSH_CONNECTION", "").split()
     if len(fields) != 4:
         return set()
-    try:
-        out = subprocess.run(["ip", "-o", "addr", "show"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True,
-                             timeout=10, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    return address_nics(fields[2], out)
+    return address_nics(fields[2], procs.run(["ip", "-o", "addr", "show"], 10)[1])
 
 
 def management_nics(explicit: Iterable[str], proc: str = PROC) -> list[str]:

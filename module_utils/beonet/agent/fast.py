@@ -23,10 +23,10 @@ import hashlib
 import importlib
 import importlib.util
 import pkgutil
-import subprocess
 import sys
 from collections.abc import Iterable
 
+from . import procs
 from .apply import NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, sysctl_path
 from .backends import RECORD_PATH
 from .frr import WATCHED
@@ -124,9 +124,5 @@ def matches(output: str, token: str) -> bool:
 
 def dump_sha(n: NodePlan) -> str | None:
     """The dump's SHA-256 on this node (None when the shell fails)."""
-    try:
-        out = subprocess.run(["/bin/sh", "-c", dump_command(n)], stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, check=False, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    out = procs.run(["/bin/sh", "-c", dump_command(n)], 60)[1]
     return out.split()[0] if out.split() else None

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterable
+
+from . import procs
 
 SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 
@@ -21,20 +22,11 @@ def ping_all(targets: Iterable[tuple[str, str]], wait: int = 1) -> set[tuple[str
     ping = shutil.which("ping", path=path)
     if ping is None:
         return None
-    procs = []
+    started = []
     for addr, nic in targets:
         try:
-            procs.append(((addr, nic), subprocess.Popen(
-                [ping, "-n", "-q", "-c", "1", "-W", str(wait), "-I", nic, addr],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+            started.append(((addr, nic), procs.start(
+                [ping, "-n", "-q", "-c", "1", "-W", str(wait), "-I", nic, addr])))
         except OSError:
             break
-    answered = set()
-    for target, proc in procs:
-        try:
-            if proc.wait(timeout=wait + 2) == 0:
-                answered.add(target)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return answered
+    return {target for target, proc in started if procs.wait(proc, wait + 2) == 0}

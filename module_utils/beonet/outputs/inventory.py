@@ -21,11 +21,11 @@ import os
 import resource
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from typing import Any
 
+from ..agent import procs
 from ..agent.names import ifname_problem, shown
 from ..compiler.errors import Problem, Problems
 from ..compiler.load import MAX_DEPTH, bounds_problems, flow_depth, parse_yaml, read_text
@@ -149,15 +149,8 @@ def _run(exe: str, path: str, timeout: float, problems: Problems) -> str | None:
     env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True",
                ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="True", ANSIBLE_NOCOLOR="1")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([exe, "-i", path, "--list"], stdout=out, stderr=err, env=env,
-                                stdin=subprocess.DEVNULL, preexec_fn=_limits, start_new_session=True)
-        try:
-            code = proc.wait(timeout)
-        except BaseException as exc:          # the time is up, or Ctrl-C: nothing left running
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise
+        code = procs.wait(procs.start([exe, "-i", path, "--list"], out, err, env, _limits), timeout)
+        if code is None:                      # the time was up: nothing of it is left running
             problems.add("", "ansible-inventory took more than %d s to read it (a script that "
                          "hangs, or a very large inventory: BEONET_INVENTORY_TIMEOUT=SECONDS "
                          "allows more)" % timeout)
