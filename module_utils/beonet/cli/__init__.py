@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     """The command's exit status; its errors as messages on stderr."""
     from ..compiler.errors import CompileError
     try:
-        if getattr(args, "compiles", False):
+        if getattr(args, "compiles", False) and sys.stderr.isatty():
             from .progress import shown
             with shown(sys.stderr):
                 code = args.func(args)

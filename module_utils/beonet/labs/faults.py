@@ -124,6 +124,8 @@ def _check_options(given: list[tuple[str, str]], action: str | None) -> None:
         raise LabUsageError("--node %s needs --stop or --start" % value)
     if flag != "--node" and action not in LINK_ACTIONS:
         raise LabUsageError("%s %s needs --down or --up" % (flag, value))
+    if flag in ("--link", "--cable"):
+        parse_link(value, flag)
 
 
 def _no_node(record: Record, node: str) -> str:
