@@ -1,6 +1,7 @@
 """The `beonet` command line: version, help, drawings (dot, Mermaid, SVG, PNG),
 metrics table, paths, build and usage errors."""
 
+import argparse
 import json
 import os
 import sys
@@ -13,7 +14,7 @@ import beonet
 from beonet import cli
 from beonet.compiler import pipeline, prove
 from beonet.compiler.errors import Problems
-from beonet.outputs import build, dryrun, tree
+from beonet.outputs import build, dryrun, metrics, tree
 from beonet.outputs import plan as render
 
 MESH = str(ROOT / "topologies/routed-mesh-2x2.yml")
@@ -47,25 +48,48 @@ def _options(sub):
     return [a for a in sub._actions if a.dest != "help"]
 
 
+def _commands(p=None, prefix=()):
+    """(words, sub-parser, its help) of every command and every lab action, from the parser."""
+    p = p or cli.parser()
+    table = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help for c in table._choices_actions}
+    assert set(helps) == set(table.choices)
+    for name, sub in table.choices.items():
+        yield (*prefix, name), sub, helps[name]
+        if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+            yield from _commands(sub, (*prefix, name))
+
+
 def test_every_command_and_option_has_help():
-    p = cli.parser()
-    commands = next(a for a in p._actions if a.dest == "command")
-    helps = {c.dest: c.help for c in commands._choices_actions}
-    assert set(helps) == set(commands.choices)
-    for name, sub in commands.choices.items():
-        assert helps[name], "command %s has no help" % name
-        if name == "lab":
-            continue                    # its options are the lab's own
+    found = list(_commands())
+    assert {"lab", "lab up", "lab down", "lab fault", "lab outage"} <= {" ".join(w) for w, _, _ in found}
+    for words, sub, help_ in found:
+        assert help_, "command %s has no help" % " ".join(words)
         for action in _options(sub):
-            assert action.help, "beonet %s %s has no help" % (name, action.option_strings
+            assert action.help, "beonet %s %s has no help" % (" ".join(words), action.option_strings
                                                              or action.dest)
 
 
-@pytest.mark.parametrize("command", ["compile", "routes", "paths", "metrics", "graph",
-                                     "export", "build", "schema", "lab"])
-def test_command_help_prints(capsys, command):
-    code, out, _ = run(capsys, command, "-h")
-    assert code == 0 and out.startswith("usage: beonet %s" % command)
+def test_a_command_builds_only_its_own_options():
+    """The other commands are listed (beonet -h) without their options: their modules
+    are not imported to run this one."""
+    table = next(a for a in cli.parser(["schema"])._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(table.choices) == set(cli.COMMANDS)
+    assert [a.dest for a in _options(table.choices["compile"])] == []
+    assert "output" in [a.dest for a in _options(table.choices["schema"])]
+
+
+@pytest.mark.parametrize("words", [" ".join(w) for w, _, _ in _commands()])
+def test_command_help_prints(capsys, words):
+    code, out, _ = run(capsys, *words.split(), "-h")
+    assert code == 0 and out.startswith("usage: beonet %s" % words)
+
+
+def test_every_command_is_run_from_a_module_of_its_own_under_300_lines():
+    folder = ROOT / "module_utils/beonet/cli"
+    assert {module for module, _ in cli.COMMANDS.values()} <= {p.stem for p in folder.glob("*.py")}
+    for path in folder.glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 300, path.name
 
 
 # --- usage errors: exit 2, a message, no traceback ---------------------------
@@ -301,7 +325,7 @@ def test_metrics_json_and_yaml_unchanged(capsys):
 
 
 def test_metrics_text_lists_unknown_keys():
-    text = cli.metrics_text("t", {"nodes": 2, "hops": {"1": 2}, "notes": ["first", "second"],
+    text = metrics.text("t", {"nodes": 2, "hops": {"1": 2}, "notes": ["first", "second"],
                                   "extra": {"a_b": 1}, "flag": True})
     assert "  notes             first\n                    second\n" in text
     assert "  extra             a b: 1\n" in text and "  flag              True\n" in text
@@ -463,3 +487,47 @@ def test_compact_nodes_json_is_the_encoded_node_plans(text):
                 for n in graph.nodes[::2]}
     assert render.compact_nodes_json(graph, physical) == render.nodes_json(
         render.node_plans(graph, physical), compact_=True)
+
+
+# --- lab: usage errors exit 2 before any lab is touched -------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["lab"], "the following arguments are required: ACTION"),
+    (["lab", "nosuch", "t.yml"], "invalid choice: 'nosuch'"),
+    (["lab", "up"], "the following arguments are required: topology"),
+    (["lab", "image", "t.yml", "--provider", "vm"], "unrecognized arguments: --provider vm"),
+    (["lab", "up", "t.yml", "--miswire", "-1"], "a whole number from 0 to 10000"),
+    (["lab", "up", "t.yml", "--image", "nm"], "--image and --node-images are the VM lab's"),
+    (["lab", "up", "t.yml", "--provider", "vm", "--wiring", "scrambled"],
+     "--wiring, --miswire and --seed are the Docker lab's"),
+    (["lab", "fault", "t.yml", "--node", "n1"], "--node n1 needs --stop or --start"),
+    (["lab", "fault", "t.yml", "--cable", "n1:eth1", "--stop"], "--cable n1:eth1 needs --down or --up"),
+    (["lab", "fault", "t.yml", "--link", "n1", "--down"], "--link: 'n1' is not NODE:NIC"),
+    (["lab", "fault", "t.yml", "--node", "n1", "--switch", "s", "--stop"], "not both --node and --switch"),
+    (["lab", "fault", "t.yml", "--up"], "--up needs --link, --cable or --switch"),
+    (["lab", "fault", "t.yml", "--delays", "off"], "--delays: the VM lab only"),
+    (["lab", "fault", "t.yml", "--provider", "vm", "--delays", "off", "--node", "n1"],
+     "--delays goes alone"),
+    (["lab", "fault", "t.yml", "--stop", "--start"], "not allowed with argument"),
+    (["lab", "link", "t.yml", "--provider", "vm", "--node", "n1"], "link needs --provider vm"),
+    (["lab", "outage", "t.yml", "--window", "0", "--node", "n1"], "--window must be 1 to 600"),
+    (["lab", "down", "t.yml", "--provider", "qemu"], "invalid choice: 'qemu'"),
+])
+def test_lab_usage_errors_exit_2_and_touch_no_lab(capsys, tmp_path, monkeypatch, argv, message):
+    from beonet.labs import docker, faults, outage, vm
+
+    def touched(*_a, **_kw):
+        raise AssertionError("a lab was touched")
+    for module, name in ((docker, "up"), (docker, "down"), (vm, "up"), (vm, "down"),
+                         (vm, "require_root"), (faults, "_load"), (outage, "measure")):
+        monkeypatch.setattr(module, name, touched)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and "Traceback" not in err, (code, err)
+    assert out == "" and os.listdir(tmp_path) == []
+
+
+def test_a_labs_own_failure_exits_1(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "lab", "fault", "t.yml", "--node", "n1", "--stop")
+    assert code == 1 and err == "beonet lab: no lab in .lab/beonet-t: bring it up first (beonet lab up)\n"

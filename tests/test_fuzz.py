@@ -426,25 +426,31 @@ def _hostile_files(tmp: pathlib.Path) -> list[str]:
     return [str(tmp / n) for n in ("pipe", "folder", "deep.json", "nan.json", "bytes.yml")]
 
 
+def _arguments(sub: argparse.ArgumentParser, hostile: str, out: str, name: str) -> list[str]:
+    """The arguments of one (sub-)command: a hostile file wherever a file or folder is read;
+    an action of its own (lab's) taken as the last of them, with that action's arguments."""
+    argv: list[str] = []
+    for action in sub._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = sorted(action.choices)[-1]
+            argv += [chosen, *_arguments(action.choices[chosen], hostile, out, name + " " + chosen)]
+        elif not action.option_strings:
+            if action.choices:
+                argv.append(sorted(action.choices)[-1])
+            else:
+                assert action.dest in ("topology", "old", "new", "folder"), (
+                    "beonet %s: positional %s: give the fuzz table a hostile value for it"
+                    % (name, action.dest))
+                argv.append(hostile)
+        elif action.required:
+            argv += [action.option_strings[0], out if action.dest == "output" else hostile]
+    return argv
+
+
 def _argvs(name: str, sub: argparse.ArgumentParser, files: list[str], out: str) -> list[list[str]]:
     """Command lines of subcommand name, each with one hostile file wherever a file or
     folder is read; a positional this does not know fails (say what a hostile value is)."""
-    argvs = []
-    for hostile in files:
-        argv = [name]
-        for action in sub._actions:
-            if not action.option_strings:
-                if action.choices:
-                    argv.append(sorted(action.choices)[-1])
-                else:
-                    assert action.dest in ("topology", "old", "new", "folder"), (
-                        "beonet %s: positional %s: give the fuzz table a hostile value for it"
-                        % (name, action.dest))
-                    argv.append(hostile)
-            elif action.required:
-                argv += [action.option_strings[0], out if action.dest == "output" else hostile]
-        argvs.append(argv)
-    return argvs
+    return [[name, *_arguments(sub, hostile, out, name)] for hostile in files]
 
 
 def test_every_subcommand_refuses_hostile_files_cleanly(tmp_path: pathlib.Path, capsys) -> None:

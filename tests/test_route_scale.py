@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_properties import SETTINGS, custom_topologies, dump, mesh_dims
 
+from beonet.cli import progress
 from beonet.compiler import address, load, normalise, pipeline, prove, route
 from beonet.compiler.model import ON_LINK, Graph, Route, RouteTable
 
@@ -225,9 +226,19 @@ class Terminal(io.StringIO):
         return True
 
 
+def test_a_compile_passes_each_stage_to_the_progress_callback():
+    seen = []
+    with pipeline.progress(seen.append):
+        pipeline.compile_text(mesh_text([3, 3]), "m.yml")
+    assert seen[0] == "loading the topology" and seen[-1] == "compiled; writing the outputs"
+    assert any(stage.startswith("proving the routes of 9 nodes, ") for stage in seen)
+    pipeline.compile_text(mesh_text([2, 2]), "m.yml")         # outside the block: not called
+    assert seen[-1] == "compiled; writing the outputs" and seen.count("loading the topology") == 1
+
+
 def test_a_long_compile_names_its_stages_on_a_terminal():
     err = Terminal()
-    with pipeline.progress(err, after=0.0):
+    with progress.shown(err, after=0.0):
         pipeline.compile_text(mesh_text([6, 6]), "m.yml")
     lines = err.getvalue().splitlines()
     assert lines, "no progress on a terminal"
@@ -238,14 +249,14 @@ def test_a_long_compile_names_its_stages_on_a_terminal():
 
 def test_a_compile_says_nothing_when_stderr_is_not_a_terminal():
     err = io.StringIO()
-    with pipeline.progress(err, after=0.0):
+    with progress.shown(err, after=0.0):
         pipeline.compile_text(mesh_text([6, 6]), "m.yml")
     assert err.getvalue() == ""
 
 
 def test_a_short_compile_says_nothing_on_a_terminal():
     err = Terminal()
-    with pipeline.progress(err, after=60.0):
+    with progress.shown(err, after=60.0):
         pipeline.compile_text(mesh_text([3, 3]), "m.yml")
     assert err.getvalue() == ""
 

@@ -3,19 +3,16 @@
 Each stage reports all of its problems; the pipeline stops after the first
 stage that has any and raises CompileError with them.
 
-Inside ``progress(stream)`` a compile that runs for more than two seconds
-names its stages on the stream as it goes, when the stream is a terminal;
-on anything else (a pipe, a CI log) it says nothing.
+Inside ``progress(report)`` a compile calls report with the name of each stage
+as it starts; the command line shows them on a terminal (beonet.cli.progress).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TextIO, TypeVar
+from typing import TypeVar
 
 from . import address, heal, latency, load, normalise, prove, route
 from . import metrics as metrics_stage
@@ -76,58 +73,23 @@ def _passed(result: T | None, problems: Problems) -> T:
     return result
 
 
-class Progress:
-    """Names the stage a compile is in, on a terminal, once it has run for
-    `after` seconds: the stage it is in then, and each later one as it starts."""
-
-    def __init__(self, stream: TextIO, after: float = 2.0) -> None:
-        self.stream = stream
-        self.start = time.monotonic()
-        self.current = "loading the topology"
-        self.live = False
-        self.lock = threading.Lock()
-        self.timer = threading.Timer(after, self._wake)
-        self.timer.daemon = True
-
-    def stage(self, what: str) -> None:
-        with self.lock:
-            self.current = what
-            if self.live:
-                self._show()
-
-    def _wake(self) -> None:
-        with self.lock:
-            self.live = True
-            self._show()
-
-    def _show(self) -> None:
-        self.stream.write("beonet: %s (%.1f s)\n" % (self.current, time.monotonic() - self.start))
-        self.stream.flush()
-
-
-_progress: list[Progress] = []      # the reporter of the innermost progress() block, if any
+_listeners: list[Callable[[str], None]] = []     # progress() callbacks, the innermost last
 
 
 @contextmanager
-def progress(stream: TextIO, after: float = 2.0) -> Iterator[None]:
-    """Within the block, compiles report their stages on stream when it is a
-    terminal and they run for more than `after` seconds."""
-    if not stream.isatty():
-        yield
-        return
-    reporter = Progress(stream, after)
-    _progress.append(reporter)
-    reporter.timer.start()
+def progress(report: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, report(stage) is called as each stage of a compile starts
+    (the caller decides whether and where to show it: the compiler prints nothing)."""
+    _listeners.append(report)
     try:
         yield
     finally:
-        reporter.timer.cancel()
-        _progress.remove(reporter)
+        _listeners.remove(report)
 
 
 def _stage(what: str) -> None:
-    if _progress:
-        _progress[-1].stage(what)
+    if _listeners:
+        _listeners[-1](what)
 
 
 def compile_source(source: load.Source, routed: Callable[[Graph], None] | None = None,

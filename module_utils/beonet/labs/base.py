@@ -37,6 +37,10 @@ class LabError(Exception):
     """A lab that cannot be built or taken down; the message says why."""
 
 
+class LabUsageError(LabError):
+    """A lab command given options that do not go together; the message says which."""
+
+
 def run(cmd: list[str], check: bool = True, capture: bool = True, stdin: str | None = None) -> str:
     """Run a host command; its stdout, or LabError with the end of its stderr."""
     proc = subprocess.run(cmd, capture_output=capture, text=True, check=False, input=stdin)

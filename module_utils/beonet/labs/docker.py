@@ -34,7 +34,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from .base import (
     DEFAULT_MTU,
     DOCKER_STATE,
     LabError,
+    LabUsageError,
     Plan,
     Record,
     check_kind,
@@ -75,7 +75,7 @@ from .base import (
 )
 from .base import run as _host_run
 
-__all__ = ["LabError", "down", "main", "up"]
+__all__ = ["LabError", "down", "up"]
 
 # The node image: BEONET_IMAGE, else the one scripts/build-image.sh builds for the
 # Debian release BEONET_SUITE (default trixie) and the variant BEONET_IMAGE_VARIANT,
@@ -145,9 +145,9 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     """Build the lab of a topology; returns the path of its inventory. wiring
     "scrambled" wires it like a new cluster with `miswire` cables moved."""
     if wiring not in WIRINGS:
-        raise LabError("unknown wiring %s (%s)" % (wiring, "|".join(WIRINGS)))
+        raise LabUsageError("unknown wiring %s (%s)" % (wiring, "|".join(WIRINGS)))
     if miswire and wiring != "scrambled":
-        raise LabError("--miswire needs --wiring scrambled")
+        raise LabUsageError("--miswire needs --wiring scrambled")
     compiled = pipeline.compile_file(topology)
     plan = render.plan(compiled)
     lab = lab_name(plan, label)
@@ -823,21 +823,3 @@ def down(topology: str, root: str, name: str | None = None) -> None:
     _release_host(folder)
     _say("down: %s removed (%d containers, %d networks)" % (record["lab"], conts, nets))
 
-
-def main(argv: list[str], name: str | None = None, wiring: str = "plan",
-         miswire: int = 0, seed: int = 0) -> int:
-    action, topology = argv[0], argv[1]
-    root = os.getcwd()
-    try:
-        if action == "up":
-            up(topology, root, name, wiring, miswire, seed)
-        elif action == "down":
-            down(topology, root, name)
-        elif action == "image":
-            print(needed_variant(topology))
-        else:
-            raise LabError("unknown action %s (up|down|image)" % action)
-    except LabError as exc:
-        print("beonet lab: %s" % exc, file=sys.stderr)
-        return 1
-    return 0

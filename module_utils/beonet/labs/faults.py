@@ -41,7 +41,7 @@ from typing import Any
 
 from ..agent.names import shown
 from . import docker, vm
-from .base import DOCKER_STATE, VM_STATE, LabError, Record, load_state, save_state, state_dir
+from .base import DOCKER_STATE, VM_STATE, LabError, LabUsageError, Record, load_state, save_state, state_dir
 from .base import run as _run
 
 NODE_ACTIONS = ("stop", "start")
@@ -55,7 +55,7 @@ def parse_link(text: str, flag: str = "--link") -> tuple[str, str]:
     """``NODE:NIC`` -> (node, nic)."""
     node, sep, nic = text.partition(":")
     if not sep or not node or not nic or ":" in nic:
-        raise LabError("%s: %s is not NODE:NIC" % (flag, shown(text)))
+        raise LabUsageError("%s: %s is not NODE:NIC" % (flag, shown(text)))
     return node, nic
 
 
@@ -91,31 +91,41 @@ def fault(topology: str, root: str, label: str | None, provider: str,
           cable: str | None = None, switch: str | None = None) -> str:
     """Apply one fault (or none: just report) and return what is down. Every
     check is made before anything changes."""
-    folder, record = _load(root, topology, label, provider)
     given = [(flag, value) for flag, value in (("--node", node), ("--link", link), ("--cable", cable),
                                                ("--switch", switch)) if value]
-    if len(given) > 1:
-        raise LabError("give one of --node (with --stop or --start), --link, --cable or --switch "
-                       "(with --down or --up), not both %s" % " and ".join(f for f, _ in given))
+    _check_options(given, action)
+    folder, record = _load(root, topology, label, provider)
     if not given:
-        if action:
-            raise LabError("--%s needs %s" % (action, "--node" if action in NODE_ACTIONS
-                                              else "--link, --cable or --switch"))
         return describe(record)
     flag, value = given[0]
     if flag == "--node":
         if value not in _nodes(record):
             raise LabError(_no_node(record, value))
-        if action not in NODE_ACTIONS:
-            raise LabError("--node %s needs --stop or --start" % value)
         _node(folder, record, value, action == "stop")
     else:
         _affected(record, flag, value)          # the node, NIC or switch exists
-        if action not in LINK_ACTIONS:
-            raise LabError("%s %s needs --down or --up" % (flag, value))
         _cut(folder, record, flag, value, action == "down")
     save_state(folder, VM_STATE if provider == "vm" else DOCKER_STATE, record)
     return describe(record)
+
+
+def _check_options(given: list[tuple[str, str]], action: str | None) -> None:
+    """LabUsageError unless the options name one fault with its action, or none (a report)."""
+    if len(given) > 1:
+        raise LabUsageError("give one of --node (with --stop or --start), --link, --cable or --switch "
+                            "(with --down or --up), not both %s" % " and ".join(f for f, _ in given))
+    if not given:
+        if action:
+            raise LabUsageError("--%s needs %s" % (action, "--node" if action in NODE_ACTIONS
+                                                   else "--link, --cable or --switch"))
+        return
+    flag, value = given[0]
+    if flag == "--node" and action not in NODE_ACTIONS:
+        raise LabUsageError("--node %s needs --stop or --start" % value)
+    if flag != "--node" and action not in LINK_ACTIONS:
+        raise LabUsageError("%s %s needs --down or --up" % (flag, value))
+    if flag in ("--link", "--cable"):
+        parse_link(value, flag)
 
 
 def _no_node(record: Record, node: str) -> str:
@@ -125,7 +135,7 @@ def _no_node(record: Record, node: str) -> str:
 def delays(topology: str, root: str, label: str | None, provider: str, on: bool) -> str:
     """The VM lab's per-hop delays off or on again in every VM."""
     if provider != "vm":
-        raise LabError("--delays: the VM lab only (the Docker lab sets its delays when it "
+        raise LabUsageError("--delays: the VM lab only (the Docker lab sets its delays when it "
                        "comes up, where the host's kernel has netem)")
     folder, record = _load(root, topology, label, provider)
     if record["faults"]["nodes"]:

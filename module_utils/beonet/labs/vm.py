@@ -34,7 +34,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -47,6 +46,7 @@ from .base import (
     DEFAULT_MTU,
     VM_STATE,
     LabError,
+    LabUsageError,
     Plan,
     Record,
     check_kind,
@@ -298,7 +298,7 @@ def parse_node_images(text: str | None) -> dict[str, str]:
             continue
         node, sep, image = item.partition("=")
         if not sep or not node.strip() or not image.strip():
-            raise LabError("--node-images: %r is not NODE=IMAGE" % item)
+            raise LabUsageError("--node-images: %r is not NODE=IMAGE" % item)
         out[node.strip()] = image.strip()
     return out
 
@@ -697,20 +697,8 @@ def down(topology: str, root: str, label: str | None = None) -> None:
          % (saved["lab"], count))
 
 
-def main(argv: list[str], name: str | None = None, image: str = "networkd",
-         node_images: dict[str, str] | None = None) -> int:
-    action, topology = argv[0], argv[1]
-    root = os.getcwd()
-    try:
-        if os.geteuid() != 0:
-            raise LabError("the VM lab needs root (network namespaces, taps, bridges)")
-        if action == "up":
-            up(topology, root, name, image, node_images)
-        elif action == "down":
-            down(topology, root, name)
-        else:
-            raise LabError("unknown action %s (up|down)" % action)
-    except LabError as exc:
-        print("beonet lab (vm): %s" % exc, file=sys.stderr)
-        return 1
-    return 0
+
+def require_root() -> None:
+    """LabError unless this process may make namespaces, taps and bridges."""
+    if os.geteuid() != 0:
+        raise LabError("the VM lab needs root (network namespaces, taps, bridges)")

@@ -3,6 +3,8 @@ settings (here); Open MPI 5's runtime file and MPICH's environment (mpi.py);
 Slurm's node lines, topology.conf and topology.yaml (slurm.py). They read the plan
 dict only."""
 
+from collections.abc import Callable
+
 from ..agent.names import file_text, one_line
 from . import mpi, slurm
 from .mpi import Plan, Slots, node_networks, slots_of
@@ -54,8 +56,10 @@ def openmpi_mca(plan: Plan) -> str:
             % (one_line(plan["topology"]["name"], "openmpi-mca-params.conf"), nets, nets))
 
 
-EXPORTS = {"hosts": hosts, "slurm": slurm.topology_conf, "hostfile": hostfile, "mpich-hosts": mpich_hosts,
-           "openmpi-mca": openmpi_mca, "prte-mca": mpi.prte_mca, "mpich-env": mpi.mpich_env,
-           "slurm-nodes": slurm.nodes, "slurm-topology-yaml": slurm.topology_yaml}
+# Each takes the plan, those of SLOTS_EXPORTS also the slots per node.
+EXPORTS: dict[str, Callable[..., str]] = {
+    "hosts": hosts, "slurm": slurm.topology_conf, "hostfile": hostfile, "mpich-hosts": mpich_hosts,
+    "openmpi-mca": openmpi_mca, "prte-mca": mpi.prte_mca, "mpich-env": mpi.mpich_env,
+    "slurm-nodes": slurm.nodes, "slurm-topology-yaml": slurm.topology_yaml}
 SLOTS_EXPORTS = {"hostfile", "mpich-hosts", "slurm-nodes"}     # the exports that take slots
 MPI_EXPORTS = SLOTS_EXPORTS                                     # its name of before

@@ -1,0 +1,5 @@
+"""python -m beonet.cli: the `beonet` command."""
+
+from . import run
+
+run()
