@@ -181,3 +181,15 @@ def test_the_agent_digest_covers_the_backends_modules(monkeypatch):
         return spec
     monkeypatch.setattr(importlib.util, "find_spec", edited)
     assert fast.agent_digest() != first
+
+
+def test_beonet_build_offers_every_backend_of_the_registry(tmp_path):
+    from beonet import cli
+    args = cli.parser(["build"]).parse_args(["build", "t.yml", "-o", str(tmp_path)])
+    assert args.backend == "networkd"
+    for name in netbackends.NAMES:
+        assert cli.parser(["build"]).parse_args(
+            ["build", "t.yml", "-o", str(tmp_path), "--backend", name]).backend == name
+    with pytest.raises(SystemExit) as refused:
+        cli.parser(["build"]).parse_args(["build", "t.yml", "-o", str(tmp_path), "--backend", "nm"])
+    assert refused.value.code == 2

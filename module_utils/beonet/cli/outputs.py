@@ -132,8 +132,10 @@ def _export(s: argparse.ArgumentParser) -> None:
 def _build(s: argparse.ArgumentParser) -> None:
     options(s, cmd_build, output="folder to write into (created if missing; files in it are "
             "replaced)", need_output=True)
-    s.add_argument("--backend", choices=["networkd", "networkmanager"], default="networkd",
-                   help="persistent configuration files to render (default networkd)")
+    from ..agent.netbackends import NAMES
+    s.add_argument("--backend", choices=NAMES, default="networkd",
+                   help="persistent configuration files to render (default networkd; netplan "
+                   "renders for networkd)")
 
 
 def _schema(s: argparse.ArgumentParser) -> None:
