@@ -185,6 +185,14 @@ summary:
   returned: when prove
   type: list
   elements: str
+report:
+  description: >-
+    What a failed verify prints: the pairs not as planned (pair | allowed hop lists | seen), the
+    first 40 of them, then the state problems, the first 40 named and the rest counted by node.
+    Every string a node sent is shown escaped, on one line, here and in every other key.
+  returned: when prove
+  type: list
+  elements: str
 sample:
   description: Source to destination to allowed hop lists of the pairs for traceroute.
   returned: when prove or mode is live
