@@ -95,7 +95,8 @@ summary:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 
 try:
     from ansible.module_utils.beonet.benchmarks import planner as bench
@@ -128,6 +129,7 @@ def _report(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_benchmark")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "tools", "report"]},

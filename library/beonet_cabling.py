@@ -81,7 +81,8 @@ written:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 from ansible.module_utils.beonet.agent.files import atomic_write, output_problem, read_text
 
 try:
@@ -159,6 +160,7 @@ def run(module):
 
 
 def main():
+    refuse_lone_surrogates(_load_params, "beonet_cabling")
     module = AnsibleModule(
         argument_spec={
             "topology": {"type": "path", "required": True},

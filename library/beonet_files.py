@@ -82,8 +82,9 @@ removed:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
 from ansible.module_utils.beonet.agent import folder
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 from ansible.module_utils.beonet.agent.files import NotAFile
 
 FILE_SPEC = {
@@ -96,6 +97,7 @@ FILE_SPEC = {
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_files")
     module = AnsibleModule(
         argument_spec={
             "dest": {"type": "path", "required": True},

@@ -108,7 +108,8 @@ summary:
 """
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 
 try:
     from ansible.module_utils.beonet.agent import nodeplan
@@ -140,6 +141,7 @@ def _plan(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_mpi")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "report"]},

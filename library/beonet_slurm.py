@@ -94,7 +94,8 @@ nodes:
 """
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 
 try:
     from ansible.module_utils.beonet.agent import nodeplan
@@ -106,6 +107,7 @@ except ImportError:
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_slurm")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan"]},

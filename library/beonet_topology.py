@@ -163,12 +163,14 @@ errors:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.outputs.topology_task import ARGUMENT_SPEC, compile_task
 
 
 def main():
+    refuse_lone_surrogates(_load_params, "beonet_topology")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = compile_task(module.params, module.check_mode, module._diff)

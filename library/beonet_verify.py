@@ -197,9 +197,10 @@ state:
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
 from ansible.module_utils.beonet.agent import apply as beonet_node
 from ansible.module_utils.beonet.agent import collect, diagnose, verify
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 from ansible.module_utils.beonet.agent.files import read_text
 
 ARGUMENT_SPEC = {
@@ -287,6 +288,7 @@ def _collected(module: AnsibleModule) -> dict[str, Any]:
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_verify")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if p["summarise"]:

@@ -221,12 +221,14 @@ seconds:
   type: float
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
 from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.livestate.task import ARGUMENT_SPEC, prove_task
 
 
 def main() -> None:
+    refuse_lone_surrogates(_load_params, "beonet_verify_live")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = prove_task(module.params, module.check_mode, module._diff)

@@ -488,5 +488,14 @@ def test_every_module_in_library_refuses_hostile_arguments_cleanly(tmp_path: pat
     assert set(modules) == set(MODULE_HOSTILE), "fuzz these modules too: %s" % (
         sorted(set(modules) ^ set(MODULE_HOSTILE)))
     for module in modules:
-        for result in run_modules(module, MODULE_HOSTILE[module], tmp_path):
+        calls = MODULE_HOSTILE[module] + [_with_surrogates(MODULE_HOSTILE[module][0])]
+        results = run_modules(module, calls, tmp_path)
+        for result in results:
             assert result["rc"] == 1 and result.get("failed") and result["msg"], (module, result)
+        assert "holds a lone surrogate" in results[-1]["msg"], (module, results[-1])
+
+
+def _with_surrogates(call: dict[str, Any]) -> dict[str, Any]:
+    """call with a lone surrogate at the end of every top-level string (AnsibleModule
+    logs those before any check runs)."""
+    return {k: v + "\udc80" if isinstance(v, str) else v for k, v in call.items()}
