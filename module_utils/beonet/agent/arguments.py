@@ -44,7 +44,7 @@ def refuse_lone_surrogates(load: Callable[[], Any], name: str) -> None:
     then says why)."""
     try:
         params = load()
-    except Exception:                    # noqa: BLE001 - AnsibleModule reads them again and says why
+    except (Exception, SystemExit):      # noqa: BLE001 - AnsibleModule reads them again and says why
         return
     where = lone_surrogate_at(params)
     if where is None:

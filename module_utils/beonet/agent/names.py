@@ -33,9 +33,12 @@ IFNAMSIZ = 16
 IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 # The same rules as a JSON Schema pattern (for the topology schema and editors).
+# The end of the text as a pattern, in JSON Schema's ECMA-262 and in Python's re alike
+# (where '$' alone also matches before a final line break: "name\n" would pass).
+END = r"$(?!\n)"
 IFNAME_PATTERN = (r"^(?!-)(?![0-9]+$)(?!\.{1,2}$)(?!(?:lo|all|default|bonding_masters)$)"
-                  r"[A-Za-z0-9_.+@-]{1,15}$")
-NODE_NAME_PATTERN = "^%s$" % NODE_NAME.pattern
+                  r"[A-Za-z0-9_.+@-]{1,15}" + END)
+NODE_NAME_PATTERN = "^%s%s" % (NODE_NAME.pattern, END)
 # Names the kernel gives a meaning of its own: never a NIC or bond beonet configures.
 RESERVED_IFNAMES = {"lo": "the loopback interface",
                     "all": "sysctl's net.ipv4.conf.all, not an interface",

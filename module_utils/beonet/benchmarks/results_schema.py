@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from .. import gate
-from ..agent.names import control_characters_in, escaped, node_name_problem, shown
+from ..agent.names import END, control_characters_in, escaped, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
 from ..compiler.load import _schema_messages, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
@@ -96,8 +96,8 @@ COLUMNS: dict[str, dict[str, Any]] = {
 }
 # Columns named after what the nodes report (tokex's rtt_us keys, iperf3's tokex modes).
 PATTERNS: dict[str, dict[str, Any]] = {
-    "tokex": {"^rtt_[a-z0-9]+_us$": US},
-    "iperf3": {"^tokex_(stream|window)_[0-9]+_MBps$": MBPS, "^ratio_(stream|window)_[0-9]+$": MBPS},
+    "tokex": {"^rtt_[a-z0-9]+_us" + END: US},
+    "iperf3": {"^tokex_(stream|window)_[0-9]+_MBps" + END: MBPS, "^ratio_(stream|window)_[0-9]+" + END: MBPS},
 }
 
 # What each reader reads of every row: the report (summary, CSV and plots) and the figures.
