@@ -18,7 +18,7 @@ from typing import Any
 from .. import gate
 from ..agent.files import atomic_write
 from ..agent.names import escaped
-from ..gate.node import shape_problem
+from ..gate.node import REQUIRED, shape_problem
 from . import results_schema
 from .capacity import capacity
 from .planner import DEFAULT_MODEL, BenchError, Plan, predict_rtt
@@ -29,10 +29,11 @@ Results = dict[str, Any]
 Step = dict[str, Any]
 _NUMBER = (int, float)
 # What a token exchange's output must hold where the tables read it (a node's file).
-TOKEX_OUTPUT = {"runs": [{"proto": str, "size": int, "count": int, "seconds": _NUMBER, "lost": int,
-                          "one_way_MBps": _NUMBER, "exchange_MBps": _NUMBER, "start": _NUMBER,
-                          "window": int, "rtt_us": {k: _NUMBER for k in ("min", "median", "p99", "max")},
-                          "samples_us": [_NUMBER]}]}
+TOKEX_OUTPUT = {REQUIRED: ("runs",), "runs": [{
+    REQUIRED: ("proto", "size", "count", "seconds", "lost", "one_way_MBps", "exchange_MBps", "start"),
+    "proto": str, "size": int, "count": int, "seconds": _NUMBER, "lost": int, "one_way_MBps": _NUMBER,
+    "exchange_MBps": _NUMBER, "start": _NUMBER, "window": int,
+    "rtt_us": {k: _NUMBER for k in ("min", "median", "p99", "max")}, "samples_us": [_NUMBER]}]}
 
 
 def summarize(values: list[float]) -> dict[str, Any]:

@@ -32,17 +32,28 @@ ROUTE_SLACK = 1024
 NUMBER = (int,)
 Spec = Any                     # a type, a tuple of types, [item spec] or {key: spec}
 
+REQUIRED = ""                   # a mapping spec's key naming the keys every such mapping must have
 _HOP: dict[str, Spec] = {"gateway": str, "dev": str, "flags": [str]}
-_ROUTE: dict[str, Spec] = {**_HOP, "dst": str, "prefsrc": str, "protocol": (str, int), "metric": int,
-                           "type": str, "scope": str, "nexthops": [_HOP]}
-# command key -> (shape, the key every item must have)
-SHAPES: dict[str, tuple[Spec, str | None]] = {
-    "links": ([{"ifname": str, "flags": [str], "master": str}], "ifname"),
-    "addrs": ([{"ifname": str, "addr_info": [{"local": str, "prefixlen": int, "family": str}]}], "ifname"),
-    "routes": ([_ROUTE], "dst"),
-    "neigh": ([{"dst": str, "dev": str, "state": (str, list)}], None),
-    "rules": ([{"priority": int}], None),
-    "nft": ({"nftables": list}, None),
+_ROUTE: dict[str, Spec] = {**_HOP, REQUIRED: ("dst",), "dst": str, "prefsrc": str, "protocol": (str, int),
+                           "metric": int, "type": str, "scope": str, "nexthops": [_HOP]}
+# command key -> the shape of its JSON
+SHAPES: dict[str, Spec] = {
+    "links": [{REQUIRED: ("ifname",), "ifname": str, "flags": [str], "master": str}],
+    "addrs": [{REQUIRED: ("ifname",), "ifname": str,
+               "addr_info": [{"local": str, "prefixlen": int, "family": str}]}],
+    "routes": [_ROUTE],
+    "neigh": [{"dst": str, "dev": str, "state": (str, list)}],
+    "rules": [{"priority": int}],
+    "nft": {"nftables": list},
+}
+# Every reader on the controller of what nodes send ("module:function": what it reads).
+# tests/test_fuzz.py feeds each hostile data and fails for a reader it has no case for.
+READERS = {
+    "beonet.livestate.readout:judge": "verify.yml's raw output of each node",
+    "beonet.livestate.proof:prove": "the states the nodes collected (beonet_verify_live states=)",
+    "beonet.agent.discover:parse_collected": "a background discovery's report (beonet_discover's collect)",
+    "beonet.agent.fast:matches": "the fast path's line (beonet_node's action plugin)",
+    "beonet.benchmarks.report:collect": "the benchmark's output files of each node",
 }
 _WORDS = {str: "text", int: "an integer", list: "a list", dict: "a mapping"}
 
@@ -69,26 +80,24 @@ def _kind_word(spec: Spec) -> str:
     return " or ".join(_WORDS.get(k, k.__name__) for k in kinds)
 
 
-def shape_problem(value: Any, spec: Spec, required: str | None = None) -> str | None:
+def shape_problem(value: Any, spec: Spec) -> str | None:
     """Where value differs from spec (the first place in order, as 'KEY PATH: must be ...'),
-    or None. A walk with a list, not recursion; keys spec does not name are not checked.
-    required: a key every item of the top list must have."""
+    or None. A walk with a list, not recursion; keys spec does not name are not checked,
+    those spec[REQUIRED] names must be there."""
     todo: list[tuple[Any, Spec, str]] = [(value, spec, "")]
     while todo:
         v, s, path = todo.pop()
         if isinstance(s, list):
             if not isinstance(v, list):
-                return "%s: must be a list" % (path or "the output")
+                return "%s: must be a list" % (path.lstrip(".") or "the output")
             todo += reversed([(item, s[0], "%s[%d]" % (path, k)) for k, item in enumerate(v)])
-            if path == "" and required:
-                missing = next((k for k, item in enumerate(v)
-                                if isinstance(item, dict) and required not in item), None)
-                if missing is not None:
-                    return "[%d]: has no '%s'" % (missing, required)
         elif isinstance(s, dict):
             if not isinstance(v, dict):
-                return "%s: must be a mapping" % (path or "the output")
-            todo += reversed([(v[k], sub, "%s.%s" % (path, k)) for k, sub in s.items() if k in v])
+                return "%s: must be a mapping" % (path.lstrip(".") or "the output")
+            missing = [k for k in s.get(REQUIRED, ()) if k not in v]
+            if missing:
+                return "%s: has no '%s'" % (path.lstrip(".") or "the output", missing[0])
+            todo += reversed([(v[k], sub, "%s.%s" % (path, k)) for k, sub in s.items() if k and k in v])
         elif not _kind_ok(v, s):
             return "%s: must be %s" % (path.lstrip("."), _kind_word(s))
     return None
@@ -106,8 +115,7 @@ def section_problem(key: str, text: str, plan_node: Mapping[str, Any]) -> str | 
         doc = loads_json(text, None, DEPTH)
     except GateError as exc:
         return "its output %s" % exc.message.replace("is not JSON", "is not strict JSON")
-    spec, required = SHAPES[key]
-    why = shape_problem(doc, spec, required)
+    why = shape_problem(doc, SHAPES[key])
     return None if why is None else "its output is not of the shape ip and nft print: %s" % why
 
 
