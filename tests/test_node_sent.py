@@ -152,3 +152,26 @@ def test_discovers_collect_refuses_a_report_without_its_keys(report_json, why):
 def test_discovers_collect_refuses_deep_json_as_no_report():
     with pytest.raises(discover.DiscoveryError, match="wrote no report"):
         discover.parse_collected("A", "r1", "%s: report\n%s" % (discover.COLLECT_MARK, "[" * 100_000))
+
+
+# Golden errors: the problems verify names for node28 for each hostile output
+# (tests/errors/node/NAME.txt; BEONET_REGEN=1 rewrites them).
+HOSTILE_ROUTES = {
+    "routes-over-the-limit": json.dumps([{"dst": "11.0.%d.%d/32" % (k >> 8, k & 255), "dev": "eth1"}
+                                         for k in range(5000)]),
+    "routes-without-dst": '[{"gateway": "10.255.0.12", "dev": "eth1"}]',
+    "routes-of-wrong-types": '[{"dst": "10.0.0.0/24", "nexthops": [{"gateway": 10, "dev": "eth1"}]}]',
+    "routes-not-a-list": '{"dst": "10.0.0.0/24"}',
+    "routes-too-deep": "[" * 100 + "]" * 100,
+    "routes-nan": '[{"dst": "10.0.0.0/24", "metric": NaN}]',
+    "routes-key-twice": '[{"dst": "10.0.0.0/24", "dst": "0.0.0.0/0"}]',
+    "routes-forged-line": json.dumps([{"dst": "10.9.9.0/24\n%s" % FORGED, "gateway": "10.255.0.12",
+                                       "dev": "eth1"}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_ROUTES))
+def test_golden_refusals_of_hostile_node_output(plan, name):
+    from conftest import golden
+    result = _verify(plan, _with_routes(HOSTILE_ROUTES[name]))
+    golden(ROOT / "tests/errors/node" / ("%s.txt" % name), "\n".join(_node28(result)) + "\n")
