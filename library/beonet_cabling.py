@@ -81,8 +81,9 @@ written:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, _load_params
-from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
+from ansible.module_utils import basic
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import atomic_write, output_problem, read_text
 
 try:
@@ -160,7 +161,7 @@ def run(module):
 
 
 def main():
-    refuse_lone_surrogates(_load_params, "beonet_cabling")
+    refusal = escaped_arguments(basic, "beonet_cabling")
     module = AnsibleModule(
         argument_spec={
             "topology": {"type": "path", "required": True},
@@ -171,6 +172,8 @@ def main():
         },
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR is not None:
         module.fail_json(msg="beonet needs the Python packages PyYAML and jsonschema on the "
                              "controller (run `make setup`); missing: %s" % IMPORT_ERROR)

@@ -236,7 +236,8 @@ import ipaddress
 import os
 from typing import Any
 
-from ansible.module_utils.basic import AnsibleModule, _load_params
+from ansible.module_utils import basic
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
 from ansible.module_utils.beonet.agent import (
     backends,
@@ -250,7 +251,7 @@ from ansible.module_utils.beonet.agent import (
     preflight,
     probe,
 )
-from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 
 NODE_ROOT = "/"          # where the network managers' files are read (a fake tree in tests)
@@ -624,8 +625,10 @@ def _confirm(module: AnsibleModule) -> None:
 
 
 def main() -> None:
-    refuse_lone_surrogates(_load_params, "beonet_node")
+    refusal = escaped_arguments(basic, "beonet_node")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     p = module.params
     n, name = p["plan"], p["node"]
     if p["confirm"]:

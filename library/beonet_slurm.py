@@ -94,8 +94,9 @@ nodes:
 """
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, _load_params
-from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
+from ansible.module_utils import basic
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 
 try:
     from ansible.module_utils.beonet.agent import nodeplan
@@ -107,7 +108,7 @@ except ImportError:
 
 
 def main() -> None:
-    refuse_lone_surrogates(_load_params, "beonet_slurm")
+    refusal = escaped_arguments(basic, "beonet_slurm")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan"]},
@@ -119,6 +120,8 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params

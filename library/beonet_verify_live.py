@@ -221,15 +221,18 @@ seconds:
   type: float
 """
 
-from ansible.module_utils.basic import AnsibleModule, _load_params
-from ansible.module_utils.beonet.agent.arguments import refuse_lone_surrogates
+from ansible.module_utils import basic
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.livestate.task import ARGUMENT_SPEC, prove_task
 
 
 def main() -> None:
-    refuse_lone_surrogates(_load_params, "beonet_verify_live")
+    refusal = escaped_arguments(basic, "beonet_verify_live")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     try:
         result = prove_task(module.params, module.check_mode, module._diff)
     except TaskFailed as exc:

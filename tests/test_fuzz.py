@@ -492,7 +492,6 @@ def test_every_module_in_library_refuses_hostile_arguments_cleanly(tmp_path: pat
         results = run_modules(module, calls, tmp_path)
         for result in results:
             assert result["rc"] == 1 and result.get("failed") and result["msg"], (module, result)
-        assert "holds a lone surrogate" in results[-1]["msg"], (module, results[-1])
 
 
 def _with_surrogates(call: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""A module's arguments refused before AnsibleModule reads them, where it cannot.
+"""A module's arguments that AnsibleModule cannot read, made readable and refused.
 
 AnsibleModule logs its arguments as UTF-8 before any check runs: a string holding a
 lone surrogate (JSON's ``"\\udc80"``, valid JSON but no UTF-8 text) makes it crash
-with a traceback. Every module in library/ calls ``refuse_lone_surrogates`` first:
-such an argument fails the task with its key path named, escaped.
+with a traceback. Every module in library/ calls ``escaped_arguments`` first: the
+arguments are given to AnsibleModule again with every string escaped, and the module
+fails with the refusal this returns (the key path named) once AnsibleModule stands.
 
 Standard library only (the node agent's modules use it on the nodes).
 """
@@ -11,11 +12,9 @@ Standard library only (the node agent's modules use it on the nodes).
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 from typing import Any
 
-from .names import escaped
+from .names import escaped, escaped_all
 
 
 def lone_surrogate_at(value: Any) -> str | None:
@@ -38,17 +37,16 @@ def lone_surrogate_at(value: Any) -> str | None:
     return None
 
 
-def refuse_lone_surrogates(load: Callable[[], Any], name: str) -> None:
-    """Fail the module (its JSON result on stdout, status 1) when an argument load()
-    returns holds a lone surrogate; return otherwise (load failing too: AnsibleModule
-    then says why)."""
+def escaped_arguments(basic: Any, name: str) -> str | None:
+    """The refusal of module name's arguments when one holds a lone surrogate (None:
+    none does); then basic (ansible.module_utils.basic) is given them again, each
+    string escaped, so that AnsibleModule can log them before the module fails."""
     try:
-        params = load()
+        params = basic._load_params()
     except (Exception, SystemExit):      # noqa: BLE001 - AnsibleModule reads them again and says why
-        return
+        return None
     where = lone_surrogate_at(params)
     if where is None:
-        return
-    msg = "%s: %s: holds a lone surrogate, not UTF-8 text: nothing done" % (name, where)
-    print(json.dumps({"failed": True, "changed": False, "msg": msg, "errors": [msg]}))
-    sys.exit(1)
+        return None
+    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": escaped_all(params)}).encode()
+    return "%s: %s: holds a lone surrogate, not UTF-8 text: nothing done" % (name, where)

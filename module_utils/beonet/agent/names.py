@@ -56,6 +56,27 @@ def escaped(text: str) -> str:
                    .decode("ascii") for c in text)
 
 
+def escaped_all(value: Any) -> Any:
+    """value with every string in it (keys too) escaped (one line of printable text,
+    a lone surrogate written out); a walk with a list, not recursion."""
+    root: list[Any] = [value]
+    todo: list[tuple[Any, Any]] = [(root, 0)]
+    while todo:
+        holder, key = todo.pop()
+        v = holder[key]
+        if isinstance(v, str):
+            holder[key] = escaped(v)
+        elif isinstance(v, dict):
+            fixed = {escaped(k) if isinstance(k, str) else k: x for k, x in v.items()}
+            holder[key] = fixed
+            todo += [(fixed, k) for k in fixed]
+        elif isinstance(v, (list, tuple)):
+            items = list(v)
+            holder[key] = items
+            todo += [(items, k) for k in range(len(items))]
+    return root[0]
+
+
 def quoted(text: str) -> str:
     """text in quotes, escaped: a file name or value in a message, whole."""
     return "'%s'" % escaped(text)

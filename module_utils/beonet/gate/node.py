@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent.names import escaped
+from ..agent.names import escaped, escaped_all
 from .read import GateError, loads_json
 
 MAX_OUTPUT = 64 << 20          # characters of one node's output
@@ -140,21 +140,5 @@ def screen(name: str, text: str, commands: dict[str, tuple[int, str, str]],
 
 
 def one_line(value: Any) -> Any:
-    """value with every string in it (keys too) escaped to one line of printable text
-    (agent.names.escaped); a walk with a list, not recursion."""
-    root: list[Any] = [value]
-    todo: list[tuple[Any, Any]] = [(root, 0)]
-    while todo:
-        holder, key = todo.pop()
-        v = holder[key]
-        if isinstance(v, str):
-            holder[key] = escaped(v)
-        elif isinstance(v, dict):
-            fixed = {escaped(k) if isinstance(k, str) else k: x for k, x in v.items()}
-            holder[key] = fixed
-            todo += [(fixed, k) for k in fixed]
-        elif isinstance(v, (list, tuple)):
-            items = list(v)
-            holder[key] = items
-            todo += [(items, k) for k in range(len(items))]
-    return root[0]
+    """value with every string in it (keys too) escaped to one line of printable text."""
+    return escaped_all(value)
