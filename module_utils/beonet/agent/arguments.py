@@ -43,10 +43,23 @@ def escaped_arguments(basic: Any, name: str) -> str | None:
     string escaped, so that AnsibleModule can log them before the module fails."""
     try:
         params = basic._load_params()
-    except (Exception, SystemExit):      # noqa: BLE001 - AnsibleModule reads them again and says why
-        return None
+    except (Exception, SystemExit):      # noqa: BLE001 - Ansible's decoder may refuse them itself
+        params = _raw_arguments(basic)
     where = lone_surrogate_at(params)
     if where is None:
         return None
     basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": escaped_all(params)}).encode()
     return "%s: %s: holds a lone surrogate, not UTF-8 text: nothing done" % (name, where)
+
+
+def _raw_arguments(basic: Any) -> Any:
+    """The arguments as plain JSON reads them from the buffer AnsibleModule decodes
+    (None: there is none, or it is no JSON): AnsibleModule says why."""
+    buffer = getattr(basic, "_ANSIBLE_ARGS", None)
+    if not isinstance(buffer, bytes):
+        return None
+    try:
+        doc = json.loads(buffer.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        return None
+    return doc.get("ANSIBLE_MODULE_ARGS") if isinstance(doc, dict) else None
