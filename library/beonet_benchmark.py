@@ -95,7 +95,9 @@ summary:
 
 import traceback
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 
 try:
     from ansible.module_utils.beonet.benchmarks import planner as bench
@@ -128,6 +130,7 @@ def _report(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_benchmark")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "tools", "report"]},
@@ -144,6 +147,8 @@ def main() -> None:
                      ("action", "report", ["plan", "schedule", "outputs", "dest"])],
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params

@@ -85,7 +85,9 @@ written:
 
 from typing import Any
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import atomic_write, output_problem, read_text
 
 try:
@@ -163,6 +165,7 @@ def run(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_cabling")
     module = AnsibleModule(
         argument_spec={
             "topology": {"type": "path", "required": True},
@@ -173,6 +176,8 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR is not None:
         module.fail_json(msg="beonet needs the Python packages PyYAML and jsonschema on the "
                              "controller (run `make setup`); missing: %s" % IMPORT_ERROR)

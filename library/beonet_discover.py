@@ -151,13 +151,18 @@ listened:
   type: float
 """
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import discover
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.discover_task import ARGUMENT_SPEC, params_problem
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_discover")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     p = module.params
     problem = params_problem(p)
     if problem:

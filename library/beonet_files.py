@@ -82,8 +82,10 @@ removed:
   elements: str
 """
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import folder
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import NotAFile
 
 FILE_SPEC = {
@@ -96,6 +98,7 @@ FILE_SPEC = {
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_files")
     module = AnsibleModule(
         argument_spec={
             "dest": {"type": "path", "required": True},
@@ -106,6 +109,8 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     p = module.params
     problems = folder.spec_problems(p["dest"], p["files"], p["mode"])
     if problems:

@@ -108,7 +108,9 @@ summary:
 """
 import traceback
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 
 try:
     from ansible.module_utils.beonet.agent import nodeplan
@@ -140,6 +142,7 @@ def _plan(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_mpi")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan", "report"]},
@@ -156,6 +159,8 @@ def main() -> None:
         required_if=[("action", "plan", ["paths"]), ("action", "report", ["run", "samples", "dest"])],
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params

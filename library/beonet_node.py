@@ -236,6 +236,7 @@ import ipaddress
 import os
 from typing import Any
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet
 from ansible.module_utils.beonet.agent import (
@@ -250,6 +251,7 @@ from ansible.module_utils.beonet.agent import (
     preflight,
     probe,
 )
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import atomic_write, read_text
 from ansible.module_utils.beonet.agent.netbackends import networkmanager
 
@@ -624,7 +626,10 @@ def _confirm(module: AnsibleModule) -> None:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_node")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     p = module.params
     n, name = p["plan"], p["node"]
     if p["confirm"]:

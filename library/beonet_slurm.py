@@ -94,7 +94,9 @@ nodes:
 """
 import traceback
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 
 try:
     from ansible.module_utils.beonet.agent import nodeplan
@@ -106,6 +108,7 @@ except ImportError:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_slurm")
     module = AnsibleModule(
         argument_spec={
             "action": {"type": "str", "required": True, "choices": ["plan"]},
@@ -117,6 +120,8 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params

@@ -165,13 +165,18 @@ errors:
   elements: str
 """
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.outputs.topology_task import ARGUMENT_SPEC, compile_task
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_topology")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     try:
         result = compile_task(module.params, module.check_mode, module._diff)
     except TaskFailed as exc:

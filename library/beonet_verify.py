@@ -197,9 +197,11 @@ state:
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent import apply as beonet_node
 from ansible.module_utils.beonet.agent import collect, diagnose, verify
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.agent.files import read_text
 
 ARGUMENT_SPEC = {
@@ -287,7 +289,10 @@ def _collected(module: AnsibleModule) -> dict[str, Any]:
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_verify")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     p = module.params
     if p["summarise"]:
         _summarise(module)

@@ -185,6 +185,14 @@ summary:
   returned: when prove
   type: list
   elements: str
+report:
+  description: >-
+    What a failed verify prints: the pairs not as planned (pair | allowed hop lists | seen), the
+    first 40 of them, then the state problems, the first 40 named and the rest counted by node.
+    Every string a node sent is shown escaped, on one line, here and in every other key.
+  returned: when prove
+  type: list
+  elements: str
 sample:
   description: Source to destination to allowed hop lists of the pairs for traceroute.
   returned: when prove or mode is live
@@ -213,13 +221,18 @@ seconds:
   type: float
 """
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 from ansible.module_utils.beonet.controller import TaskFailed
 from ansible.module_utils.beonet.livestate.task import ARGUMENT_SPEC, prove_task
 
 
 def main() -> None:
+    refusal = escaped_arguments(basic, "beonet_verify_live")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if refusal:
+        module.fail_json(msg=refusal, errors=[refusal])
     try:
         result = prove_task(module.params, module.check_mode, module._diff)
     except TaskFailed as exc:

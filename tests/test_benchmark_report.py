@@ -296,3 +296,41 @@ def test_pairs_spread_over_the_links(hub_mesh):
     nodes = [n for a, b, _i in spread for n in (a, b)]
     assert len(nodes) == len(set(nodes)) == 14
     assert bench.disjoint_pairs(local, 7, links) == spread          # deterministic
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    (float("nan"), "samples_us.3: nan is not a finite number"),
+    (float("inf"), "samples_us.3: inf is not a finite number"),
+    ("four", ".json: runs[0].samples_us[3]: must be an integer or float"),
+])
+def test_samples_that_are_no_finite_numbers_are_refused_and_nothing_is_written(tmp_path, value, why):
+    plan, path_of = compiled("routed-mesh.yml")
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4], "mss_points": False, "pairs": [1],
+                                       "file_mb": [2], "remote_copies": [0]})
+    outputs = _fake_outputs(s)
+    first = next(st for st in s["steps"] if st["kind"] == "tokex")
+    outputs[first["pairs"][0]["client"]][first["id"] + ".json"]["runs"][0]["samples_us"][3] = value
+    with pytest.raises(bench.BenchError) as exc:
+        report.collect(s, outputs, plan)
+    assert why in exc.value.problems[0]
+    assert exc.value.problems[-1] == "nothing written: the nodes sent what a results folder cannot hold"
+
+
+def test_results_that_no_reader_takes_are_not_written(tmp_path):
+    plan, path_of = compiled("routed-mesh.yml")
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4], "mss_points": False, "pairs": [1],
+                                       "file_mb": [2], "remote_copies": [0]})
+    res = report.collect(s, _fake_outputs(s), plan)
+    res["samples"][3]["rtt_us"] = float("nan")
+    with pytest.raises(bench.BenchError) as exc:
+        report.write_results(str(tmp_path / "out"), s, res, {}, plan, {"raw": [float("inf")]})
+    assert exc.value.problems[0] == "raw.json: raw[0]: inf is not a finite number"
+    with pytest.raises(bench.BenchError) as exc:
+        report.write_results(str(tmp_path / "out"), s, res, {}, plan, {})
+    assert exc.value.problems[0] == "results.json: samples[3].rtt_us: nan is not a finite number"
+    res["samples"][3]["rtt_us"] = "four"
+    with pytest.raises(bench.BenchError) as exc:
+        report.write_results(str(tmp_path / "out"), s, res, {}, plan, {})
+    assert exc.value.problems[0].startswith("results.json: samples[3].rtt_us: must be ")
+    assert exc.value.problems[-1].startswith("nothing written to ")
+    assert not (tmp_path / "out").exists()

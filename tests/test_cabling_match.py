@@ -207,6 +207,34 @@ def test_missing_and_malformed_reports():
     assert "the discovery report of node-0-3 has no name in nics[2]" in texts
 
 
+def test_one_mac_on_two_nodes_of_one_segment_is_a_cabling_fault():
+    """Cloned VMs: node02's NIC on the LAN holds node01's MAC address."""
+    comp = compiled("single-net")
+    reports = cabling.synthesise(comp)
+    mine = {nic["name"]: nic for nic in reports["node01"]["nics"]}["eth1"]
+    theirs = {nic["name"]: nic for nic in reports["node02"]["nics"]}["eth1"]
+    theirs["mac"] = mine["mac"].upper()
+    result = matched(comp, reports)
+    assert result.mapping == {}
+    assert [(f.kind, str(f)) for f in result.faults] == [(
+        "duplicate-mac", "node01 eth1 and node02 eth1 hold one MAC address, %s, on one segment: give "
+        "each NIC a MAC address of its own (a cloned VM keeps its template's) and run "
+        "playbooks/discover.yml again" % mine["mac"].lower())]
+    assert result.faults[0].ends == [{"node": "node01", "nic": "eth1"}, {"node": "node02", "nic": "eth1"}]
+
+
+def test_one_mac_on_two_segments_is_no_fault():
+    """routed-mesh: node-0-0 and node-2-2 share no segment."""
+    comp = compiled("routed-mesh")
+    reports = cabling.synthesise(comp)
+    here = [nic for nic in reports["node-0-0"]["nics"] if nic["neighbours"]][0]
+    there = [nic for nic in reports["node-2-2"]["nics"] if nic["neighbours"]][0]
+    near = {n["node"] for n in there["neighbours"]} | {"node-2-2"}
+    assert not {n["node"] for n in here["neighbours"]} & near
+    there["mac"] = here["mac"]
+    assert matched(comp, reports).ok
+
+
 def test_management_and_skipped_nics_do_not_join_domains():
     comp = compiled("single-net")
     reports = cabling.synthesise(comp)

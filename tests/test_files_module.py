@@ -152,3 +152,13 @@ def test_dest_that_is_a_file_fails_cleanly(run, tmp_path):
     (tmp_path / "f").write_text("")
     failed, r = run(dest=str(tmp_path / "f"), files=[{"name": "a", "content": "x"}])
     assert failed and r["msg"] == "beonet files: %s: not a folder" % (tmp_path / "f")
+
+
+@pytest.mark.parametrize("where", ["dest", "mode", "remove_only_if"])
+def test_a_lone_surrogate_in_an_argument_is_refused_before_ansible_logs_it(run, tmp_path, where):
+    args = {"dest": str(tmp_path / "d"), "mode": "0700", "remove_only_if": "x", "files": [{"name": "a"}]}
+    args[where] += "\udc80"
+    failed, r = run(**args)
+    assert failed and r["msg"] == ("beonet_files: %s: holds a lone surrogate, not UTF-8 text: nothing done"
+                                   % where)
+    assert not (tmp_path / "d").exists()

@@ -494,5 +494,138 @@ def test_every_module_in_library_refuses_hostile_arguments_cleanly(tmp_path: pat
     assert set(modules) == set(MODULE_HOSTILE), "fuzz these modules too: %s" % (
         sorted(set(modules) ^ set(MODULE_HOSTILE)))
     for module in modules:
-        for result in run_modules(module, MODULE_HOSTILE[module], tmp_path):
+        calls = MODULE_HOSTILE[module] + [_with_surrogates(MODULE_HOSTILE[module][0])]
+        results = run_modules(module, calls, tmp_path)
+        for result in results:
             assert result["rc"] == 1 and result.get("failed") and result["msg"], (module, result)
+
+
+def _with_surrogates(call: dict[str, Any]) -> dict[str, Any]:
+    """call with a lone surrogate at the end of every top-level string (AnsibleModule
+    logs those before any check runs)."""
+    return {k: v + "\udc80" if isinstance(v, str) else v for k, v in call.items()}
+
+
+# --- what nodes send: every controller-side reader (gate.node.READERS) and every action
+# plugin gets hostile node data; a reader or plugin without a case here fails.
+
+NODE_TEXT = ["", "\x00" * 8, "@@beonet@@ out routes 0\n" + "[" * 100_000,
+             '@@beonet@@ out routes 0\n[{"dst": NaN}]\n@@beonet@@ err routes 0\n',
+             '@@beonet@@ out links 0\n[{"ifname": 5, "flags": {}}]\n@@beonet@@ err links 0\n',
+             '@@beonet@@ out nft 0\n{"nftables": [{"set": {"name": "cluster", "elem": [[1]]}}]}\n',
+             "@@beonet@@ trace 0 0 1\n 1  x\nnode-0-0: 0 mismatches, every pair proven\n",
+             "@@beonet@@ files - 0\n/proc/sys/net/ipv4/ip_forward:\u2028x\n"
+             "@@beonet@@ settle - 0\nsettled? \x1b[2J"]
+NODE_STATES: list[Any] = ["[[[[", 5, {"routes": 5},
+                          {"format": 2, "links": {"eth0": []}, "routes": [{"dst": None}]},
+                          {"format": 2, "links": {}, "addrs": {}, "routes": [{"dst": "10.0.0.0/-100"}],
+                           "filter": {"chains": [], "sets": {"x": [1]}}}]
+
+
+def _plan_mesh() -> dict[str, Any]:
+    from beonet.compiler import pipeline
+    from beonet.outputs import plan as render
+    return render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x2.yml")))
+
+
+def _verify_live(**args: Any) -> dict[str, Any]:
+    from beonet import controller
+    from beonet.livestate import task
+    from beonet.outputs import plan as render
+    plan = _plan_mesh()
+    args = dict({"plan": plan, "prefixes": render.prefixes(plan)}, **args)
+    return controller.run("beonet_verify_live", task.ARGUMENT_SPEC, task.prove_task, args, False, False)
+
+
+def _printable(result: Any) -> bool:
+    todo = [result]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str) and not v.isprintable():
+            return False
+        todo += list(v.items()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else []
+    return True
+
+
+def _hostile_outputs() -> None:
+    for text in NODE_TEXT:
+        result = _verify_live(outputs={n: text for n in ("node-0-0", "node-0-1", "node-1-0", "node-1-1")})
+        assert "failed" not in result and _printable(result), result
+
+
+def _hostile_states() -> None:
+    for state in NODE_STATES:
+        result = _verify_live(states={"node-0-0": state, "node-1-1": state})
+        assert _printable(result) and ("failed" not in result or result["msg"]), result
+
+
+def _hostile_collects() -> None:
+    from beonet.agent import discover
+    for text in NODE_TEXT + ["%s: report\n%s" % (discover.COLLECT_MARK, s) for s in
+                             ("{}", "[" * 100_000, '{"discovery": 1, "ended": 2, "listened": NaN}',
+                              '{"error": "x\\ny"}')]:
+        with pytest.raises(discover.DiscoveryError) as exc:
+            discover.parse_collected("A", "r1", text)
+        assert str(exc.value).isprintable()
+
+
+def _hostile_fast_lines() -> None:
+    from beonet.agent import fast
+    for text in NODE_TEXT:
+        assert fast.matches(text, "fingerprint") is False
+
+
+def _hostile_benchmark_outputs() -> None:
+    from test_benchmarks import compiled
+
+    from beonet.benchmarks import planner as bench
+    from beonet.benchmarks import report
+    plan, path_of = compiled("routed-mesh.yml")
+    sched = bench.schedule(plan, path_of, {"count": 10, "sizes": [4], "mss_points": False, "pairs": [1],
+                                           "file_mb": [2], "remote_copies": [0]})
+    step = next(st for st in sched["steps"] if st["kind"] == "tokex")
+    client = step["pairs"][0]["client"]
+    for doc in ({"runs": 5}, {"x": 1}, {"runs": [{"proto": "tcp"}]},
+                {"runs": [{"samples_us": [float("nan")]}]},
+                {"runs": [{"proto": 1, "size": "4", "count": 1, "seconds": 1, "lost": 0, "one_way_MBps": 1,
+                           "exchange_MBps": 1, "start": 0}]}):
+        with pytest.raises(bench.BenchError):
+            report.collect(sched, {client: {step["id"] + ".json": doc}}, plan)
+
+
+NODE_READER_CASES: dict[str, Callable[[], None]] = {
+    "beonet.livestate.readout:judge": _hostile_outputs,
+    "beonet.livestate.proof:prove": _hostile_states,
+    "beonet.agent.discover:parse_collected": _hostile_collects,
+    "beonet.agent.fast:matches": _hostile_fast_lines,
+    "beonet.benchmarks.report:collect": _hostile_benchmark_outputs,
+}
+# action plugin -> the readers of what it gets back from a node or the module's arguments
+ACTION_CASES = {"beonet_discover": ["beonet.agent.discover:parse_collected"],
+                "beonet_node": ["beonet.agent.fast:matches"],
+                "beonet_topology": [], "beonet_verify_live": ["beonet.livestate.readout:judge",
+                                                              "beonet.livestate.proof:prove"]}
+
+
+def test_every_reader_of_node_data_refuses_hostile_data_cleanly() -> None:
+    from beonet.gate import node
+    assert set(node.READERS) == set(NODE_READER_CASES), "fuzz these readers too: %s" % (
+        sorted(set(node.READERS) ^ set(NODE_READER_CASES)))
+    for case in NODE_READER_CASES.values():
+        with time_limit(TIME_LIMIT * 10):
+            case()
+
+
+def test_every_action_plugin_is_fuzzed() -> None:
+    """Each action plugin's node data goes through readers fuzzed above; beonet_topology's
+    and beonet_verify_live's arguments are the modules' own (fuzzed with library/)."""
+    from beonet.gate import node
+    plugins = sorted(p.stem for p in (ROOT / "action_plugins").glob("*.py"))
+    assert set(plugins) == set(ACTION_CASES), "fuzz these action plugins too: %s" % (
+        sorted(set(plugins) ^ set(ACTION_CASES)))
+    assert set(plugins) <= set(MODULE_HOSTILE)
+    for plugin, readers in ACTION_CASES.items():
+        assert set(readers) <= set(node.READERS), plugin
+        text = (ROOT / "action_plugins" / (plugin + ".py")).read_text()
+        for reader in readers:
+            assert reader.split(":")[1] in text or plugin == "beonet_verify_live", (plugin, reader)

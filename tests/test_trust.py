@@ -5,6 +5,7 @@ characters from input in any rendered file)."""
 
 import copy
 import os
+import re
 import stat
 
 import pytest
@@ -45,6 +46,36 @@ def test_the_schema_pattern_and_the_check_agree(text):
     assert (anchored(names.IFNAME_PATTERN).search(text) is not None) == (names.ifname_problem(text) is None)
     assert (anchored(names.NODE_NAME_PATTERN).search(text) is not None) == (
         names.node_name_problem(text) is None)
+
+
+def _patterns(doc):
+    """Every pattern of a JSON Schema: "pattern" values and "patternProperties" keys."""
+    todo, out = [doc], []
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            out += [v["pattern"]] if isinstance(v.get("pattern"), str) else []
+            keyed = v.get("patternProperties")
+            out += list(keyed) if isinstance(keyed, dict) else []
+            todo += list(v.values())
+        elif isinstance(v, list):
+            todo += v
+    return out
+
+
+@pytest.mark.parametrize("schema", ["topology", "cabling", "results"])
+def test_no_schema_pattern_takes_a_name_with_a_line_break_at_its_end(schema):
+    """Python's '$' (jsonschema's re.search, patternProperties) matches before a final line
+    break: every pattern ends in names.END, the end of the text in ECMA-262 and in re."""
+    from beonet.benchmarks import results_schema
+    from beonet.cabling import reports
+    from beonet.compiler.schema import SCHEMA
+    doc = {"topology": SCHEMA, "cabling": reports.REPORTS_SCHEMA,
+           "results": results_schema.schema("report")}[schema]
+    found = _patterns(doc)
+    assert found and all(p.endswith(names.END) for p in found), found
+    for text in ("node-0-0", "rtt_p99_us", "tokex_stream_4_MBps", "ratio_window_8", "00:11:22:33:44:55"):
+        assert not any(re.search(p, text + "\n") for p in found), text
 
 
 @pytest.mark.parametrize("value,ok", [("node-0-0", True), ("a" * 63, True), ("a" * 64, False),

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import procs
 from .files import atomic_write
-from .names import IFNAME_RULE, escaped, ifname_problem, node_name_problem
+from .names import IFNAME_RULE, escaped, ifname_problem, node_name_problem, shown, type_word
 
 FORMAT = 1
 ETHERTYPE = 0x88B5                 # IEEE local experimental EtherType 1
@@ -802,11 +802,31 @@ def _collected(node: str, run: str, text: str | None, wait: float) -> dict[str, 
     """A background run's report read back (None: none was written within wait)."""
     try:
         report: Any = json.loads(text) if text is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):
         report = None
+    who = escaped(node)
     if not isinstance(report, dict):
         raise DiscoveryError("%s: the background discovery of run %s wrote no report within %.0f s"
-                             % (node, run, wait))
+                             % (who, escaped(run), wait))
     if "error" in report:
-        raise DiscoveryError("%s: the background discovery failed: %s" % (node, report["error"]))
+        raise DiscoveryError("%s: the background discovery failed: %s"
+                             % (who, escaped(str(report["error"]))[:300]))
+    why = collected_problem(report)
+    if why:
+        raise DiscoveryError("%s: the report of discovery run %s %s" % (who, escaped(run), why))
     return report
+
+
+def collected_problem(report: dict[str, Any]) -> str | None:
+    """Why a background run's report is not what collect_background returns (None: it is)."""
+    missing = [k for k in ("discovery", "ended", "listened") if k not in report]
+    if missing:
+        return "lacks %s" % ", ".join(missing)
+    if not isinstance(report["discovery"], dict):
+        return "holds discovery: %s, not a mapping" % type_word(report["discovery"])
+    if report["ended"] not in ("stopped", "cap"):
+        return "holds ended: %s, not 'stopped' or 'cap'" % shown(report["ended"])
+    listened = report["listened"]
+    if isinstance(listened, bool) or not isinstance(listened, (int, float)) or not 0 <= listened < 1e9:
+        return "holds listened: %s, not a number of seconds" % shown(listened)
+    return None

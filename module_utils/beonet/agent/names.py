@@ -33,9 +33,12 @@ IFNAMSIZ = 16
 IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 # The same rules as a JSON Schema pattern (for the topology schema and editors).
+# The end of the text as a pattern, in JSON Schema's ECMA-262 and in Python's re alike
+# (where '$' alone also matches before a final line break: "name\n" would pass).
+END = r"$(?!\n)"
 IFNAME_PATTERN = (r"^(?!-)(?![0-9]+$)(?!\.{1,2}$)(?!(?:lo|all|default|bonding_masters)$)"
-                  r"[A-Za-z0-9_.+@-]{1,15}$")
-NODE_NAME_PATTERN = "^%s$" % NODE_NAME.pattern
+                  r"[A-Za-z0-9_.+@-]{1,15}" + END)
+NODE_NAME_PATTERN = "^%s%s" % (NODE_NAME.pattern, END)
 # Names the kernel gives a meaning of its own: never a NIC or bond beonet configures.
 RESERVED_IFNAMES = {"lo": "the loopback interface",
                     "all": "sysctl's net.ipv4.conf.all, not an interface",
@@ -51,6 +54,27 @@ def escaped(text: str) -> str:
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
                    .decode("ascii") for c in text)
+
+
+def escaped_all(value: Any) -> Any:
+    """value with every string in it (keys too) escaped (one line of printable text,
+    a lone surrogate written out); a walk with a list, not recursion."""
+    root: list[Any] = [value]
+    todo: list[tuple[Any, Any]] = [(root, 0)]
+    while todo:
+        holder, key = todo.pop()
+        v = holder[key]
+        if isinstance(v, str):
+            holder[key] = escaped(v)
+        elif isinstance(v, dict):
+            fixed = {escaped(k) if isinstance(k, str) else k: x for k, x in v.items()}
+            holder[key] = fixed
+            todo += [(fixed, k) for k in fixed]
+        elif isinstance(v, (list, tuple)):
+            items = list(v)
+            holder[key] = items
+            todo += [(items, k) for k in range(len(items))]
+    return root[0]
 
 
 def quoted(text: str) -> str:

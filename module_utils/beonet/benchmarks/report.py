@@ -15,15 +15,25 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+from .. import gate
 from ..agent.files import atomic_write
+from ..agent.names import escaped
+from ..gate.node import REQUIRED, shape_problem
 from . import results_schema
 from .capacity import capacity
-from .planner import DEFAULT_MODEL, Plan, predict_rtt
+from .planner import DEFAULT_MODEL, BenchError, Plan, predict_rtt
 from .results_schema import FORMAT, TABLES
 
 Outputs = dict[str, dict[str, Any]]       # host -> {file name: parsed JSON}
 Results = dict[str, Any]
 Step = dict[str, Any]
+_NUMBER = (int, float)
+# What a token exchange's output must hold where the tables read it (a node's file).
+TOKEX_OUTPUT = {REQUIRED: ("runs",), "runs": [{
+    REQUIRED: ("proto", "size", "count", "seconds", "lost", "one_way_MBps", "exchange_MBps", "start"),
+    "proto": str, "size": int, "count": int, "seconds": _NUMBER, "lost": int, "one_way_MBps": _NUMBER,
+    "exchange_MBps": _NUMBER, "start": _NUMBER, "window": int,
+    "rtt_us": {k: _NUMBER for k in ("min", "median", "p99", "max")}, "samples_us": [_NUMBER]}]}
 
 
 def summarize(values: list[float]) -> dict[str, Any]:
@@ -209,8 +219,27 @@ _COLLECT: dict[str, Callable[[Results, Step, Outputs, dict[str, Any]], None]] = 
     "tokex": _collect_tokex, "iperf3": _collect_iperf3, "ring": _collect_ring, "copy": _collect_copy}
 
 
+def outputs_problems(sched: dict[str, Any], outputs: Outputs) -> list[str]:
+    """Why what the nodes sent cannot be read (empty: it can): a number that is not
+    finite anywhere, a token exchange's run whose numbers are no numbers."""
+    bad = gate.not_finite(outputs)
+    if bad is not None:
+        return ["outputs.%s: %s is not a finite number" % (escaped(".".join(map(str, bad[0]))), bad[1])]
+    out = []
+    for st in sched["steps"]:
+        for pr in st["pairs"] if st["kind"] == "tokex" else ():
+            doc = outputs.get(pr["client"], {}).get(st["id"] + ".json")
+            why = shape_problem(doc, TOKEX_OUTPUT) if doc else None
+            out += ["%s: %s.json: %s" % (escaped(pr["client"]), st["id"], escaped(why))] if why else []
+    return out[:10]
+
+
 def collect(sched: dict[str, Any], outputs: Outputs, plan: Plan) -> Results:
-    """Turn the raw outputs {host: {file name: parsed JSON}} into result tables."""
+    """Turn the raw outputs {host: {file name: parsed JSON}} into result tables
+    (BenchError: outputs_problems)."""
+    problems = outputs_problems(sched, outputs)
+    if problems:
+        raise BenchError(problems + ["nothing written: the nodes sent what a results folder cannot hold"])
     rate = _link_rate(plan, sched["params"]["nodes"])
     res: Results = {"tokex": [], "aggregate": [], "samples": [], "iperf3": [], "ring": [],
                     "copy": [], "copy_aggregate": [], "latency": [],
@@ -312,7 +341,7 @@ def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
 
 
 def write_json(path: str, data: Any) -> None:
-    write_file(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_file(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def _fmt(v: Any, nd: int = 2) -> str:
@@ -473,12 +502,19 @@ def _other_markdown(p: dict[str, Any], res: Results) -> list[str]:
 def write_results(folder: str, sched: dict[str, Any], res: Results, env: dict[str, Any], plan: Plan,
                   raw: Outputs) -> None:
     """raw.json, results.json (every table, the environment, the request and
-    the steps: enough to render the summary and plots again), CSV, summary.md."""
+    the steps: enough to render the summary and plots again), CSV, summary.md; nothing
+    (BenchError) when a number is not finite or results.json would not be one its
+    readers take (results_schema.document_problems)."""
+    doc = dict(res, format=FORMAT, environment=env, params=sched["params"], topology=plan["topology"]["name"],
+               schedule=[{k: v for k, v in s.items() if k != "hosts"} for s in sched["steps"]])
+    problems = ["raw.json: %s" % p for p in results_schema.document_problems(raw, None)]
+    problems = problems or ["results.json: %s" % p for p in results_schema.document_problems(doc)]
+    if problems:
+        raise BenchError(problems + ["nothing written to %s: the nodes sent what a results folder "
+                                     "cannot hold" % escaped(folder)])
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "raw.json"), raw)
-    write_json(os.path.join(folder, "results.json"), dict(
-        res, format=FORMAT, environment=env, params=sched["params"], topology=plan["topology"]["name"],
-        schedule=[{k: v for k, v in s.items() if k != "hosts"} for s in sched["steps"]]))
+    write_json(os.path.join(folder, "results.json"), doc)
     write_tables(folder, sched, res, env, plan["topology"]["name"])
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from .. import gate
-from ..agent.names import control_characters_in, node_name_problem, shown
+from ..agent.names import END, control_characters_in, escaped, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
 from ..compiler.load import _schema_messages, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
@@ -96,8 +96,8 @@ COLUMNS: dict[str, dict[str, Any]] = {
 }
 # Columns named after what the nodes report (tokex's rtt_us keys, iperf3's tokex modes).
 PATTERNS: dict[str, dict[str, Any]] = {
-    "tokex": {"^rtt_[a-z0-9]+_us$": US},
-    "iperf3": {"^tokex_(stream|window)_[0-9]+_MBps$": MBPS, "^ratio_(stream|window)_[0-9]+$": MBPS},
+    "tokex": {"^rtt_[a-z0-9]+_us" + END: US},
+    "iperf3": {"^tokex_(stream|window)_[0-9]+_MBps" + END: MBPS, "^ratio_(stream|window)_[0-9]+" + END: MBPS},
 }
 
 # What each reader reads of every row: the report (summary, CSV and plots) and the figures.
@@ -386,6 +386,20 @@ def _semantic(doc: Doc, nodes: Collection[str] | None, topology: str | None) -> 
             yield where, "node %s is in none of the steps (schedule)" % shown(value)
     for where, text in control_characters_in(doc):
         yield where, "%s holds a control character or line break" % shown(text)
+
+
+def document_problems(doc: Any, reader: str | None = "report") -> list[str]:
+    """Why doc cannot be written as a results.json that reader reads (empty: it can), as
+    'KEY PATH: message': a number that is not finite (a node's NaN or Infinity), else
+    what the schema refuses (a sample that is no number), the first MAX_PROBLEMS
+    (reader None: only the numbers)."""
+    bad = gate.not_finite(doc)
+    if bad is not None:
+        return ["%s: %s is not a finite number" % (escaped(_path(bad[0])), bad[1])]
+    if reader is None:
+        return []
+    return ["%s: %s" % (where or "(the document)", message)
+            for where, message in itertools.islice(_schema_problems(doc, reader), MAX_PROBLEMS)]
 
 
 def check(folder: str, reader: str, nodes: Collection[str] | None = None, topology: str | None = None,

@@ -152,6 +152,7 @@ class Seen:
     """What the reports say: each NIC's carrier, the heard edges, report faults."""
 
     carrier: dict[NicId, bool] = field(default_factory=dict)
+    macs: dict[NicId, str] = field(default_factory=dict)
     edges: list[tuple[NicId, NicId]] = field(default_factory=list)
     ignored: set[NicId] = field(default_factory=set)
     faults: list[Fault] = field(default_factory=list)
@@ -204,6 +205,8 @@ def _read_report(seen: Seen, host: str, report: Any, known: set[str]) -> None:
             continue
         me = (host, nic["name"])
         seen.carrier[me] = bool(nic.get("carrier"))
+        if isinstance(nic.get("mac"), str) and nic["mac"]:
+            seen.macs[me] = nic["mac"].lower()
         for heard in _listed(seen, host, nic, "neighbours", "nics[%d]." % k):
             if isinstance(heard, Mapping) and isinstance(heard.get("node"), str) \
                     and heard["node"] in known and isinstance(heard.get("nic"), str):
@@ -231,6 +234,27 @@ def domains(seen: Seen) -> list[list[NicId]]:
     for x in parent:
         groups.setdefault(root(x), []).append(x)
     return sorted(sorted(g) for g in groups.values())
+
+
+def duplicate_macs(seen: Seen, doms: list[list[NicId]]) -> list[Fault]:
+    """A fault for each MAC address two nodes' NICs hold on one layer-2 segment (a
+    domain): cloned VMs keep their template's MAC, and a switch then delivers each
+    frame to one of them."""
+    faults = []
+    for dom in doms:
+        holders: dict[str, list[NicId]] = {}
+        for nic in dom:
+            if nic in seen.macs:
+                holders.setdefault(seen.macs[nic], []).append(nic)
+        for mac, nics in sorted(holders.items()):
+            if len({host for host, _nic in nics}) > 1:
+                named = " and ".join("%s %s" % (escaped(host), escaped(nic)) for host, nic in nics)
+                faults.append(Fault("duplicate-mac",
+                                    "%s hold one MAC address, %s, on one segment" % (named, escaped(mac)),
+                                    "give each NIC a MAC address of its own (a cloned VM keeps its "
+                                    "template's) and run playbooks/discover.yml again",
+                                    [_end(host, nic) for host, nic in nics]))
+    return faults
 
 
 # --- matching ------------------------------------------------------------------
@@ -523,7 +547,9 @@ def match(compiled: Compiled, reports: Mapping[str, Any],
     places = Places(nets, the_sheet if the_sheet is not None else sheet(compiled))
     work = _Work(nets, places, read_reports(reports, nodes), existing or {})
     work.faults.extend(work.seen.faults)
-    _exact(work, domains(work.seen))
+    doms = domains(work.seen)
+    work.faults.extend(duplicate_macs(work.seen, doms))
+    _exact(work, doms)
     if work.open:
         _wiring(work)
     found = _mapping(work)

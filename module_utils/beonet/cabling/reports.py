@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import gate
-from ..agent.names import IFNAME_RULE, NODE_NAME_RULE, ifname_problem, node_name_problem, shown
+from ..agent.names import END, IFNAME_RULE, NODE_NAME_RULE, ifname_problem, node_name_problem, shown
 from ..compiler.errors import Problems
 from ..compiler.load import PathPart, _schema_messages, join_path, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
@@ -62,7 +62,7 @@ def _object(props: dict[str, Any], required: Iterable[str]) -> dict[str, Any]:
 
 _ifname = _string("interface-name", "an interface name: " + IFNAME_RULE)
 _node = _string("node-name", "a node name: " + NODE_NAME_RULE)
-_mac = {"type": "string", "pattern": "^([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})?$",
+_mac = {"type": "string", "pattern": "^([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})?" + END,
         "description": "a MAC address (six hexadecimal bytes joined by ':'), or empty"}
 _text = {"type": "string", "maxLength": MAX_TEXT}
 _any_nic = {"type": "string", "minLength": 1, "maxLength": 64,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..agent import nodeplan
-from ..agent.names import IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
+from ..agent.names import END, IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
 
 MAX_NODES = 10_000
 MAX_LAN = 1024
@@ -50,7 +50,7 @@ _name = {"type": "string", "pattern": NODE_NAME_PATTERN,
 _ifname = {"type": "string", "pattern": IFNAME_PATTERN,
            "description": "a Linux interface name: %s" % IFNAME_RULE}
 _FIELD = r"\{(?:index|group|member|coords)(?::(?:0[0-9]{1,2})?[bdoxX]?)?\}"
-_pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$" % _FIELD,
+_pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}%s" % (_FIELD, END),
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
                            "optional zero-padded width and integer format such as {index:03d}"}

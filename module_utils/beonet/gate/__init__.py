@@ -10,7 +10,17 @@ naming the file, the line where known and the key path.
 
 from __future__ import annotations
 
-from .read import GateError, TooDeep, deepest, load_json, loads_json, read_bytes, read_text, too_deep
+from .read import (
+    GateError,
+    TooDeep,
+    deepest,
+    load_json,
+    loads_json,
+    not_finite,
+    read_bytes,
+    read_text,
+    too_deep,
+)
 
-__all__ = ["GateError", "TooDeep", "deepest", "load_json", "loads_json", "read_bytes", "read_text",
-           "too_deep"]
+__all__ = ["GateError", "TooDeep", "deepest", "load_json", "loads_json", "not_finite", "read_bytes",
+           "read_text", "too_deep"]

@@ -8,6 +8,7 @@ level) sees it, and the nesting of data already parsed is walked with a list.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -176,4 +177,18 @@ def deepest(doc: Any, most: int) -> list[str | int] | None:
         for k, v in items:
             if isinstance(v, (dict, list)):
                 todo.append((v, level + 1, (*path, k)))
+    return None
+
+
+def not_finite(doc: Any) -> tuple[list[str | int], Any] | None:
+    """The key path and value of the first number in doc that is not finite (NaN,
+    Infinity) or not a number JSON can hold, or None (no recursion)."""
+    todo: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
+    while todo:
+        value, path = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return list(path), value
+        if isinstance(value, (dict, list)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            todo += reversed([(v, (*path, k)) for k, v in items])
     return None

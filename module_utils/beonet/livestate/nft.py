@@ -20,8 +20,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.names import escaped
-from ..compiler.model import ip_int, ip_text
+from ..agent.names import escaped, shown
+from ..compiler.model import ip_text
+from .state import quad
 
 TABLE, CHAIN, SET = "inet beonet", "forward", "inet beonet cluster"
 # Statements (nft -j's keys) that never stop a packet: what a chain that passes everything may hold.
@@ -46,6 +47,7 @@ class Verdict:
     ranges: list[tuple[int, int]] | None = None
     unjudged: str | None = None
     starts: list[int] = field(default_factory=list)
+    refused: str | None = None          # a state problem of the node: its filter holds what cannot be
 
     @property
     def beonet(self) -> bool:
@@ -65,30 +67,36 @@ class Verdict:
         return next((a for a in addresses if not self.holds(a)), None)
 
 
-def _ranges(elements: list[str]) -> list[tuple[int, int]] | None:
-    """Set elements (ADDR, ADDR/LEN, FIRST-LAST) as merged ranges; None when one is of
-    another kind."""
-    out = []
-    try:
-        for e in elements:
-            if "/" in e:
-                addr, plen = e.split("/")
-                lo, n = ip_int(addr), int(plen)
-                out.append((lo, lo + (1 << (32 - n)) - 1))
-            elif "-" in e:
-                first, last = e.split("-")
-                out.append((ip_int(first), ip_int(last)))
-            else:
-                out.append((ip_int(e), ip_int(e)))
-    except (OSError, ValueError):
+def _bounds(e: str) -> tuple[int, int] | None:
+    """The first and last address of one set element (ADDR, ADDR/LEN with LEN 0 to 32:
+    the prefix's, FIRST-LAST with FIRST <= LAST), or None when it is none of them."""
+    addr, slash, plen = e.partition("/")
+    first, dash, last = addr.partition("-")
+    lo, hi = quad(first), quad(last) if dash else quad(first)
+    if lo is None or hi is None or hi < lo or slash and (dash or not plen.isdigit() or int(plen) > 32):
         return None
+    if not slash:
+        return lo, hi
+    size = 1 << (32 - int(plen))
+    return lo & ~(size - 1), (lo & ~(size - 1)) + size - 1
+
+
+def _ranges(elements: list[str]) -> tuple[list[tuple[int, int]], str | None]:
+    """Set elements (ADDR, ADDR/LEN, FIRST-LAST) as merged ranges, and the first element
+    of another kind (None: every one is of these)."""
+    out = []
+    for e in elements:
+        found = _bounds(e) if isinstance(e, str) else None
+        if found is None:
+            return [], e if isinstance(e, str) else repr(e)
+        out.append(found)
     merged: list[tuple[int, int]] = []
     for lo, hi in sorted(out):
         if merged and lo <= merged[-1][1] + 1:
             merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
         else:
             merged.append((lo, hi))
-    return merged
+    return merged, None
 
 
 def _chain_name(chain: dict[str, Any]) -> str:
@@ -118,9 +126,11 @@ def judge(collected: dict[str, Any]) -> Verdict:
         if (chain["table"], chain["chain"]) == (TABLE, CHAIN):
             if chain["policy"] != "drop" or count != 1 or chain.get("rules") != [RULE]:
                 return Verdict(unjudged="beonet's forward chain holds rules beonet does not write")
-            ranges = _ranges(collected.get("sets", {}).get(SET, []))
-            if ranges is None:
-                return Verdict(unjudged="beonet's set cluster holds elements beonet does not write")
+            ranges, bad = _ranges(collected.get("sets", {}).get(SET, []))
+            if bad is not None:
+                return Verdict(unjudged="beonet's set cluster holds elements beonet does not write",
+                               refused="beonet's forward filter's set cluster holds %s, not an IPv4 "
+                               "address, prefix or range: its filter is refused" % shown(bad))
         elif not _passes_all(chain, count):
             return Verdict(unjudged="forward chain %s (policy %s, %d rules) is not beonet's and may drop"
                            % (_chain_name(chain), escaped(chain["policy"]), count))

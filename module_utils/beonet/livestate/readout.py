@@ -11,6 +11,7 @@ from typing import Any
 
 from ..agent import diagnose, readout, verify
 from ..agent.nodeplan import NodePlan
+from ..gate import node as sent
 from . import proof, report, tables
 
 MODES = ("live", "traceroute")
@@ -72,9 +73,11 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
     nodes: dict[str, NodePlan] = plan["nodes"]
     states: dict[str, Any] = {}
     outs: dict[str, readout.Output] = {}
+    refused: dict[str, list[str]] = {}
     for name, text in outputs.items():
         if name in nodes and isinstance(text, str):
-            outs[name] = readout.parse_output(text)
+            outs[name] = readout.parse_output(text) if len(text) <= sent.MAX_OUTPUT else readout.Output()
+            refused[name] = sent.screen(name, text, outs[name].commands, nodes[name])
             states[name] = readout.state_of_output(outs[name])
     result: dict[str, Any] = {}
     allowed = {name: dict(expected.get(name, {})) for name in outs}
@@ -83,6 +86,8 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
         allowed = allowed_by_tables(net, allowed)
     results = {name: readout.node_result(name, nodes[name], out, _targets(plan, allowed[name]), allowed[name])
                for name, out in outs.items()}
+    for name, problems in refused.items():
+        results[name]["problems"][:0] = problems
     result["traced"] = summarise(results, unreachable, nodes, time.monotonic() - start)
     return result
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..agent.names import escaped
 from ..agent.nodeplan import NodePlan
+from ..agent.verify import expected_text
 from ..compiler.model import Graph, RouteTable, ip_text
 from ..compiler.prove import expected_paths
 from .tables import Net, lookup
@@ -114,6 +115,18 @@ def problem_lines(problems: list[str], cap: int = PROBLEM_LINES) -> list[str]:
     return lines
 
 
+def report_lines(rows: list[dict[str, Any]], problems: list[str], cap: int = PROBLEM_LINES) -> list[str]:
+    """What a failed verify says (verify.yml's last task): the pairs not as planned (pair |
+    allowed hop lists | seen), the first cap of them, then the state problems
+    (problem_lines); every line escaped."""
+    lines = ["%s | %s | %s" % (escaped(str(r.get("pair"))), escaped(expected_text(r.get("expected"))),
+                               escaped(" ".join(str(h) for h in r.get("seen") or [])))
+             for r in rows[:cap]]
+    if len(rows) > cap:
+        lines.append("and %d more pairs not as planned" % (len(rows) - cap))
+    return lines + (problem_lines(problems, cap) if problems else [])
+
+
 def state_problems(live: Net, plan_nodes: Mapping[str, NodePlan], refused: list[str | None]) -> list[str]:
     """What each node's state differs in from its plan beyond its routes (which the
     node's own check compares): NICs down or missing, addresses missing, forwarding off
@@ -171,6 +184,8 @@ def _neighbour_problems(live: Net, i: int) -> list[str]:
 
 def _filter_problems(live: Net, i: int, n: NodePlan, why: str | None) -> list[str]:
     verdict, name = live.verdicts[i], live.names[i]
+    if verdict.refused is not None:
+        return ["%s: %s" % (name, verdict.refused)]
     if not n["forwarding"] or verdict.unjudged is not None:
         return []
     if not verdict.beonet:

@@ -30,7 +30,7 @@ DROPPING = ("blackhole", "unreachable", "prohibit")
 
 
 @lru_cache(maxsize=1 << 16)
-def _quad(text: str) -> int | None:
+def quad(text: str) -> int | None:
     """A dotted quad as an integer (None: not one). Cached: nodes repeat addresses."""
     return ip_int(text) if _QUAD.fullmatch(text) else None
 
@@ -39,7 +39,7 @@ def _quad(text: str) -> int | None:
 def _slashed(text: str) -> tuple[int, int] | None:
     """ADDR/LEN as (address, length) (None: not that)."""
     addr, slash, plen = text.partition("/")
-    a = _quad(addr) if slash else None
+    a = quad(addr) if slash else None
     if a is None or not plen.isdigit() or int(plen) > 32 or len(plen) > 2:
         return None
     return a, int(plen)
@@ -126,7 +126,7 @@ class _Checker:
         return value[key]
 
     def ip(self, value: Any, where: str) -> int:
-        found = _quad(value) if isinstance(value, str) and len(value) <= 15 else None
+        found = quad(value) if isinstance(value, str) and len(value) <= 15 else None
         if found is None:
             raise self.fail(where, "%s is not an IPv4 address" % shown(self.text(value, where)))
         return found
@@ -246,7 +246,7 @@ def _route_fast(r: Any) -> LiveRoute:
     if kind.__class__ is not str or metric.__class__ is not int or metric < 0 or hops.__class__ is not list:
         raise _Unread
     if src is not None:
-        src = _quad(src) if src.__class__ is str else None
+        src = quad(src) if src.__class__ is str else None
         if src is None:
             raise _Unread
     read = []
@@ -255,7 +255,7 @@ def _route_fast(r: Any) -> LiveRoute:
         if len(h) > 2 or (dev is not None and (dev.__class__ is not str or len(dev) > MAX_TEXT)):
             raise _Unread
         if via is not None:
-            via = _quad(via) if via.__class__ is str else None
+            via = quad(via) if via.__class__ is str else None
             if via is None:
                 raise _Unread
         read.append(LiveHop(via, dev))

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..controller import TaskFailed
-from . import proof, readout
+from ..gate import node
+from . import proof, readout, report
 
 IMPORT_ERROR: str | None = None  # everything it needs is in beonet's module_utils
 
@@ -28,7 +29,9 @@ ARGUMENT_SPEC: dict[str, Any] = {
 
 
 def prove_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, Any]:
-    """The proof and the traces judged (outputs), the proof of collected states, or the sample to trace."""
+    """The proof and the traces judged (outputs), the proof of collected states, or the sample to
+    trace. What the nodes sent is shown escaped, each string on one line (gate.node.one_line);
+    ``report``: the lines a failed verify prints, long lists summarised (report.report_lines)."""
     if p["prove"] and p["states"] is None and p["outputs"] is None:
         raise TaskFailed("beonet_verify_live: states or outputs is required unless prove is false")
     try:
@@ -36,8 +39,13 @@ def prove_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, Any
             return readout.pick(p["plan"], p["prefixes"], p["mode"], p["paths"], p["max_targets"],
                                 p["settle"])
         if p["outputs"] is not None:
-            return readout.judge(p["plan"], p["prefixes"], p["outputs"], p["expected"], p["unreachable"],
-                                 max(0, p["keep"]), p["mode"] == "live")
-        return proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
+            result = readout.judge(p["plan"], p["prefixes"], p["outputs"], p["expected"], p["unreachable"],
+                                   max(0, p["keep"]), p["mode"] == "live")
+        else:
+            result = proof.prove(p["plan"], p["prefixes"], p["states"], max(0, p["keep"]), p["sample"])
     except proof.PlanError as exc:
         raise TaskFailed("beonet_verify_live: %s" % exc) from None
+    traced = result.get("traced", {})
+    result["report"] = report.report_lines(result.get("mismatches", []) + traced.get("mismatches", []),
+                                           result.get("problems", []) + traced.get("problems", []))
+    return cast("dict[str, Any]", node.one_line(result))
