@@ -101,7 +101,7 @@ def _timed(argv: list[str]) -> tuple[float, int]:
 def refusal(label: str, hostile: list[str], reference: list[str], runs: int) -> Check:
     """runs runs of both commands in turn; each must exit 2."""
     check = Check(label, "s", basis="%.1f x a one-line bad file's" % REFUSAL_ALLOWANCE)
-    ref = []
+    ref: list[float] = []
     for _ in range(runs):
         for argv, into in ((hostile, check.values), (reference, ref)):
             seconds, code = _timed(argv)

@@ -243,7 +243,7 @@ def plot(done: list[Case], path: str) -> None:
     for fam in sorted({c.family for c in builds}):
         pts = sorted((c.nodes, statistics.median(c.times), c.label) for c in builds if c.family == fam)
         ax.plot([n for n, _t, _l in pts], [t for _n, t, _l in pts], "o-", label=fam)
-    ax.plot([c.nodes for c in builds], [c.target() for c in builds], "kx", label="baseline")
+    ax.plot([c.nodes for c in builds], [c.target() or float("nan") for c in builds], "kx", label="baseline")
     ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="beonet build, median seconds",
            title="Whole-process build time (make bench)")
     ax.grid(True, which="both", alpha=0.3)
