@@ -252,7 +252,7 @@ def test_a_real_socket_pair_listened_on_in_the_long_pace_hears_every_neighbour()
     cost = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cost)
     got = cost.measure(neighbours=5, nics=2, seconds=1.5, interval=0.25, fast=0.0)
-    assert got["heard"] == 10 and got["cpu_per_second"] < 0.5
+    assert got["heard"] == 10 and got["dropped"] == 0
 
 
 # -- candidate NICs from a fake /sys/class/net ---------------------------------------------------
