@@ -56,21 +56,23 @@ class Check:
             statistics.median(self.values) > self.target * tolerance
 
 
-def _laughs(levels: int = 9) -> str:
+def alias_bomb(levels: int = 9) -> str:
+    """The billion laughs: 9 levels of 9 aliases each (the fuzz's alias-bomb too)."""
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += ["a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)) for i in range(1, levels)]
     return "\n".join(lines) + "\n"
 
 
-def _merge_bomb() -> str:
+def merge_bomb() -> str:
+    """Merge keys that expand past any bound (the fuzz's merge-bomb too)."""
     return "a: &a {x: 1, y: 2}\nb0: &b0 {<<: [*a], z: 1}\nb1: &b1 {<<: [*a, *b0]}\n" + "".join(
         "b%d: &b%d {<<: [*a, *b%d, *b%d]}\n" % (n, n, n - 2, n - 1) for n in range(2, 60))
 
 
 # The fuzz's expensive shapes (tests/test_fuzz.py HOSTILE), each refused with exit 2.
 TOPOLOGIES: dict[str, Callable[[], str]] = {
-    "alias bomb": _laughs,
-    "merge bomb": _merge_bomb,
+    "alias bomb": alias_bomb,
+    "merge bomb": merge_bomb,
     "flow nesting": lambda: "[" * 10_000,
     "block nesting": lambda: "- " * 10_000 + "x\n",
     "file over 1 MiB": lambda: "name: " + "x" * (1 << 20) + "\n",

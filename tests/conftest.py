@@ -8,6 +8,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "module_utils"))
+sys.path.insert(0, str(ROOT / "scripts"))        # make bench's modules (bench_checks)
 hermetic.install()
 needs_host = hermetic.needs_host  # @needs_host("why", "program", netns=True): a test needing the machine
 

@@ -10,8 +10,6 @@ import pytest
 import yaml
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-
 
 def _module(name):
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / (name + ".py"))
