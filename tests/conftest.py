@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import hermetic
+import hypothesis
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -76,6 +77,9 @@ def _the_host_kernel_is_left_alone():
 
 def pytest_configure(config):
     regenerating()                  # BEONET_REGEN=1 on CI stops the run before any test
+    # Hypothesis takes CI=true for its "ci" profile (the same examples every run); the
+    # suite draws new ones on CI as elsewhere
+    hypothesis.settings.load_profile("default")
     config.addinivalue_line("markers", "host(reason): the test needs the machine itself (a network "
                                        "namespace, a program the venv does not provide); the guard "
                                        "of tests/hermetic.py leaves it alone")

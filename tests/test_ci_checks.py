@@ -57,3 +57,9 @@ def test_a_skip_stays_a_skip_off_ci_and_an_expected_failure_stays_one():
 def test_a_module_skipped_at_collection_fails_on_ci():
     report = CollectReport("tests/t.py", "skipped", ("tests/t.py", 1, "Skipped: not root"), [])
     assert fail_a_skip_on_ci(report, {"CI": "true"}).failed
+
+
+def test_hypothesis_draws_new_examples_on_ci_as_elsewhere():
+    """CI=true would load Hypothesis's "ci" profile (derandomised); conftest keeps the default."""
+    import hypothesis
+    assert hypothesis.settings.default.derandomize is False
