@@ -160,10 +160,14 @@ def test_a_check_misses_over_its_target_times_the_tolerance_or_on_a_wrong_result
 def test_a_refusal_is_judged_against_the_one_line_file_refused_in_the_same_run(checks, monkeypatch):
     times = iter([0.5, 0.2, 0.4, 0.3, 0.6, 0.25])         # hostile, reference, in turn
     monkeypatch.setattr(checks, "_timed", lambda argv: (next(times), 2))
-    check = checks.refusal("compile, alias bomb", ["beonet", "compile", "bomb.yml"],
+    check = checks.refusal("compile, flow nesting", ["beonet", "compile", "deep.yml"],
                            ["beonet", "compile", "bad.yml"], 3)
     assert check.values == [0.5, 0.4, 0.6] and check.target == pytest.approx(1.5 * 0.25)
     assert check.missed(1.0) and not check.missed(1.4) and not check.problem
+    times = iter([0.5, 0.2])
+    bomb = checks.refusal("compile, alias bomb", ["beonet", "compile", "bomb.yml"],
+                          ["beonet", "compile", "bad.yml"], 1)
+    assert bomb.target == pytest.approx(3.0 * 0.2) and bomb.basis == "3.0 x a one-line bad file's"
 
 
 def test_a_hostile_input_that_is_accepted_is_a_problem(checks, monkeypatch):
@@ -174,7 +178,7 @@ def test_a_hostile_input_that_is_accepted_is_a_problem(checks, monkeypatch):
 
 def test_the_hostile_files_are_what_the_labels_say(checks, tmp_path):
     argvs = checks.refusal_argvs(str(tmp_path))
-    assert len(argvs) == len(checks.TOPOLOGIES) + 4
+    assert len(argvs) == len(checks.TOPOLOGIES) + 4 and set(checks.RATIOS) <= set(argvs)
     deep, _ref = argvs["cabling, JSON 100,000 levels deep"]
     assert open(deep[-1]).read() == checks.DEEP_JSON
     huge, _ref = argvs["benchmark-report, a 1 GiB file"]
