@@ -57,10 +57,11 @@ molecule: setup
 schema: setup
 	$(BIN)/beonet schema > topologies/beonet.schema.json
 
-# Compile performance: whole-process `beonet build`/`metrics` timings, peak RSS
-# and output size against their targets (docs/benchmarks.md), the time targets
-# scaled to this machine's speed (the commit that met them, built here); exits 1
-# on a miss. BENCH_TOLERANCE=1.25 fails only beyond 1.25 times a target (CI).
+# Compile performance: whole-process `beonet build`/`metrics` timings, each run
+# beside its baseline commit's (docs/benchmarks.md), peak RSS and output size,
+# then the checks the unit tests do not time (hostile inputs, discovery's CPU,
+# tokex's deadline); exits 1 on a miss. BENCH_TOLERANCE=1.5 fails only beyond 1.5
+# times a baseline or target (CI).
 BENCH_TOLERANCE ?= 1
 bench: setup
 	$(BIN)/python scripts/compile_timing.py --tolerance $(BENCH_TOLERANCE)

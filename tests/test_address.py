@@ -1,15 +1,10 @@
 """Address pools, custom LAN sizes, the forward filter's prefixes and the
 compile benchmark's generated topology."""
 
-import importlib.util
 import ipaddress
-import random
-import subprocess
-import sys
 
 import pytest
 import yaml
-from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,95 +141,3 @@ def test_forward_prefixes_do_not_grow_with_the_links(groups, per_group):
     assert len(nets) <= 8 < len(segs)
     assert all(any(s.subnet_of(n) for n in nets) for s in segs)
     assert sum(n.num_addresses for n in nets) == sum(s.num_addresses for s in segs)
-
-
-# -- the benchmark's generated custom cluster -------------------------------------
-
-def _timing_module():
-    spec = importlib.util.spec_from_file_location("compile_timing", ROOT / "scripts" / "compile_timing.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["compile_timing"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bench_custom_topology_is_fixed_and_sized_as_stated():
-    timing = _timing_module()
-    text = timing.custom_topology()
-    assert text == timing.custom_topology()
-    topo = yaml.safe_load(text)
-    assert len(topo["custom"]["nodes"]) == 2000
-    assert len(topo["custom"]["segments"]) == 100
-    assert len(topo["custom"]["links"]) == 150
-    assert text != timing.custom_topology(seed=random.Random(7).randrange(10**6))
-
-
-def _two_cases(timing, small_s, big_s):
-    """The 380- and 8,256-node cases (targets 0.4 and 4 s) with these medians."""
-    small = timing.Case("L=20 P=19 C=1, 380 nodes", "x", 0.4, times=[small_s], rss_mb=50,
-                        nodes=380, entries=7600, out_bytes=7600 * 300)
-    big = timing.Case("L=129 P=64 C=2, 8,256 nodes", "x", 4.0, times=[big_s], rss_mb=900,
-                      nodes=8256, entries=2_000_000, out_bytes=2_000_000 * 200)
-    return small, big
-
-
-def test_bench_gate_applies_the_tolerance(capsys):
-    timing = _timing_module()
-    small, big = _two_cases(timing, 0.5, 3.0)
-    assert not timing.report([small, big], 1.0)
-    assert "<-- MISSED" in capsys.readouterr().out
-    assert timing.report([small, big], 2.0)
-    big.rss_mb = 2100
-    assert not timing.report([small, big], 2.0)
-
-
-def test_bench_targets_scale_with_the_baseline_here(capsys):
-    timing = _timing_module()
-    small, big = _two_cases(timing, 0.7, 7.0)
-    assert not timing.report([small, big], 1.0)
-    for case, seconds in ((small, 0.28), (big, 3.27)):
-        case.baseline = seconds
-        case.base_times = [seconds * f for f in (2.5, 1.5, 2.0)]     # median: twice as slow here
-    assert small.factor() == pytest.approx(2.0)
-    assert timing.report([small, big], 1.0, "slow")
-    out = capsys.readouterr().out
-    assert "machine: slow" in out and "8.00s" in out and "6.54s" in out
-    big.base_times = [3.27 * 1.5]
-    assert not timing.report([small, big], 1.0)
-
-
-def test_bench_without_the_baseline_commit_takes_the_targets_as_written(tmp_path, monkeypatch):
-    timing = _timing_module()
-
-    def shallow(argv, **_kw):               # git archive in a clone without that commit
-        raise subprocess.CalledProcessError(128, argv)
-    monkeypatch.setattr(timing.subprocess, "run", shallow)
-    assert timing.baseline_code(str(tmp_path)) is None
-    case = timing.cases()[3]
-    assert case.baseline == 3.27 and case.factor() == 1.0
-
-
-def test_bench_plot_and_markdown(tmp_path, capsys):
-    timing = _timing_module()
-    done = [timing.Case("L=20 P=19 C=1, 380 nodes", "x", 0.4, times=[0.3, 0.5], nodes=380,
-                        entries=7600, out_bytes=760_000),
-            timing.Case("mesh 64x64, 4,096 nodes", "x", 3.0, family="mesh", times=[2.0],
-                        nodes=4096, entries=80_000, out_bytes=8_000_000)]
-    timing.plot(done, str(tmp_path / "t.svg"))
-    svg = (tmp_path / "t.svg").read_text()
-    assert svg.startswith("<?xml") and "metagraph" in svg and "mesh" in svg
-    timing.markdown(done)
-    out = capsys.readouterr().out
-    assert "| L=20 P=19 C=1, 380 nodes | 0.40 s | 0.30 s | 0.50 s | ≤ 0.4 s |" in out
-    assert "| 2,000 | 100 |" in out
-
-
-def test_bench_counts_nodes_routes_and_bytes_written(tmp_path):
-    timing = _timing_module()
-    (tmp_path / "nodes" / "a").mkdir(parents=True)
-    (tmp_path / "plan.json").write_text('{"nodes": {"a": {"routes": [1, 2]}, "b": {"routes": []}}}')
-    (tmp_path / "nodes" / "a" / "f").write_text("x" * 100)
-    case = timing.Case("c", "x", 1.0)
-    timing.measure_output(case, str(tmp_path))
-    assert (case.nodes, case.entries) == (2, 4)
-    assert case.out_bytes == 100 + (tmp_path / "plan.json").stat().st_size

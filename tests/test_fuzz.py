@@ -1,6 +1,8 @@
 """Hostile topology files: whatever the bytes, `beonet compile` and the
-beonet_topology module either succeed or report errors naming the file, in
-under TIME_LIMIT seconds of CPU time each, never with a Python traceback or a hang.
+beonet_topology module either succeed or report errors naming the file, never
+with a Python traceback or a hang (HANG_LIMIT: a guard against an endless loop or
+wait, not a speed check; what the expensive shapes cost is timed by `make bench`,
+scripts/bench_checks.py).
 
 Generated documents are the shipped topologies with values swapped for other
 types, keys deleted and added, random bytes and YAML-like text; fixed ones are
@@ -23,6 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
+from bench_checks import alias_bomb, merge_bomb
 from conftest import ROOT
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -31,8 +34,8 @@ from beonet import cli
 from beonet.compiler import load
 from beonet.compiler.schema import MAX_HOST_NUMBER
 
-TIME_LIMIT = 2.0
-HANG_FACTOR = 10
+HANG_LIMIT = 20.0             # CPU seconds; HANG_FACTOR times that on the clock
+HANG_FACTOR = 3
 SHIPPED = sorted((ROOT / "topologies").glob("*.yml")) + sorted((ROOT / "topologies/benchmarks").glob("*.yml"))
 DOCS = {p.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in SHIPPED}
 # BEONET_FUZZ_EXAMPLES=2000 for a longer hunt than the default run's.
@@ -69,7 +72,7 @@ def compile_cli(path: pathlib.Path) -> tuple[int, str]:
     err = io.StringIO()
     with tempfile.TemporaryDirectory() as out:
         plan = os.path.join(out, "plan.json")
-        with time_limit(TIME_LIMIT), contextlib.redirect_stderr(err), \
+        with time_limit(HANG_LIMIT), contextlib.redirect_stderr(err), \
                 contextlib.redirect_stdout(io.StringIO()):
             code = cli.main(["compile", str(path), "-o", plan])
         assert os.path.exists(plan) == (code == 0), "plan written on error or missing on success"
@@ -241,28 +244,19 @@ def test_every_shipped_topology_compiles() -> None:
 
 # -- fixed hostile documents -----------------------------------------------
 
-def _laughs(levels: int = 9) -> str:
-    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
-    for i in range(1, levels):
-        lines.append("a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)))
-    return "\n".join(lines) + "\n"
-
-
 VALID_HEAD = "name: t\nfamily: bonded\nbonded:\n  nodes: "
 HOSTILE: dict[str, tuple[bytes | str, str]] = {
     # name: (content, expected message part)
     "flow-nesting": ("[" * 10_000, "YAML nesting deeper than 50 levels"),
     "mapping-nesting": ("a: " + "{b: " * 10_000, "YAML nesting deeper than 50 levels"),
     "block-nesting": ("- " * 10_000 + "x\n", "YAML nesting deeper than 50 levels"),
-    "alias-bomb": (_laughs(), "YAML aliases expand to more than 100000 nodes"),
+    "alias-bomb": (alias_bomb(), "YAML aliases expand to more than 100000 nodes"),
     "alias-chain": ("".join("a%d: &a%d [[[[[[[[[[%s]]]]]]]]]]\n" % (i, i, "*a%d" % (i - 1) if i else "x")
                             for i in range(12)), "YAML nesting deeper than 50 levels"),
     "recursive-alias": ("a: &a [1, *a]\n", "a YAML alias refers to a collection that contains it"),
     "recursive-merge": ("a: &a {b: 1, <<: *a}\n",
                         "a YAML merge key (<<) refers to a mapping that contains it"),
-    "merge-bomb": ("a: &a {x: 1, y: 2}\nb0: &b0 {<<: [*a], z: 1}\nb1: &b1 {<<: [*a, *b0]}\n" + "".join(
-        "b%d: &b%d {<<: [*a, *b%d, *b%d]}\n" % (n, n, n - 2, n - 1) for n in range(2, 60)),
-        "expand to more than 100000"),
+    "merge-bomb": (merge_bomb(), "expand to more than 100000"),
     "merge-chain": ("a0: &a0 {k0: 0}\n" + "".join("a%d: &a%d {<<: *a%d, k%d: 0}\n" % (i, i, i - 1, i)
                                                  for i in range(1, 460)),
                     "YAML aliases expand to more than 100000 nodes"),
@@ -333,7 +327,7 @@ for args in sys.argv[4:]:
     pid = os.fork()
     if pid == 0:
         signal.setitimer(signal.ITIMER_PROF, limit)
-        signal.setitimer(signal.ITIMER_REAL, limit * 10)
+        signal.setitimer(signal.ITIMER_REAL, limit * 3)
         for fd, suffix in ((1, ".out"), (2, ".err")):
             os.dup2(os.open(args + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
         sys.argv = [module, args]
@@ -363,7 +357,7 @@ def run_modules(module: str, calls: list[dict[str, Any]], tmp: pathlib.Path) -> 
         args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": call}))
         argv.append(str(args))
     proc = subprocess.run([sys.executable, str(runner), str(ROOT / "module_utils"),
-                           str(ROOT / "library" / (module + ".py")), str(TIME_LIMIT), *argv],
+                           str(ROOT / "library" / (module + ".py")), str(HANG_LIMIT), *argv],
                           capture_output=True, text=True, timeout=60 + 3 * len(argv), check=False)
     assert proc.returncode == 0, proc.stderr
     out = []
@@ -463,7 +457,7 @@ def test_every_subcommand_refuses_hostile_files_cleanly(tmp_path: pathlib.Path, 
     assert {"diff", "lab", "schema", "compile"} <= set(commands)
     for name, sub in commands.items():
         for argv in _argvs(name, sub, files, out) if name != "schema" else [[name, "-o", files[1]]]:
-            with time_limit(TIME_LIMIT):
+            with time_limit(HANG_LIMIT):
                 try:
                     code = cli.main(argv)
                 except SystemExit as exc:

@@ -72,8 +72,10 @@ def test_heal_plans_around_an_unreachable_cut_vertex():
             "        a | c, d, e'") in res.stdout
     # the apply and verify plays run on the live nodes only
     assert _hosts_of(_section(res.stdout, "Apply the plan of the live nodes")) == ["a", "c", "d", "e"]
-    # (the verify play's argument check, tagged always as Ansible's own, runs once: on a live node)
-    assert _hosts_of(_section(res.stdout, "Compile the expected paths")) == ["a"]
+    # (the verify play's argument check, tagged always as Ansible's own, runs once: on a live
+    # node, whichever of them Ansible picks for run_once)
+    once = _hosts_of(_section(res.stdout, "Compile the expected paths"))
+    assert len(once) == 1 and once[0] in ("a", "c", "d", "e"), once
     recap = _recap(res.stdout)
     assert "ignored=1" in recap["b"] and all("unreachable=0" in r for r in recap.values())
     assert all("changed=0" in r and "failed=0" in r for r in recap.values())

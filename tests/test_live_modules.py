@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 import yaml
@@ -107,9 +108,12 @@ def test_the_live_module_proves_the_plan_from_its_states(monkeypatch):
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/custom-example.yml")))
     prefixes = render.prefixes(plan)
     states = {n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}
+    proof = sys.modules["ansible.module_utils.beonet.livestate.proof"]
+    monkeypatch.setattr(proof, "time", types.SimpleNamespace(monotonic=iter([10.0, 12.5]).__next__))
     result, _ = _run(LIVE, monkeypatch, {"plan": plan, "prefixes": prefixes, "states": states}, SPEC)
     assert result["changed"] is False and result["proven"] == result["pairs"] == 42
-    assert result["mismatches"] == [] and result["sampled"] >= 1 and result["seconds"] >= 0
+    assert result["mismatches"] == [] and result["sampled"] >= 1
+    assert result["seconds"] == 2.5          # the proof's own clock, start to end
 
 
 def test_the_live_modules_result_keys_are_the_documented_ones(monkeypatch):
@@ -182,13 +186,28 @@ def test_the_compile_picks_for_verify_as_the_live_module_does(monkeypatch):
 def test_collect_and_trace_in_one_call(monkeypatch):
     monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
     monkeypatch.setattr(VERIFY.collect, "ask_neighbours", lambda targets: None)
-    monkeypatch.setattr(VERIFY.verify, "state_problems", lambda name, plan, read, tso: [])
-    monkeypatch.setattr(VERIFY.verify, "route_problems", lambda name, plan, routes: ([], []))
+    asked = {}
+
+    def state_problems(name, plan, read, tso):
+        asked["state"] = (name, plan)
+        return ["%s: forwarding is off" % name]
+
+    def route_problems(name, plan, routes):
+        asked["routes"] = (name, plan, routes)
+        return ["%s: route missing: 10.0.9.0/24" % name], ["-10.0.9.0/24"]
+    monkeypatch.setattr(VERIFY.verify, "state_problems", state_problems)
+    monkeypatch.setattr(VERIFY.verify, "route_problems", route_problems)
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
     node = next(iter(plan["nodes"]))
     result, commands = _run(VERIFY, monkeypatch, {"collect": True, "node": node, "plan": plan["nodes"][node],
                                                   "trace": False}, VERIFY.ARGUMENT_SPEC)
-    assert result["state"]["routes"] and result["checked"] == 0 and result["problems"] == []
+    # both checks ran on this node's plan, the routes on the table read last, and their
+    # problems and diff are the module's
+    assert asked["state"] == (node, plan["nodes"][node])
+    assert asked["routes"][:2] == (node, plan["nodes"][node]) and asked["routes"][2]
+    assert result["state"]["routes"] and result["checked"] == 0
+    assert result["problems"] == ["%s: forwarding is off" % node, "%s: route missing: 10.0.9.0/24" % node]
+    assert result["route_diff"] == ["-10.0.9.0/24"]
     assert commands[-1][0].endswith("ip")
     assert commands[-1][1:] == ["-j", "-4", "route", "show", "table", "main"]
 

@@ -229,11 +229,14 @@ def _fake_lab(monkeypatch, answers):
 
 def test_an_outage_waits_until_every_pair_answers_before_the_failure(tmp_path, monkeypatch):
     made, asks = _fake_lab(monkeypatch, [3, 1, 0])
+    monkeypatch.setattr(outage.time, "monotonic", iter(range(0, 1000, 5)).__next__)
     topo = str(ROOT / "topologies" / "routed-mesh-2x2.yml")
     out = outage.measure(topo, str(tmp_path), None, "node", "node-0-1", window=1)
     # three asks to settle, then the one with the failure in place; stop, then start
     assert asks == [3, 1, 0, 0] and made == ["stop", "start"]
-    assert out.as_dict()["settled_s"] >= 0
+    # a clock 5 s on at each reading: the start, after each of the two unanswered asks,
+    # and when every pair answered
+    assert out.as_dict()["settled_s"] == 15.0
 
 
 def test_an_outage_on_a_lab_that_does_not_settle_fails_nothing(tmp_path, monkeypatch):

@@ -6,7 +6,6 @@ the proof's (nodes x classes), with no size where it stops being computed."""
 
 import random
 import statistics
-import time
 from typing import NamedTuple
 from unittest import mock
 
@@ -329,15 +328,12 @@ def test_more_steps_than_the_bound_are_left_out_unless_forced(monkeypatch):
     assert forced.metrics["resilience"] == oracle(forced.graph, forced.proof)
 
 
-def test_a_thousand_node_metagraph_costs_a_fraction_of_a_second():
-    """L=25 P=40 C=1 with failover (1,000 nodes, 30,400 host routes): the pair
-    walk took 3 to 5 s of CPU here; by classes it takes about 0.25 s."""
+def test_a_thousand_node_metagraph_is_computed_by_classes():
+    """L=25 P=40 C=1 with failover (1,000 nodes, 30,400 host routes): computed by
+    classes of destinations (what it costs: `make bench`, its metrics case)."""
     c = pipeline.compile_text(family_text("metagraph", {"groups": 25, "nodes_per_group": 40,
                                                         "p2p_per_node": 1}, True), "m.yml")
-    start = time.process_time()
     r = metrics_stage.resilience(c.graph, c.proof)
-    spent = time.process_time() - start
     assert r["computed"] and r == c.metrics["resilience"]
     assert r["max"] == {"single_path": 1560, "failover": 1560, "failover_at_risk": 1560}
     assert r["mean"] == {"single_path": 1209.6, "failover": 343.2, "failover_at_risk": 1498.4}
-    assert spent < 2.0, "%.2f s of CPU" % spent
