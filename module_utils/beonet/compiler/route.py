@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
+from . import family
 from .model import Graph, Interface, Links, Node, Reach, Route, RouteTable, ends_of_shortest, mask
 
 
@@ -614,9 +615,6 @@ def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], b
 def route(graph: Graph) -> None:
     if graph.engine == "frr":
         ospf(graph)
-    elif graph.family == "metagraph":
-        metagraph(graph)
-    elif graph.family == "mesh":
-        mesh(graph)
-    else:
-        generic(graph)
+        return
+    fast = family.of(graph.family).route
+    (fast or generic)(graph)

@@ -1,0 +1,119 @@
+"""What a topology family is to the compiler, and the registry of families.
+
+A family is one module of ``compiler/families`` that registers a ``Family``:
+its schema section, how many nodes a topology of it has (read before anything
+is built), how its graph is built, its default node names, and optional fast
+paths the stages use instead of their generic rule (routing, shortest paths,
+cuts for the bisection, family figures in the metrics, address pools).
+
+The stages ask the registry for a graph's family (``of``); nothing else in the
+compiler knows a family by name. The family modules are loaded on the first
+question, so the stages and the families can use each other's helpers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import Problems
+    from .load import Source
+    from .model import Graph, Segment
+    from .normalise import Builder
+
+Params = dict[str, Any]          # the family's section of the topology
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A topology's node count, the most the family allows, and the message
+    naming the count (``%d``) when it is over."""
+
+    count: int
+    limit: int
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Family:
+    """One topology family. The fields without a default are required: a family
+    module that leaves one out fails when it is imported."""
+
+    name: str                                            # the `family:` value and its section
+    schema: dict[str, Any]                               # JSON Schema of its section
+    size: Callable[[Params], Bound]                      # node count, before building
+    build: Callable[[Builder, Params], None]             # nodes, segments, switches, params
+    default_pattern: str | None                          # node names; None: the topology names them
+    check: Callable[[dict[str, Any], Problems], None] | None = None  # rules the schema cannot state
+    route: Callable[[Graph], None] | None = None         # static routes (else route.generic)
+    shortest_sums: Callable[[Graph], list[int]] | None = None  # per source, hops to all others
+    cuts: Callable[[Graph], Iterator[list[int]]] | None = None  # structure-aligned balanced cuts
+    exact_cut: Callable[[Graph], tuple[int, str]] | None = None  # (least crossing, method)
+    bisection_link: Callable[[Graph], int] | None = None  # the rate the bisection is counted in
+    bisection_extras: Callable[[Graph], dict[str, Any]] | None = None  # added to the bisection
+    metrics_extras: Callable[[Graph], dict[str, Any]] | None = None  # added to the metrics
+    pool_dims: Callable[[Graph], int] | None = None      # LAN pool split in this many blocks
+    lans_sized_by_members: bool = False                  # no lan_prefix: each LAN as small as fits
+    prefix_path: Callable[[Source, Segment], str] | None = None  # key path of a segment's prefix
+
+
+REGISTRY: dict[str, Family] = {}
+_REQUIRED = ("size", "build")
+
+
+def register(family: Family) -> Family:
+    """Add a family (from its module, at import); refuse a duplicate name or a
+    hook that cannot be called."""
+    if family.name in REGISTRY:
+        raise ValueError("topology family '%s' is registered twice" % family.name)
+    if not isinstance(family.schema, dict) or family.schema.get("type") != "object":
+        raise TypeError("topology family '%s': its schema must be a JSON Schema object"
+                        % family.name)
+    for key in _REQUIRED:
+        if not callable(getattr(family, key)):
+            raise TypeError("topology family '%s': %s must be callable" % (family.name, key))
+    REGISTRY[family.name] = family
+    return family
+
+
+_LOADING, _LOADED = "loading", "loaded"
+_state: dict[str, str] = {}
+
+
+def _load() -> None:
+    """Import the families package once; a family module that asks the registry
+    while the families are being imported would see only some of them."""
+    state = _state.get("families")
+    if state == _LOADED:
+        return
+    if state == _LOADING:
+        raise RuntimeError("the topology families are being imported: a family module "
+                           "must not ask the registry at import time")
+    _state["families"] = _LOADING
+    try:
+        package = importlib.import_module(__package__ + ".families")
+    finally:
+        del _state["families"]
+    listed = [f.name for f in package.ORDER]
+    if sorted(listed) != sorted(REGISTRY):
+        raise RuntimeError("topology families registered: %s; listed in families.ORDER: %s"
+                           % (", ".join(sorted(REGISTRY)), ", ".join(listed)))
+    ordered = {name: REGISTRY[name] for name in listed}
+    REGISTRY.clear()
+    REGISTRY.update(ordered)
+    _state["families"] = _LOADED
+
+
+def families() -> list[Family]:
+    """Every family, in the order the families package lists them."""
+    _load()
+    return list(REGISTRY.values())
+
+
+def of(name: str) -> Family:
+    """The family a topology or a graph names (validated before: it exists)."""
+    _load()
+    return REGISTRY[name]
