@@ -4,7 +4,8 @@ A family is one module of ``compiler/families`` that registers a ``Family``:
 its schema section, how many nodes a topology of it has (read before anything
 is built), how its graph is built, its default node names, and optional fast
 paths the stages use instead of their generic rule (routing, shortest paths,
-cuts for the bisection, family figures in the metrics, address pools).
+cuts for the bisection, family figures in the metrics, address pools, the
+style of its drawing).
 
 The stages ask the registry for a graph's family (``of``); nothing else in the
 compiler knows a family by name. The family modules are loaded on the first
@@ -58,6 +59,7 @@ class Family:
     pool_dims: Callable[[Graph], int] | None = None      # LAN pool split in this many blocks
     lans_sized_by_members: bool = False                  # no lan_prefix: each LAN as small as fits
     prefix_path: Callable[[Source, Segment], str] | None = None  # key path of a segment's prefix
+    drawing: str | None = None      # how the page and the drawings place it (view.layout.STYLES)
 
 
 REGISTRY: dict[str, Family] = {}
@@ -111,6 +113,12 @@ def families() -> list[Family]:
     """Every family, in the order the families package lists them."""
     _load()
     return list(REGISTRY.values())
+
+
+def get(name: str) -> Family | None:
+    """The family of that name, or None (a plan read from a file may name any)."""
+    _load()
+    return REGISTRY.get(name)
 
 
 def of(name: str) -> Family:

@@ -58,4 +58,3 @@ EXPORTS = {"hosts": hosts, "slurm": slurm.topology_conf, "hostfile": hostfile, "
            "openmpi-mca": openmpi_mca, "prte-mca": mpi.prte_mca, "mpich-env": mpi.mpich_env,
            "slurm-nodes": slurm.nodes, "slurm-topology-yaml": slurm.topology_yaml}
 SLOTS_EXPORTS = {"hostfile", "mpich-hosts", "slurm-nodes"}     # the exports that take slots
-MPI_EXPORTS = SLOTS_EXPORTS                                     # its name of before

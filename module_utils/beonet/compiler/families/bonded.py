@@ -39,5 +39,5 @@ def build(b: Builder, p: Params) -> None:
                       "mode": p.get("mode", b.defaults["mode"]) if k > 1 else None}
 
 
-FAMILY = register(Family(name=NAME, schema=SCHEMA, size=size, build=build,
+FAMILY = register(Family(name=NAME, drawing="buses", schema=SCHEMA, size=size, build=build,
                          default_pattern="node{index:02d}"))

@@ -86,6 +86,6 @@ def pool_dims(graph: Graph) -> int:
     return len(graph.params.get("dims", []))
 
 
-FAMILY = register(Family(name=NAME, schema=SCHEMA, size=size, build=build,
+FAMILY = register(Family(name=NAME, drawing="grid", schema=SCHEMA, size=size, build=build,
                          default_pattern="node-{coords}", route=route.mesh,
                          shortest_sums=shortest_sums, cuts=cuts, pool_dims=pool_dims))

@@ -207,7 +207,7 @@ def metrics_extras(graph: Graph) -> dict[str, Any]:
                           "weights": p["weights"]}}
 
 
-FAMILY = register(Family(name=NAME, schema=SCHEMA, size=size, build=build,
+FAMILY = register(Family(name=NAME, drawing="groups", schema=SCHEMA, size=size, build=build,
                          default_pattern="node{index:02d}", route=route.metagraph,
                          shortest_sums=shortest_sums, cuts=cuts, bisection_link=bisection_link,
                          bisection_extras=bisection_extras, metrics_extras=metrics_extras))

@@ -115,7 +115,7 @@ def metrics_extras(graph: Graph) -> dict[str, Any]:
     return {"oversubscription": metrics.level_loads(graph)}
 
 
-FAMILY = register(Family(name=NAME, schema=SCHEMA, size=size, build=build,
+FAMILY = register(Family(name=NAME, drawing="levels", schema=SCHEMA, size=size, build=build,
                          default_pattern="node{index:02d}", exact_cut=exact_cut,
                          bisection_link=bisection_link, bisection_extras=bisection_extras,
                          metrics_extras=metrics_extras))
