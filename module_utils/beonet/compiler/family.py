@@ -66,19 +66,19 @@ REGISTRY: dict[str, Family] = {}
 _REQUIRED = ("size", "build")
 
 
-def register(family: Family) -> Family:
+def register(fam: Family) -> Family:
     """Add a family (from its module, at import); refuse a duplicate name or a
     hook that cannot be called."""
-    if family.name in REGISTRY:
-        raise ValueError("topology family '%s' is registered twice" % family.name)
-    if not isinstance(family.schema, dict) or family.schema.get("type") != "object":
+    if fam.name in REGISTRY:
+        raise ValueError("topology family '%s' is registered twice" % fam.name)
+    if not isinstance(fam.schema, dict) or fam.schema.get("type") != "object":
         raise TypeError("topology family '%s': its schema must be a JSON Schema object"
-                        % family.name)
+                        % fam.name)
     for key in _REQUIRED:
-        if not callable(getattr(family, key)):
-            raise TypeError("topology family '%s': %s must be callable" % (family.name, key))
-    REGISTRY[family.name] = family
-    return family
+        if not callable(getattr(fam, key)):
+            raise TypeError("topology family '%s': %s must be callable" % (fam.name, key))
+    REGISTRY[fam.name] = fam
+    return fam
 
 
 _LOADING, _LOADED = "loading", "loaded"

@@ -227,11 +227,16 @@ def stress(adj: dict[str, list[str]]) -> dict[str, Point]:
 STYLES = {"grid": _mesh, "groups": _metagraph, "levels": _tree, "buses": _rows}
 
 
+def family_style(name: str) -> str | None:
+    """The drawing style of the family of that name (None: unknown, or none)."""
+    fam = family.get(name)
+    return fam.drawing if fam is not None else None
+
+
 def layout(plan: Plan, sheet: Sheet | None = None) -> Layout:
     """The plan's parts and where each is drawn."""
     lay = Layout(drawing.parts(plan, sheet))
-    fam = family.get(plan["topology"]["family"])
-    style = fam.drawing if fam is not None else None
+    style = family_style(plan["topology"]["family"])
     if style == "levels" and not plan.get("switches"):
         style = "buses"
     place = STYLES.get(style) if style is not None else None
