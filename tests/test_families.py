@@ -12,6 +12,7 @@ import sys
 import pytest
 from conftest import ROOT
 
+import beonet.compiler
 from beonet.compiler import family, heal, load, pipeline, schema
 from beonet.compiler.family import Bound, Family
 from beonet.compiler.schema import MAX_NODES, obj
@@ -64,7 +65,8 @@ def test_a_family_module_not_listed_in_the_order_is_refused(monkeypatch, registr
         ORDER = ()
     registry["ring"] = RING
     monkeypatch.setattr(family, "_state", {})
-    monkeypatch.setattr(family.importlib, "import_module", lambda _name: Package)
+    monkeypatch.setitem(sys.modules, "beonet.compiler.families", Package)
+    monkeypatch.setattr(beonet.compiler, "families", Package, raising=False)
     with pytest.raises(RuntimeError, match="registered: ring; listed in families.ORDER: $"):
         family.families()
 

@@ -8,13 +8,12 @@ cuts for the bisection, family figures in the metrics, address pools, the
 style of its drawing).
 
 The stages ask the registry for a graph's family (``of``); nothing else in the
-compiler knows a family by name. The family modules are loaded on the first
+compiler knows a family by name. The family modules are imported on the first
 question, so the stages and the families can use each other's helpers.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -96,7 +95,9 @@ def _load() -> None:
                            "must not ask the registry at import time")
     _state["families"] = _LOADING
     try:
-        package = importlib.import_module(__package__ + ".families")
+        # imported here, not at the top: the family modules use the stages,
+        # which use this registry (a static import, so Ansible ships the package)
+        from . import families as package
     finally:
         del _state["families"]
     listed = [f.name for f in package.ORDER]
