@@ -34,20 +34,20 @@ LATENCY_HELP = ("per-hop delay: the latency model in the metrics (pairs by path 
 MAX_DELAY_US = 1_000_000
 
 rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
-         "description": "link rate in Mbit/s"}
+        "description": "link rate in Mbit/s"}
 mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
-        "description": "MTU in bytes"}
+       "description": "MTU in bytes"}
 medium = {"enum": MEDIA,
-           "description": "what joins the segment's NICs: switched (default), a switch that "
-                          "carries each pair at the full rate at once, or shared, a hub or a "
-                          "coaxial cable, one medium that every frame of the segment crosses, "
-                          "so the segment carries its rate in all whatever the number of "
-                          "pairs (each channel of a bonded segment is its own medium)"}
+          "description": "what joins the segment's NICs: switched (default), a switch that "
+                         "carries each pair at the full rate at once, or shared, a hub or a "
+                         "coaxial cable, one medium that every frame of the segment crosses, "
+                         "so the segment carries its rate in all whatever the number of "
+                         "pairs (each channel of a bonded segment is its own medium)"}
 delay = {"type": "number", "minimum": 0, "maximum": MAX_DELAY_US,
-          "description": "one-way delay in microseconds a frame gets there (a fraction is "
-                         "allowed: 9.5)"}
+         "description": "one-way delay in microseconds a frame gets there (a fraction is "
+                        "allowed: 9.5)"}
 node_name = {"type": "string", "pattern": NODE_NAME_PATTERN,
-         "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
+             "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": IFNAME_PATTERN,
            "description": "a Linux interface name: %s" % IFNAME_RULE}
 _FIELD = r"\{(?:index|group|member|coords)(?::(?:0[0-9]{1,2})?[bdoxX]?)?\}"
@@ -56,12 +56,12 @@ _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}$"
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
                            "optional zero-padded width and integer format such as {index:03d}"}
 fanout = {"type": "integer", "minimum": 1, "maximum": MAX_LAN,
-           "description": "children per switch"}
+          "description": "children per switch"}
 ports = {"type": "integer", "minimum": 1, "maximum": 65535,
-          "description": "ports of each switch: a LAN needing more is an error. Default: "
-                         "not checked"}
+         "description": "ports of each switch: a LAN needing more is an error. Default: "
+                        "not checked"}
 cidr = {"type": "string", "format": "ipv4-network",
-         "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
+        "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
 bond_settings = {
     "mode": {"enum": BOND_MODES, "description": "Linux bonding mode"},
     "miimon": {"type": "integer", "minimum": 0, "maximum": 60000,
@@ -109,7 +109,7 @@ def per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 def obj(props: dict[str, Any], required: Iterable[str] = (),
-         description: str | None = None) -> dict[str, Any]:
+        description: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": props}
     if required:
         out["required"] = list(required)
@@ -136,13 +136,13 @@ COMMON: dict[str, Any] = {
         "p2p_prefix": {"enum": [30, 31],
                        "description": "prefix length of point-to-point links"},
         "loopback": {**cidr, "description": "routing.engine frr: the pool of the nodes' "
-                                             "loopback addresses, one /32 each in node order "
-                                             "(default 10.254.0.0/16)"},
+                                            "loopback addresses, one /32 each in node order "
+                                            "(default 10.254.0.0/16)"},
     }, description="address pools"),
     "link": obj({"rate_mbit": rate, "mtu": mtu},
-                 description="defaults for every link"),
+                description="defaults for every link"),
     "switch": obj({"ports": ports},
-                   description="defaults for every switch (see the cabling sheet)"),
+                  description="defaults for every switch (see the cabling sheet)"),
     "ipv6": {"type": "boolean",
              "description": "false: cluster NICs get no IPv6, not even link-local "
                             "(default true: the OS's IPv6 link-local behaviour is kept)"},
@@ -160,8 +160,8 @@ COMMON: dict[str, Any] = {
                                     "gateway cuts no pair that has another shortest path; "
                                     "false: one next hop per destination, chosen by source"},
         "neighbour": obj(_neighbour, description="neighbour timers on the cluster NICs: "
-                                                  "they bound how long a dead next hop "
-                                                  "keeps being used (failover only)"),
+                                                 "they bound how long a dead next hop "
+                                                 "keeps being used (failover only)"),
     }, description="the routing engine; static routes: failover over equal next hops"),
     "latency": obj({
         "model": {"enum": LATENCY_MODELS,
@@ -169,20 +169,20 @@ COMMON: dict[str, Any] = {
                                  "Sterling, SC98, Table 1): 9.5 us one way per switch, 30 us "
                                  "per Linux router, 0 per cable"},
         "switch_us": {**delay, "description": "one-way delay of each crossing of a LAN "
-                                               "segment, per switch on the way (a tree's "
-                                               "path counts each of its switches). "
-                                               "Default 0, or the model's"},
+                                              "segment, per switch on the way (a tree's "
+                                              "path counts each of its switches). "
+                                              "Default 0, or the model's"},
         "wire_us": {**delay, "description": "one-way delay of each crossing of a "
-                                             "point-to-point link. Default 0, or the model's"},
+                                            "point-to-point link. Default 0, or the model's"},
         "forward_us": {**delay, "description": "one-way delay a forwarding node adds to "
-                                                "each packet it forwards. Default 0, or "
-                                                "the model's"},
+                                               "each packet it forwards. Default 0, or "
+                                               "the model's"},
         "forwarders": {"type": "object", "propertyNames": node_name, "additionalProperties": delay,
                        "description": "forward_us of single nodes, by name"},
     }, description=LATENCY_HELP),
     "management": obj({"interface": _ifname},
-                       description="the interface Ansible connects through; "
-                                   "never touched by a plan"),
+                      description="the interface Ansible connects through; "
+                                  "never touched by a plan"),
 }
 
 
