@@ -20,7 +20,8 @@ from conftest import ROOT
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from beonet.compiler import address, load, normalise, pipeline, route
+from beonet.compiler import address, load, normalise, pipeline, prove, route
+from beonet.compiler.errors import Problems
 from beonet.compiler.model import ON_LINK
 from beonet.outputs import plan as render
 
@@ -365,7 +366,9 @@ def test_triangle_neighbours_are_one_hop():
         graph, problems = normalise.normalise(source)
         assert not address.assign(graph, source)
         route.route(graph)
-        tables = route.tables_for(graph)
+        problems = Problems()
+        tables = prove.checked_tables(graph, route.owners(graph), problems)
+        assert not problems
         for x in graph.nodes:
             for y in graph.nodes:
                 if x is y:

@@ -6,7 +6,7 @@ import typing
 import pytest
 from conftest import ROOT
 
-from beonet.compiler import address, pipeline, prove, route
+from beonet.compiler import address, pipeline, prove
 from beonet.outputs import plan as render
 
 
@@ -78,7 +78,6 @@ def test_expected_paths_walk_the_tables_the_proof_checked(monkeypatch):
     def rebuilt(*_args: object) -> None:
         raise AssertionError("routing tables rebuilt after the proof")
     monkeypatch.setattr(prove, "checked_tables", rebuilt)
-    monkeypatch.setattr(route, "tables_for", rebuilt)
     branches = c.path("node-0-0", "node-2-2")
     # the route to node-2-2's dimension-0 LAN changes the other coordinate first; the
     # failover host route also changes the first coordinate first

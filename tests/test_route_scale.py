@@ -16,6 +16,7 @@ from test_properties import SETTINGS, custom_topologies, dump, mesh_dims
 
 from beonet.cli import progress
 from beonet.compiler import address, load, normalise, pipeline, prove, route
+from beonet.compiler.errors import Problems
 from beonet.compiler.model import ON_LINK, Graph, Route, RouteTable
 
 
@@ -85,7 +86,9 @@ def reference_routes(graph: Graph) -> None:
                 chosen[xi, id(seg)] = first
                 nodes[xi].routes.append(ref_route(graph, on, xi, seg.net, seg.plen, first, cands))
     owner = route.owners(graph)
-    tables = route.tables_for(graph, owner)
+    problems = Problems()
+    tables = prove.checked_tables(graph, owner, problems)
+    assert not problems
     for dest in nodes:
         dist = bfs(adj, [dest.index])
         for x in sorted(nodes, key=lambda n: dist[n.index]):

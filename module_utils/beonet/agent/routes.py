@@ -36,10 +36,6 @@ def next_hops(r: Route) -> list[tuple[str, str]]:
     return [(h["via"], h["dev"]) for h in hops]
 
 
-def planned_hops(r: Route) -> Hops:
-    return tuple(next_hops(r))
-
-
 def live_dst(r: dict[str, Any]) -> str:
     """The destination of an ``ip -j route`` entry as the plan writes it (a host as /32)."""
     dst = str(r["dst"])

@@ -10,9 +10,10 @@ import hashlib
 from ipaddress import IPv4Network
 from typing import Any
 
+from . import family
 from .errors import Problems
 from .load import Source
-from .model import Graph, Interface, Node, Segment, mask, net_text, parse_net
+from .model import Graph, Interface, Node, Segment, net_text, parse_net
 
 DEFAULT_POOLS: dict[str, Any] = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31,
                                  "loopback": "10.254.0.0/16"}
@@ -69,9 +70,10 @@ def _carve_lans(graph: Graph, cfg: dict[str, Any], pool: IPv4Network, problems: 
         problems.add("addressing.lan_prefix", "a /%d holds %d hosts; a segment here "
                      "needs host number %d" % (wanted, (1 << (32 - wanted)) - 2, top))
         return False
-    dims = len(graph.params.get("dims", [])) if graph.family == "mesh" else 0
+    fam = family.of(graph.family)
+    dims = fam.pool_dims(graph) if fam.pool_dims is not None else 0
     block = (1 << (wanted - pool.prefixlen)) // max(dims, 1)
-    own = graph.family == "custom" and "lan_prefix" not in cfg
+    own = fam.lans_sized_by_members and "lan_prefix" not in cfg
     for seg in lans:
         seg.net = int(pool.network_address) + ((seg.pool_dim * block + seg.pool_slot) << (32 - wanted))
         seg.plen = _needed_prefix(max(m[2] for m in seg.members)) if own else wanted
@@ -153,16 +155,10 @@ def _give_loopbacks(graph: Graph, source: Source, pool: IPv4Network, problems: P
 
 
 def _seg_path(graph: Graph, source: Source, seg: Segment) -> str:
-    if graph.family != "custom":
-        return "addressing.lan" if seg.kind == "lan" else "addressing.p2p"
-    key = "segments" if seg.kind == "lan" else "links"
-    items = source.data["custom"].get(key, [])
-    for i, item in enumerate(items):
-        if key == "segments" and item["name"] == seg.name:
-            return "custom.segments[%d].prefix" % i
-        if key == "links" and seg.pool_slot == i:
-            return "custom.links[%d].prefix" % i
-    return "custom"
+    path = family.of(graph.family).prefix_path
+    if path is not None:
+        return path(source, seg)
+    return "addressing.lan" if seg.kind == "lan" else "addressing.p2p"
 
 
 def _check_overlap(graph: Graph, source: Source, problems: Problems) -> None:
@@ -172,10 +168,6 @@ def _check_overlap(graph: Graph, source: Source, problems: Problems) -> None:
         if b0 <= a1:
             problems.add(_seg_path(graph, source, sb), "%s of segment '%s' overlaps %s of '%s'"
                          % (net_text(sb.net, sb.plen), sb.name, net_text(sa.net, sa.plen), sa.name))
-
-
-def host_in(seg: Segment, addr: int) -> bool:
-    return (addr & mask(seg.plen)) == seg.net
 
 
 def bond_mac(node: Node, iface: Interface) -> str:

@@ -39,8 +39,9 @@ else:
     JSONSCHEMA_IMPORT_ERROR = None
 
 from .. import gate
+from . import family
 from .errors import Problems
-from .schema import MAX_LAN, MAX_NODES, SCHEMA, tree_fanouts
+from .schema import SCHEMA
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 50
@@ -452,74 +453,13 @@ def path_text(parts: list[PathPart]) -> str:
     return out
 
 
-def _unique(values: list[tuple[int, Any]], base: str, problems: Problems, what: str) -> None:
-    seen: dict[Any, int] = {}
-    for i, v in values:
-        if v in seen:
-            problems.add(join_path(base, i), "duplicate %s '%s' (first at %s)"
-                         % (what, v, join_path(base, seen[v])))
-        else:
-            seen[v] = i
-
-
-def _semantic(data: dict[str, Any], problems: Problems) -> None:
-    """Rules the schema cannot state: unique names and references."""
-    custom = data.get("custom")
-    if data.get("family") != "custom" or not isinstance(custom, dict):
-        return
-    if "nodes" in data:
-        problems.add("nodes", "naming applies to generated families; a custom topology "
-                     "names its nodes in custom.nodes")
-    names: list[tuple[int, Any]] = []
-    for i, n in enumerate(custom.get("nodes", [])):
-        names.append((i, n if isinstance(n, str) else n.get("name")))
-    _unique(names, "custom.nodes", problems, "node name")
-    ids = [(i, n.get("id")) for i, n in enumerate(custom.get("nodes", []))
-           if isinstance(n, dict) and "id" in n]
-    _unique(ids, "custom.nodes", problems, "node id")
-    known = {v for _index, v in names}
-    segs = custom.get("segments", [])
-    links = custom.get("links", [])
-    _unique([(i, s["name"]) for i, s in enumerate(segs)], "custom.segments",
-            problems, "segment name")
-    for i, seg in enumerate(segs):
-        base = "custom.segments[%d]" % i
-        members = seg.get("members", [])
-        for j, m in enumerate(members):
-            if m not in known:
-                problems.add("%s.members[%d]" % (base, j), "unknown node '%s'" % m)
-        _unique(list(enumerate(members)), base + ".members", problems, "member")
-        if len(set(members)) < 2:
-            problems.add(base + ".members",
-                         "a segment needs at least 2 members (has %d)" % len(set(members)))
-        bond_keys = [k for k in ("mode", "miimon", "tso") if k in seg]
-        if bond_keys and seg.get("channels", 1) < 2:
-            problems.add("%s.%s" % (base, bond_keys[0]), "bond settings need channels >= 2")
-    for i, link in enumerate(links):
-        ends = link.get("ends", [])
-        for j, m in enumerate(ends):
-            if m not in known:
-                problems.add("custom.links[%d].ends[%d]" % (i, j), "unknown node '%s'" % m)
-        if len(ends) == 2 and ends[0] == ends[1]:
-            problems.add("custom.links[%d].ends" % i, "a link needs two different nodes")
-
-
 def _size(data: dict[str, Any], problems: Problems) -> None:
-    """Generated families: bound the node count before anything is built."""
-    family = data["family"]
-    p = data[family]
-    if family == "mesh":
-        count, limit, what = math.prod(p["dims"]), MAX_NODES, "the mesh has %d nodes"
-    elif family == "metagraph":
-        count, limit = p["groups"] * p["nodes_per_group"], MAX_NODES
-        what = "the meta-node graph has %d nodes"
-    elif family == "tree":
-        count = math.prod(tree_fanouts(p)) * p["nodes_per_leaf"]
-        limit, what = MAX_LAN, "the tree puts %d nodes on its one LAN"
-    else:
-        return
-    if count > limit:
-        problems.add(family, (what + "; beonet supports at most %d") % (count, limit))
+    """Bound the node count before anything is built."""
+    fam = family.of(data["family"])
+    bound = fam.size(data[fam.name])
+    if bound.count > bound.limit:
+        problems.add(fam.name, (bound.what + "; beonet supports at most %d")
+                     % (bound.count, bound.limit))
 
 
 def validate(data: Any, file: str | None, lines: Lines) -> Problems:
@@ -535,13 +475,15 @@ def validate(data: Any, file: str | None, lines: Lines) -> Problems:
         for parts, msg in _schema_messages(error):
             problems.add(path_text(parts), msg)
     problems.items.sort(key=lambda p: (p.line or 0, p.path))
-    family = data.get("family")
+    chosen = data.get("family")
     for other in SCHEMA["properties"]["family"]["enum"]:
-        if other != family and other in data:
-            problems.add(other, "section does not match family '%s'" % family)
+        if other != chosen and other in data:
+            problems.add(other, "section does not match family '%s'" % chosen)
     if not problems:
         _size(data, problems)
-        _semantic(data, problems)
+        check = family.of(data["family"]).check
+        if check is not None:
+            check(data, problems)
         _settings(data, problems)
     return problems
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from math import comb
 from operator import attrgetter, itemgetter
 from typing import NamedTuple, TypedDict, cast
 
 from . import failures as failures_
-from . import latency
+from . import family, latency
 from .model import ON_LINK, Graph, Hop, RouteTable, Switch
 from .partition import Link, balance, crossing, search
 from .prove import Proof, Signature, class_entries, destination_classes, host_route_holders, upstream
@@ -138,26 +137,12 @@ def _links(graph: Graph) -> list[Link]:
 
 
 def _candidates(graph: Graph) -> Iterator[list[int]]:
-    nodes = graph.nodes
-    n = len(nodes)
-    if graph.family == "mesh":
-        for d, size in enumerate(graph.params["dims"]):
-            yield [1 if node.coords is not None and node.coords[d] < size // 2 else 0
-                   for node in nodes]
-    elif graph.family == "metagraph":
-        # Whole groups on each side (group 0 fixed on side 1); with odd L the
-        # last group is split and its nodes placed by _balance.
-        L = graph.params["groups"]
-        pool = range(1, L) if L % 2 == 0 else range(1, L - 1)
-        take = L // 2 - 1
-        combos: Iterable[tuple[int, ...]]
-        if comb(len(pool), take) > 5000:
-            combos = [tuple(pool)[:take]]
-        else:
-            combos = itertools.combinations(pool, take)
-        for combo in combos:
-            chosen = {0, *combo}
-            yield [1 if node.group in chosen else 0 for node in nodes]
+    """The family's structure-aligned cuts (whole groups, mesh halves), then the
+    first half of the nodes against the rest."""
+    cuts = family.of(graph.family).cuts
+    if cuts is not None:
+        yield from cuts(graph)
+    n = len(graph.nodes)
     yield [1 if i < n // 2 else 0 for i in range(n)]
 
 
@@ -200,12 +185,12 @@ def tree_crossing(root: Switch) -> int:
     removal separates floor(N/2) of its N nodes from the others, each switch
     on whichever side costs less (dynamic programming over the tree)."""
     _shape, (t0, t1) = _cut_tables(root, {})
-    half = _below(root) // 2
+    half = nodes_below(root) // 2
     return min(t0[half], t1[half])
 
 
-def _below(sw: Switch) -> int:
-    return len(sw.nodes) + sum(_below(c) for c in sw.children)
+def nodes_below(sw: Switch) -> int:
+    return len(sw.nodes) + sum(nodes_below(c) for c in sw.children)
 
 
 def level_loads(graph: Graph) -> list[LevelLoad]:
@@ -216,7 +201,7 @@ def level_loads(graph: Graph) -> list[LevelLoad]:
     down = graph.params["downlink_mbit"]
     for level in range(1, graph.params["levels"]):
         tier = [sw for sw in graph.switches if sw.level == level]
-        loads = [(_below(sw) * down / (sw.uplink_mbit or 1), _below(sw), sw) for sw in tier]
+        loads = [(nodes_below(sw) * down / (sw.uplink_mbit or 1), nodes_below(sw), sw) for sw in tier]
         ratio, below, sw = max(loads, key=lambda t: t[0])
         out.append({"level": level, "switches": len(tier), "nodes_below": below,
                     "offered_mbit": below * down, "uplink_mbit": sw.uplink_mbit or 0,
@@ -231,8 +216,10 @@ def _worst_cut(graph: Graph, links: list[Link], budget: int) -> _Cut:
     search from them and from random cuts (partition.search): a cut found, so an upper
     bound of the true figure."""
     n = len(graph.nodes)
-    if graph.family == "tree":
-        return {"crossing_mbit": tree_crossing(graph.switches[0]), "method": "exact over the switch tree"}
+    exact = family.of(graph.family).exact_cut
+    if exact is not None:
+        crossing_mbit, method = exact(graph)
+        return {"crossing_mbit": crossing_mbit, "method": method}
     if n <= EXHAUSTIVE_UP_TO:
         # node 0 on side 1 with every choice of n // 2 - 1 others
         least = min(crossing([1 if i == 0 or i in combo else 0 for i in range(n)], links)
@@ -252,11 +239,9 @@ def _worst_cut(graph: Graph, links: list[Link], budget: int) -> _Cut:
 def bisection(graph: Graph, budget: int = BISECTION_EVALUATIONS) -> Bisection:
     n = len(graph.nodes)
     links = _links(graph)
-    p = graph.params
-    if graph.family == "metagraph":
-        link = p["p2p_rate_mbit"]           # the paper counts bisection in p2p links
-    elif graph.family == "tree":
-        link = p["downlink_mbit"]
+    fam = family.of(graph.family)
+    if fam.bisection_link is not None:
+        link = fam.bisection_link(graph)
     else:
         rates = sorted(i.rate_mbit for node in graph.nodes for i in node.interfaces
                        if i.kind == "ethernet")
@@ -269,17 +254,8 @@ def bisection(graph: Graph, budget: int = BISECTION_EVALUATIONS) -> Bisection:
     if "search" in found:
         out["structure_aligned_mbit"] = found["structure_aligned_mbit"]
         out["search"] = found["search"]
-    if graph.family == "metagraph":
-        L, C = p["groups"], p["p2p_per_node"]
-        out["paper_closed_form"] = round((C / 4) * (L / (L - 1)), 4)
-    if graph.family == "tree":
-        # SC98's u/P: what one node gets through the top switch when every node
-        # under a root port talks across it (a root port with no live node below
-        # it, all of them down, carries nothing).
-        out["uplink_per_node_mbit"] = round(min(((c.uplink_mbit or 0) / _below(c)
-                                                 for c in graph.switches[0].children if _below(c)),
-                                                default=0.0), 3)
-        out["oversubscription"] = max(load["ratio"] for load in level_loads(graph))
+    if fam.bisection_extras is not None:
+        out.update(cast(Bisection, fam.bisection_extras(graph)))
     return out
 
 
@@ -957,13 +933,9 @@ def metrics(graph: Graph, proof: Proof, effort: Effort | None = None) -> Metrics
     }
     single = out["resilience"].get("single_path")
     out["failures"] = failures_.failures(graph, proof, single, effort.resilience)
-    if graph.family == "tree":
-        out["oversubscription"] = level_loads(graph)
-    if graph.family == "metagraph":
-        p = graph.params
-        out["metagraph"] = {"links_per_group_pair": p["links_per_group_pair"],
-                            "uneven_pairs": p["uneven_pairs"], "unused_ports": p["unused_ports"],
-                            "weights": p["weights"]}
+    extras = family.of(graph.family).metrics_extras
+    if extras is not None:
+        out.update(cast(Metrics, extras(graph)))
     if graph.latency is not None:
         out["latency"] = latency.metrics(graph, proof)
     if graph.notes:

@@ -26,6 +26,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import TypedDict, cast
 
+from . import family
 from .errors import Problems
 from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
@@ -568,11 +569,8 @@ def _check_shortest(graph: Graph, sums: list[int], problems: Problems) -> None:
 
 def shortest_sums(graph: Graph) -> list[int]:
     """Sum over destinations of the shortest IP-hop distance, per source."""
-    if graph.family == "metagraph":
-        return _metagraph_sums(graph)
-    if graph.family == "mesh":
-        return _mesh_sums(graph)
-    return _generic_sums(graph)
+    fast = family.of(graph.family).shortest_sums
+    return fast(graph) if fast is not None else _generic_sums(graph)
 
 
 def _generic_sums(graph: Graph) -> list[int]:
@@ -594,52 +592,6 @@ def _generic_sums(graph: Graph) -> list[int]:
                 out[x] += size * (d + 1) - reach[x].bit_count()
             else:
                 out[x] += size - reach[x].bit_count()
-    return out
-
-
-def _mesh_sums(graph: Graph) -> list[int]:
-    """In a mesh two nodes are as many hops apart as they have coordinates that
-    differ, so every node has the same sum: over each dimension, the nodes
-    that differ from it there."""
-    n = len(graph.nodes)
-    total = sum(n - n // size for size in graph.params["dims"])
-    return [total] * n
-
-
-def _metagraph_sums(graph: Graph) -> list[int]:
-    """Distances in a meta-graph are 1 (same group, or a direct peer), 2 (a
-    peer in the destination's group, a peer of the destination in the source's
-    group, or a common peer), or 3 (gateway, link, remote LAN)."""
-    P = graph.params["nodes_per_group"]
-    peers = defaultdict(set)
-    for seg in graph.segments:
-        if seg.kind == "p2p":
-            (a, _ia, _ha), (b, _ib, _hb) = seg.members
-            peers[a.index].add(b.index)
-            peers[b.index].add(a.index)
-    group = [node.group for node in graph.nodes]
-    into = defaultdict(set)             # group -> remote nodes linked to it
-    for node in graph.nodes:
-        for p in peers[node.index]:
-            into[node.group].add(p)
-    n = len(graph.nodes)
-    out = []
-    for node in graph.nodes:
-        x, g = node.index, node.group
-        one = {p for p in peers[x] if group[p] != g}
-        covered = {group[p] for p in one}
-        two_extra = set()
-        for z in into[g]:
-            if group[z] not in covered:
-                two_extra.add(z)
-        for k in one:
-            for z in peers[k]:
-                if group[z] != g and group[z] not in covered:
-                    two_extra.add(z)
-        two = len(covered) * P - len(one) + len(two_extra)
-        remote = n - P
-        three = remote - len(one) - two
-        out.append((P - 1) + len(one) + 2 * two + 3 * three)
     return out
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
-from .model import Graph, Interface, Links, Node, Reach, Route, RouteTable, ends_of_shortest, mask
+from . import family
+from .model import Graph, Interface, Links, Node, Reach, Route, ends_of_shortest, mask
 
 
 def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
@@ -278,19 +279,6 @@ def _mesh_way(c: tuple[int, ...], r: tuple[int, ...]) -> int:
         if want != have:
             last = j
     return last
-
-
-def tables_for(graph: Graph, owner: dict[int, int] | None = None) -> list[RouteTable]:
-    """RouteTable per node: connected networks first, then its static routes.
-    owner: interface address -> node index (computed when not given)."""
-    owner = owner if owner is not None else owners(graph)
-    tables = []
-    for node in graph.nodes:
-        t = RouteTable.connected(node)
-        for r in node.routes:
-            t.add(r.net, r.plen, (owner[r.via], r.src, tuple(owner[v] for v in r.alt_via)))
-        tables.append(t)
-    return tables
 
 
 def owners(graph: Graph) -> dict[int, int]:
@@ -614,9 +602,6 @@ def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], b
 def route(graph: Graph) -> None:
     if graph.engine == "frr":
         ospf(graph)
-    elif graph.family == "metagraph":
-        metagraph(graph)
-    elif graph.family == "mesh":
-        mesh(graph)
-    else:
-        generic(graph)
+        return
+    fast = family.of(graph.family).route
+    (fast or generic)(graph)

@@ -2,7 +2,8 @@
 
 The shipped ``topologies/beonet.schema.json`` is generated from this dict by
 ``beonet schema`` (a test checks that the two agree), so editors and the
-compiler read the same rules.
+compiler read the same rules. Each family's section comes from its module
+(``compiler/families``); ``SCHEMA`` is the whole document, made on first use.
 
 Sizes have maxima so that no document makes the compiler build a graph it
 cannot finish: MAX_NODES nodes in all, MAX_LAN hosts on one LAN (the default
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..agent import nodeplan
 from ..agent.names import END, IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
+from . import family
 
 MAX_NODES = 10_000
 MAX_LAN = 1024
@@ -25,28 +27,27 @@ MAX_HOST_NUMBER = 2 ** 24 - 2  # the last host of a /8
 MAX_TREE_LEVELS = 6
 
 BOND_MODES = list(nodeplan.BOND_MODES)
-FAMILIES = ["bonded", "mesh", "tree", "metagraph", "custom"]
 MEDIA = ["switched", "shared"]
 LATENCY_MODELS = ["sc98"]
 LATENCY_HELP = ("per-hop delay: the latency model in the metrics (pairs by path class), and "
                 "what the labs emulate where the kernel has netem")
 MAX_DELAY_US = 1_000_000
 
-_rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
-         "description": "link rate in Mbit/s"}
-_mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
-        "description": "MTU in bytes"}
-_medium = {"enum": MEDIA,
-           "description": "what joins the segment's NICs: switched (default), a switch that "
-                          "carries each pair at the full rate at once, or shared, a hub or a "
-                          "coaxial cable, one medium that every frame of the segment crosses, "
-                          "so the segment carries its rate in all whatever the number of "
-                          "pairs (each channel of a bonded segment is its own medium)"}
-_delay = {"type": "number", "minimum": 0, "maximum": MAX_DELAY_US,
-          "description": "one-way delay in microseconds a frame gets there (a fraction is "
-                         "allowed: 9.5)"}
-_name = {"type": "string", "pattern": NODE_NAME_PATTERN,
-         "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
+rate = {"type": "integer", "minimum": 1, "maximum": MAX_RATE_MBIT,
+        "description": "link rate in Mbit/s"}
+mtu = {"type": "integer", "minimum": 576, "maximum": 65535,
+       "description": "MTU in bytes"}
+medium = {"enum": MEDIA,
+          "description": "what joins the segment's NICs: switched (default), a switch that "
+                         "carries each pair at the full rate at once, or shared, a hub or a "
+                         "coaxial cable, one medium that every frame of the segment crosses, "
+                         "so the segment carries its rate in all whatever the number of "
+                         "pairs (each channel of a bonded segment is its own medium)"}
+delay = {"type": "number", "minimum": 0, "maximum": MAX_DELAY_US,
+         "description": "one-way delay in microseconds a frame gets there (a fraction is "
+                        "allowed: 9.5)"}
+node_name = {"type": "string", "pattern": NODE_NAME_PATTERN,
+             "description": "a name: a letter, then letters, digits, '_', '.', '-'"}
 _ifname = {"type": "string", "pattern": IFNAME_PATTERN,
            "description": "a Linux interface name: %s" % IFNAME_RULE}
 _FIELD = r"\{(?:index|group|member|coords)(?::(?:0[0-9]{1,2})?[bdoxX]?)?\}"
@@ -54,14 +55,14 @@ _pattern = {"type": "string", "pattern": "^[A-Za-z](?:[A-Za-z0-9_.-]|%s){0,62}%s
             "description": "a node name pattern: a letter, then letters, digits, '_', '.', '-' "
                            "and the fields {index}, {group}, {member}, {coords}, each with an "
                            "optional zero-padded width and integer format such as {index:03d}"}
-_fanout = {"type": "integer", "minimum": 1, "maximum": MAX_LAN,
-           "description": "children per switch"}
-_ports = {"type": "integer", "minimum": 1, "maximum": 65535,
-          "description": "ports of each switch: a LAN needing more is an error. Default: "
-                         "not checked"}
-_cidr = {"type": "string", "format": "ipv4-network",
-         "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
-_bond = {
+fanout = {"type": "integer", "minimum": 1, "maximum": MAX_LAN,
+          "description": "children per switch"}
+ports = {"type": "integer", "minimum": 1, "maximum": 65535,
+         "description": "ports of each switch: a LAN needing more is an error. Default: "
+                        "not checked"}
+cidr = {"type": "string", "format": "ipv4-network",
+        "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
+bond_settings = {
     "mode": {"enum": BOND_MODES, "description": "Linux bonding mode"},
     "miimon": {"type": "integer", "minimum": 0, "maximum": 60000,
                "description": "MII link monitoring interval in ms"},
@@ -99,7 +100,7 @@ _neighbour = {
 }
 
 
-def _per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
+def per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
     """One value for every level of a tree, or a list of values from the root down."""
     return {"oneOf": [item, {"type": "array", "minItems": 1, "maxItems": MAX_TREE_LEVELS - 1,
                              "items": item}],
@@ -107,18 +108,8 @@ def _per_level(item: dict[str, Any], what: str) -> dict[str, Any]:
                            "level below the root, from the root down" % what}
 
 
-def tree_fanouts(tree: dict[str, Any]) -> list[int]:
-    """Children per switch, level by level from the root, as a valid tree section
-    asks for them. The number of levels is `levels`, else one more than the
-    longest list of fanouts or uplink rates, else 2; a single fanout repeats."""
-    fanout = tree["fanout"]
-    lists = [v for v in (fanout, tree.get("uplink_mbit")) if isinstance(v, list)]
-    levels = tree.get("levels", max((len(v) + 1 for v in lists), default=2))
-    return list(fanout) if isinstance(fanout, list) else [fanout] * (levels - 1)
-
-
-def _obj(props: dict[str, Any], required: Iterable[str] = (),
-         description: str | None = None) -> dict[str, Any]:
+def obj(props: dict[str, Any], required: Iterable[str] = (),
+        description: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": props}
     if required:
         out["required"] = list(required)
@@ -127,143 +118,102 @@ def _obj(props: dict[str, Any], required: Iterable[str] = (),
     return out
 
 
-SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://beonet.invalid/beonet.schema.json",
-    "title": "beonet topology",
-    "description": "One cluster network: a family and its parameters.",
-    **_obj({
-        "name": _name,
-        "description": {"type": "string"},
-        "family": {"enum": FAMILIES, "description": "the topology family"},
-        "nodes": _obj({
-            "pattern": _pattern,
-            "first_index": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
-        }, description="node naming (generated families)"),
-        "addressing": _obj({
-            "lan": _cidr,
-            "lan_prefix": {"type": "integer", "minimum": 8, "maximum": 30,
-                           "description": "prefix length of each LAN segment "
-                                          "(default: /24, larger when a segment needs it)"},
-            "p2p": _cidr,
-            "p2p_prefix": {"enum": [30, 31],
-                           "description": "prefix length of point-to-point links"},
-            "loopback": {**_cidr, "description": "routing.engine frr: the pool of the nodes' "
-                                                 "loopback addresses, one /32 each in node order "
-                                                 "(default 10.254.0.0/16)"},
-        }, description="address pools"),
-        "link": _obj({"rate_mbit": _rate, "mtu": _mtu},
-                     description="defaults for every link"),
-        "switch": _obj({"ports": _ports},
-                       description="defaults for every switch (see the cabling sheet)"),
-        "ipv6": {"type": "boolean",
-                 "description": "false: cluster NICs get no IPv6, not even link-local "
-                                "(default true: the OS's IPv6 link-local behaviour is kept)"},
-        "routing": _obj({
-            "engine": {"enum": ENGINES,
-                       "description": "static (default): the compiler's static routes, the "
-                                      "papers' design; frr: FRR's OSPF on every cluster NIC with "
-                                      "BFD, and a loopback address per node advertised over all "
-                                      "of them, so a dead node or a cut cable costs the BFD "
-                                      "detection time, not a visit"},
-            "bfd": _obj(_bfd, description="engine frr: BFD timers on every OSPF adjacency"),
-            "failover": {"type": "boolean",
-                         "description": "true (default): where several next hops are equally "
-                                        "short, one multipath route over all of them, so a dead "
-                                        "gateway cuts no pair that has another shortest path; "
-                                        "false: one next hop per destination, chosen by source"},
-            "neighbour": _obj(_neighbour, description="neighbour timers on the cluster NICs: "
-                                                      "they bound how long a dead next hop "
-                                                      "keeps being used (failover only)"),
-        }, description="the routing engine; static routes: failover over equal next hops"),
-        "latency": _obj({
-            "model": {"enum": LATENCY_MODELS,
-                      "description": "defaults from a measured table: sc98 (Salmon, Stein, "
-                                     "Sterling, SC98, Table 1): 9.5 us one way per switch, 30 us "
-                                     "per Linux router, 0 per cable"},
-            "switch_us": {**_delay, "description": "one-way delay of each crossing of a LAN "
-                                                   "segment, per switch on the way (a tree's "
-                                                   "path counts each of its switches). "
-                                                   "Default 0, or the model's"},
-            "wire_us": {**_delay, "description": "one-way delay of each crossing of a "
-                                                 "point-to-point link. Default 0, or the model's"},
-            "forward_us": {**_delay, "description": "one-way delay a forwarding node adds to "
-                                                    "each packet it forwards. Default 0, or "
-                                                    "the model's"},
-            "forwarders": {"type": "object", "propertyNames": _name, "additionalProperties": _delay,
-                           "description": "forward_us of single nodes, by name"},
-        }, description=LATENCY_HELP),
-        "management": _obj({"interface": _ifname},
-                           description="the interface Ansible connects through; "
-                                       "never touched by a plan"),
-        "bonded": _obj({
-            "nodes": {"type": "integer", "minimum": 2, "maximum": MAX_LAN},
-            "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
-            "rate_mbit": _rate,
-            "medium": _medium,
-            **_bond,
-        }, required=["nodes"],
-            description="K networks each reaching every node, bonded per node"),
-        "mesh": _obj({
-            "dims": {"type": "array", "minItems": 1, "maxItems": 8,
-                     "items": {"type": "integer", "minimum": 2, "maximum": MAX_LAN}},
-            "rate_mbit": _rate,
-            "medium": _medium,
-        }, required=["dims"], description="routed mesh with gateway nodes"),
-        "tree": _obj({
-            "levels": {"type": "integer", "minimum": 2, "maximum": MAX_TREE_LEVELS,
-                       "description": "switch levels, counting the root (default: one more "
-                                      "than a list of fanouts or uplink rates, else 2)"},
-            "fanout": _per_level(_fanout, "children per switch"),
-            "nodes_per_leaf": {"type": "integer", "minimum": 1, "maximum": MAX_LAN},
-            "downlink_mbit": _rate,
-            "uplink_mbit": _per_level(_rate, "rate of each switch-to-parent uplink in Mbit/s"),
-        }, required=["fanout", "nodes_per_leaf"], description="tree of switches"),
-        "metagraph": _obj({
-            "groups": {"type": "integer", "minimum": 2, "maximum": MAX_NODES // 2,
-                       "description": "L: number of switch groups"},
-            "nodes_per_group": {"type": "integer", "minimum": 2, "maximum": MAX_LAN,
-                                "description": "P: nodes per group"},
-            "p2p_per_node": {"type": "integer", "minimum": 1, "maximum": MAX_NICS,
-                             "description": "C: point-to-point NICs per node"},
-            "lan_rate_mbit": _rate,
-            "p2p_rate_mbit": _rate,
-        }, required=["groups", "nodes_per_group", "p2p_per_node"],
-            description="fully connected meta-node graph"),
-        "custom": _obj({
-            "nodes": {"type": "array", "minItems": 2, "maxItems": MAX_NODES, "items": {"oneOf": [
-                _name,
-                _obj({"name": _name,
-                      "id": {"type": "integer", "minimum": 1, "maximum": MAX_HOST_NUMBER}},
-                     required=["name"]),
-            ]}},
-            "segments": {"type": "array", "items": _obj({
-                "name": _name,
-                "members": {"type": "array", "maxItems": MAX_LAN, "items": _name},
-                "channels": {"type": "integer", "minimum": 1, "maximum": MAX_NICS},
-                "prefix": _cidr,
-                "rate_mbit": _rate,
-                "mtu": _mtu,
-                "ports": _ports,
-                "medium": _medium,
-                "delay_us": {**_delay, "description": "one-way delay of a crossing of this "
-                                                      "segment (default: latency.switch_us)"},
-                **_bond,
-            }, required=["name", "members"])},
-            "links": {"type": "array", "items": _obj({
-                "ends": {"type": "array", "minItems": 2, "maxItems": 2,
-                         "items": _name},
-                "prefix": _cidr,
-                "rate_mbit": _rate,
-                "mtu": _mtu,
-                "delay_us": {**_delay, "description": "one-way delay of a crossing of this "
-                                                      "link (default: latency.wire_us)"},
-            }, required=["ends"])},
-        }, required=["nodes"], description="explicit nodes, segments and links"),
-    }, required=["name", "family"]),
-    "allOf": [
-        {"if": {"properties": {"family": {"const": f}}, "required": ["family"]},
-         "then": {"required": [f]}}
-        for f in FAMILIES
-    ],
+# The sections every topology may have, whatever its family.
+COMMON: dict[str, Any] = {
+    "name": node_name,
+    "description": {"type": "string"},
+    "family": None,             # the registered families' names (document)
+    "nodes": obj({
+        "pattern": _pattern,
+        "first_index": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+    }, description="node naming (generated families)"),
+    "addressing": obj({
+        "lan": cidr,
+        "lan_prefix": {"type": "integer", "minimum": 8, "maximum": 30,
+                       "description": "prefix length of each LAN segment "
+                                      "(default: /24, larger when a segment needs it)"},
+        "p2p": cidr,
+        "p2p_prefix": {"enum": [30, 31],
+                       "description": "prefix length of point-to-point links"},
+        "loopback": {**cidr, "description": "routing.engine frr: the pool of the nodes' "
+                                            "loopback addresses, one /32 each in node order "
+                                            "(default 10.254.0.0/16)"},
+    }, description="address pools"),
+    "link": obj({"rate_mbit": rate, "mtu": mtu},
+                description="defaults for every link"),
+    "switch": obj({"ports": ports},
+                  description="defaults for every switch (see the cabling sheet)"),
+    "ipv6": {"type": "boolean",
+             "description": "false: cluster NICs get no IPv6, not even link-local "
+                            "(default true: the OS's IPv6 link-local behaviour is kept)"},
+    "routing": obj({
+        "engine": {"enum": ENGINES,
+                   "description": "static (default): the compiler's static routes, the "
+                                  "papers' design; frr: FRR's OSPF on every cluster NIC with "
+                                  "BFD, and a loopback address per node advertised over all "
+                                  "of them, so a dead node or a cut cable costs the BFD "
+                                  "detection time, not a visit"},
+        "bfd": obj(_bfd, description="engine frr: BFD timers on every OSPF adjacency"),
+        "failover": {"type": "boolean",
+                     "description": "true (default): where several next hops are equally "
+                                    "short, one multipath route over all of them, so a dead "
+                                    "gateway cuts no pair that has another shortest path; "
+                                    "false: one next hop per destination, chosen by source"},
+        "neighbour": obj(_neighbour, description="neighbour timers on the cluster NICs: "
+                                                 "they bound how long a dead next hop "
+                                                 "keeps being used (failover only)"),
+    }, description="the routing engine; static routes: failover over equal next hops"),
+    "latency": obj({
+        "model": {"enum": LATENCY_MODELS,
+                  "description": "defaults from a measured table: sc98 (Salmon, Stein, "
+                                 "Sterling, SC98, Table 1): 9.5 us one way per switch, 30 us "
+                                 "per Linux router, 0 per cable"},
+        "switch_us": {**delay, "description": "one-way delay of each crossing of a LAN "
+                                              "segment, per switch on the way (a tree's "
+                                              "path counts each of its switches). "
+                                              "Default 0, or the model's"},
+        "wire_us": {**delay, "description": "one-way delay of each crossing of a "
+                                            "point-to-point link. Default 0, or the model's"},
+        "forward_us": {**delay, "description": "one-way delay a forwarding node adds to "
+                                               "each packet it forwards. Default 0, or "
+                                               "the model's"},
+        "forwarders": {"type": "object", "propertyNames": node_name, "additionalProperties": delay,
+                       "description": "forward_us of single nodes, by name"},
+    }, description=LATENCY_HELP),
+    "management": obj({"interface": _ifname},
+                      description="the interface Ansible connects through; "
+                                  "never touched by a plan"),
 }
+
+
+def document() -> dict[str, Any]:
+    """The topology's JSON Schema: the common sections, then one per registered family."""
+    families = family.families()
+    names = [f.name for f in families]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://beonet.invalid/beonet.schema.json",
+        "title": "beonet topology",
+        "description": "One cluster network: a family and its parameters.",
+        **obj({**COMMON, "family": {"enum": names, "description": "the topology family"},
+               **{f.name: f.schema for f in families}}, required=["name", "family"]),
+        "allOf": [
+            {"if": {"properties": {"family": {"const": f}}, "required": ["family"]},
+             "then": {"required": [f]}}
+            for f in names
+        ],
+    }
+
+
+SCHEMA: dict[str, Any]          # made by __getattr__ on first use
+_document: list[dict[str, Any]] = []
+
+
+def __getattr__(attr: str) -> Any:
+    """``SCHEMA``: the document, made once, when first asked for (the family modules
+    build their sections from the parts above)."""
+    if attr != "SCHEMA":
+        raise AttributeError("module %r has no attribute %r" % (__name__, attr))
+    if not _document:
+        _document.append(document())
+    return _document[0]

@@ -31,9 +31,12 @@ class Node:
     gateway: bool
 
 
+HUB_LAN, HUB_BONDED = "lan", "bonded"      # the kinds of a hub that is an IP segment
+
+
 @dataclass
 class Hub:
-    """An IP segment (`lan`, `bonded`) or a switch (`switch`) drawn as one shape."""
+    """An IP segment (HUB_LAN, HUB_BONDED) or a switch (`switch`) drawn as one shape."""
     ident: str
     kind: str
     lines: list[str]
@@ -111,7 +114,7 @@ def _lan_parts(parts: Parts, seg: str, s: dict[str, Any],
     lines = [seg, s.get("prefix") or "channel of %s" % s.get("carries")]
     if any(nics):
         lines.append("bonded, %d channels" % max(len(n) for n in nics))
-    parts.hubs.append(Hub("seg:" + seg, "bonded" if any(nics) else "lan", lines))
+    parts.hubs.append(Hub("seg:" + seg, HUB_BONDED if any(nics) else HUB_LAN, lines))
     for m, under in zip(members, nics):
         if under:
             parts.edges.append(Edge("bond", m["node"], "seg:" + seg, lines=len(under),
@@ -196,7 +199,7 @@ def _dot_hub(h: Hub) -> str:
     label = "\\n".join(h.lines)
     if h.kind == "switch":
         attrs = _attrs(shape="diamond", label=label, style="filled", fillcolor=SWITCH_FILL)
-    elif h.kind == "bonded":
+    elif h.kind == HUB_BONDED:
         attrs = _attrs(shape="ellipse", label=label, peripheries=2, color=BOND_COLOR)
     else:
         attrs = _attrs(shape="ellipse", label=label)
@@ -341,7 +344,7 @@ def mermaid(plan: Plan, sheet: Sheet | None = None) -> str:
         text = "<br/>".join(h.lines)
         shape = '{"%s"}' if h.kind == "switch" else '(("%s"))'
         out.append("  %s%s%s" % (ids[h.ident], shape % text,
-                                 ":::bonded" if h.kind == "bonded" else ""))
+                                 ":::bonded" if h.kind == HUB_BONDED else ""))
     for e in p.edges:
         out.append("  %s %s %s" % (ids[e.a], _mermaid_line(e), ids[e.b]))
     out += _mermaid_legend(p)

@@ -62,4 +62,3 @@ EXPORTS: dict[str, Callable[..., str]] = {
     "openmpi-mca": openmpi_mca, "prte-mca": mpi.prte_mca, "mpich-env": mpi.mpich_env,
     "slurm-nodes": slurm.nodes, "slurm-topology-yaml": slurm.topology_yaml}
 SLOTS_EXPORTS = {"hostfile", "mpich-hosts", "slurm-nodes"}     # the exports that take slots
-MPI_EXPORTS = SLOTS_EXPORTS                                     # its name of before

@@ -1,5 +1,5 @@
-"""Where each node, segment and switch of a plan is drawn, per family, as the
-papers draw them: the mesh as a grid with its row and column segments as bars,
+"""Where each node, segment and switch of a plan is drawn, in its family's style
+(``drawing``), as the papers draw them: the mesh as a grid with its row and column segments as bars,
 the meta-graph's groups around a circle with their point-to-point links as
 chords, the tree by switch level, bonded nets as K parallel buses, custom graphs
 by a stress layout (fixed start, no randomness).
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cabling.sheet import Sheet
+from ..compiler import family
 from ..outputs import drawing
 
 Plan = dict[str, Any]
@@ -222,17 +223,25 @@ def stress(adj: dict[str, list[str]]) -> dict[str, Point]:
     return {v: (p[0] * STEP * 1.3, p[1] * STEP * 1.3) for v, p in zip(names, pos)}
 
 
-FAMILIES = {"mesh": _mesh, "metagraph": _metagraph, "tree": _tree, "bonded": _rows}
+# A family's drawing style (compiler.family.Family.drawing) -> how its nodes are placed.
+STYLES = {"grid": _mesh, "groups": _metagraph, "levels": _tree, "buses": _rows}
+
+
+def family_style(name: str) -> str | None:
+    """The drawing style of the family of that name (None: unknown, or none)."""
+    fam = family.get(name)
+    return fam.drawing if fam is not None else None
 
 
 def layout(plan: Plan, sheet: Sheet | None = None) -> Layout:
     """The plan's parts and where each is drawn."""
     lay = Layout(drawing.parts(plan, sheet))
-    family = plan["topology"]["family"]
-    if family == "tree" and not plan.get("switches"):
-        family = "bonded"
-    if family in FAMILIES:
-        FAMILIES[family](lay, plan)
+    style = family_style(plan["topology"]["family"])
+    if style == "levels" and not plan.get("switches"):
+        style = "buses"
+    place = STYLES.get(style) if style is not None else None
+    if place is not None:
+        place(lay, plan)
     else:
         lay.at = stress(_adjacency(lay.parts))
     return lay

@@ -16,7 +16,7 @@ from ..cabling.sheet import Sheet
 from ..compiler import failures, prove
 from ..compiler.pipeline import Compiled
 from ..outputs import dryrun
-from .layout import Layout, Plan, layout
+from .layout import Layout, Plan, family_style, layout
 
 WALK_STEPS = 20000        # the page's walk of one pair stops after this many steps
 DETAIL_NODES = 2500       # above: the group-level view only
@@ -171,12 +171,13 @@ def build(plan: Plan, compiled: Compiled, sheet: Sheet | None = None) -> Model:
     m = Model({"title": "%s (%s)" % (topo["name"], topo["family"]), "family": topo["family"],
                "engine": compiled.graph.engine or "static", "count": len(plan["nodes"]),
                "overlays": {}})
-    if len(plan["nodes"]) > DETAIL_NODES and topo["family"] == "metagraph":
+    by_groups = family_style(topo["family"]) == "groups"
+    if len(plan["nodes"]) > DETAIL_NODES and by_groups:
         m.data["level"] = "groups"
         m.data["groups"] = _groups(plan, compiled)
         return m
     m.data["level"] = "nodes"
-    if len(plan["nodes"]) > FOLD_NODES and topo["family"] == "metagraph":
+    if len(plan["nodes"]) > FOLD_NODES and by_groups:
         m.data["groups"] = _groups(plan, compiled)      # shown first, folded
     m.lay = layout(plan, sheet)
     _drawing(m, plan, compiled)
