@@ -16,7 +16,7 @@ from test_benchmarks import _fake_outputs, compiled
 from beonet import cli
 from beonet.benchmarks import planner as bench
 from beonet.benchmarks import report, results_schema
-from beonet.compiler.load import strict_validator
+from beonet.gate.validate import strict_validator
 
 ERRORS = ROOT / "tests/errors/results"
 MESH = str(ROOT / "topologies/routed-mesh.yml")

@@ -17,7 +17,7 @@ from test_node import _blank_node, _module_params, _run_module, beonet_node  # n
 from beonet import cli
 from beonet.agent import apply, backends, names
 from beonet.compiler import pipeline
-from beonet.compiler.load import anchored
+from beonet.gate.validate import anchored
 from beonet.outputs import build, dryrun, inventory, tree
 from beonet.outputs import plan as render
 

@@ -25,8 +25,8 @@ from typing import Any
 from .. import gate
 from ..agent.names import END, control_characters_in, escaped, node_name_problem, shown
 from ..compiler.errors import CompileError, Problem, Problems
-from ..compiler.load import _schema_messages, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
+from ..gate.validate import path_text, schema_messages, strict_validator
 from .planner import MAX_FILE_MB, MAX_TOKEN
 
 FILE = "results.json"
@@ -334,7 +334,7 @@ def _schema_problems(doc: Doc, reader: str) -> Iterator[tuple[str, str]]:
             yield (_path(_remap(list(error.absolute_path), where)),
                    "must be %s, not %s" % (wanted, brief(error.instance)))
         else:
-            yield from ((_path(_remap(parts, where)), msg) for parts, msg in _schema_messages(error))
+            yield from ((_path(_remap(parts, where)), msg) for parts, msg in schema_messages(error))
 
 
 def _rows(doc: Doc) -> Iterator[tuple[str, Any, bool]]:

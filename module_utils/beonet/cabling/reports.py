@@ -30,8 +30,9 @@ from typing import Any
 from .. import gate
 from ..agent.names import END, IFNAME_RULE, NODE_NAME_RULE, ifname_problem, node_name_problem, shown
 from ..compiler.errors import Problems
-from ..compiler.load import PathPart, _schema_messages, join_path, path_text, strict_validator
 from ..compiler.schema import MAX_NODES
+from ..gate.validate import path_text, schema_messages, strict_validator
+from ..gate.yamltext import PathPart, join_path
 from .match import REPORT_FORMAT
 
 MAX_BYTES = 256 * 1024 * 1024   # 1,024 nodes on one LAN, pretty-printed, take about 210 MB
@@ -138,7 +139,7 @@ def _messages(error: Any) -> list[tuple[list[PathPart], str]]:
     if error.validator in ("maxItems", "maxProperties"):
         return [(parts, "holds %d entries; at most %d are allowed"
                  % (len(error.instance), error.validator_value))]
-    found = _schema_messages(error)
+    found = schema_messages(error)
     if error.validator == "type":
         return [(p, "%s, not %s" % (m, shown(error.instance))) for p, m in found]
     return found

@@ -6,6 +6,12 @@ code sees it: a regular file (a pipe or device is never opened in a way that
 blocks), at most a given size, UTF-8, strict JSON (no NaN or Infinity, no key
 given twice), nesting checked without recursion. A refusal is a :class:`GateError`
 naming the file, the line where known and the key path.
+
+YAML (topologies, inventories) is composed by :mod:`.yamltext`, within the same
+kind of bounds (size, nesting, aliases and merge keys, duplicate keys, NaN), each
+key path with its line; data is checked against a JSON Schema by :mod:`.validate`
+(integers are integers, patterns match the whole text) and every error is turned
+into a key path and a message. What a node sends back passes :mod:`.node`.
 """
 
 from __future__ import annotations

@@ -28,8 +28,9 @@ from typing import Any
 from ..agent import procs
 from ..agent.names import ifname_problem, shown
 from ..compiler.errors import Problem, Problems
-from ..compiler.load import MAX_DEPTH, bounds_problems, flow_depth, parse_yaml, read_text
+from ..compiler.load import read_text
 from ..compiler.model import Graph
+from ..gate.yamltext import MAX_DEPTH, bounds_problems, flow_depth, parse_yaml
 
 HostVars = dict[str, dict[str, Any]]
 
