@@ -352,3 +352,12 @@ def test_an_output_that_clashes_is_refused_before_anything(argv, expect, capsys,
     assert cli.main(argv) == 2
     assert expect in capsys.readouterr().err
     assert (ROOT / "topologies/routed-mesh-2x2.yml").read_bytes() == before and os.listdir(tmp_path) == []
+
+
+def test_text_that_is_no_address_is_a_value_error_never_an_os_error():
+    # the command line reports an OSError as a file it could not write
+    from beonet.compiler.model import ip_int
+    assert ip_int("10.0.0.1") == 0x0A000001
+    for bad in ("10.0.0.300", "abc", "", "1.2.3.4.5"):
+        with pytest.raises(ValueError, match="not an IPv4 address"):
+            ip_int(bad)

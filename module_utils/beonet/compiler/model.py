@@ -29,7 +29,13 @@ def ip_text(value: int) -> str:
 
 
 def ip_int(text: str) -> int:
-    value: int = _unpack(socket.inet_aton(text))[0]
+    """The address as a number; ValueError for text that is none (never OSError, which
+    the command line reads as a file it could not write)."""
+    try:
+        packed = socket.inet_aton(text)
+    except OSError:
+        raise ValueError("not an IPv4 address: %r" % text) from None
+    value: int = _unpack(packed)[0]
     return value
 
 
