@@ -497,7 +497,7 @@ def test_compact_nodes_json_is_the_encoded_node_plans(text):
     (["lab", "up"], "the following arguments are required: topology"),
     (["lab", "image", "t.yml", "--provider", "vm"], "unrecognized arguments: --provider vm"),
     (["lab", "up", "t.yml", "--miswire", "-1"], "a whole number from 0 to 10000"),
-    (["lab", "up", "t.yml", "--image", "nm"], "--image and --node-images are the VM lab's"),
+    (["lab", "up", "t.yml", "--image", "networkmanager"], "--image and --node-images are the VM lab's"),
     (["lab", "up", "t.yml", "--provider", "vm", "--wiring", "scrambled"],
      "--wiring, --miswire and --seed are the Docker lab's"),
     (["lab", "fault", "t.yml", "--node", "n1"], "--node n1 needs --stop or --start"),
