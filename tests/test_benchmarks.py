@@ -595,3 +595,43 @@ def test_report_counts_stored_aggregates_again(mesh, tmp_path):
     assert a["one_way_pct_of_capacity"] == 80.0
     assert "| c | udp | 2 | 1000 | 0.04 | 0.02 | 0.03 | 80.0 % | common window |" in (
         tmp_path / "summary.md").read_text()
+
+
+def _first(sched, kind):
+    return next(st for st in sched["steps"] if st["kind"] == kind)
+
+
+@pytest.mark.parametrize(("kind", "name", "bad", "why"), [
+    ("iperf3", "%s.json", {"end": {"sum_received": {"bits_per_second": "fast"}}},
+     "end.sum_received.bits_per_second: must be an integer or float"),
+    ("iperf3", "%s.json", {"end": []}, "end: must be a mapping"),
+    ("iperf3", "%s-stream-8192.json", {"runs": [{"size": 8192}]}, "runs[0]: has no 'one_way_MBps'"),
+    ("copy", "%s.json", {"copy": "local", "bytes": 1, "seconds": 0.5, "MBps": 1.0, "start": 1.0},
+     "the output: has no 'resident_pages_before'"),
+    ("copy", "%s.json", {"copy": ["x"], "bytes": 1, "seconds": 0.5, "MBps": 1.0, "start": 1.0,
+                         "resident_pages_before": 0}, "copy: must be"),
+])
+def test_a_node_output_of_the_wrong_shape_is_refused_naming_the_node_and_file(mesh, kind, name, bad, why):
+    # what a node sends is input: no KeyError or TypeError, nothing written
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
+                                       "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
+    st = _first(s, kind)
+    host = st["pairs"][0]["client"] if kind == "iperf3" else (list(st["local"]) + [
+        p["client"] for p in st["pairs"]])[0]
+    out = _fake_outputs(s)
+    out.setdefault(host, {})[name % st["id"]] = bad
+    with pytest.raises(bench.BenchError) as exc:
+        report.collect(s, out, plan)
+    assert any(p.startswith("%s: %s: %s" % (host, name % st["id"], why)) for p in exc.value.problems), \
+        exc.value.problems
+
+
+def test_a_ring_output_of_the_wrong_shape_is_refused(mesh):
+    plan, path_of = mesh
+    s = {"params": {"nodes": ["node-0-0"], "sizes": [4]}, "steps": [
+        {"id": "ring", "kind": "ring", "order": ["node-0-0", "node-0-1"], "pairs": []}]}
+    out = {"node-0-0": {"ring-0.json": {"runs": [{"size": 4, "count": 3, "rtt_us": [1, 2]}]}}}
+    with pytest.raises(bench.BenchError) as exc:
+        report.collect(s, out, plan)
+    assert exc.value.problems[0] == "node-0-0: ring-0.json: runs[0].rtt_us: must be a mapping"

@@ -34,6 +34,17 @@ TOKEX_OUTPUT = {REQUIRED: ("runs",), "runs": [{
     "proto": str, "size": int, "count": int, "seconds": _NUMBER, "lost": int, "one_way_MBps": _NUMBER,
     "exchange_MBps": _NUMBER, "start": _NUMBER, "window": int,
     "rtt_us": {k: _NUMBER for k in ("min", "median", "p99", "max")}, "samples_us": [_NUMBER]}]}
+# iperf3's JSON (what the tables read of it, each part optional as iperf3 leaves it out
+# on an error) and the token exchange's stream and window runs beside it.
+IPERF3_OUTPUT = {"end": {"sum_received": {"bits_per_second": _NUMBER}, "sum_sent": {"retransmits": int}},
+                 "error": str}
+TOKEX_RATES = {REQUIRED: ("runs",), "runs": [{REQUIRED: ("size", "one_way_MBps"), "size": int,
+                                              "one_way_MBps": _NUMBER}]}
+RING_OUTPUT = {REQUIRED: ("runs",), "runs": [{REQUIRED: ("size", "count", "rtt_us"), "size": int,
+                                              "count": int, "rtt_us": {}}]}
+COPY_OUTPUT = {REQUIRED: ("copy", "bytes", "seconds", "MBps", "start", "resident_pages_before"),
+               "copy": str, "bytes": int, "seconds": _NUMBER, "MBps": _NUMBER, "start": _NUMBER,
+               "resident_pages_before": int}
 
 
 def summarize(values: list[float]) -> dict[str, Any]:
@@ -210,7 +221,7 @@ def _collect_copy(res: Results, st: Step, outputs: Outputs, params: dict[str, An
         t1 = max(d["start"] + d["seconds"] for d in docs)
         res["copy_aggregate"].append({
             "remote": st["remote"], "file_mb": st["file_mb"], "copies": len(docs),
-            "aggregate_MBps": sum(d["bytes"] for d in docs) / (t1 - t0) / 1e6,
+            "aggregate_MBps": sum(d["bytes"] for d in docs) / (t1 - t0) / 1e6 if t1 > t0 else None,
             "sum_of_rates_MBps": sum(d["MBps"] for d in docs),
             "resident_pages_before": sum(max(0, d["resident_pages_before"]) for d in docs)})
 
@@ -227,11 +238,28 @@ def outputs_problems(sched: dict[str, Any], outputs: Outputs) -> list[str]:
         return ["outputs.%s: %s is not a finite number" % (escaped(".".join(map(str, bad[0]))), bad[1])]
     out = []
     for st in sched["steps"]:
-        for pr in st["pairs"] if st["kind"] == "tokex" else ():
-            doc = outputs.get(pr["client"], {}).get(st["id"] + ".json")
-            why = shape_problem(doc, TOKEX_OUTPUT) if doc else None
-            out += ["%s: %s.json: %s" % (escaped(pr["client"]), st["id"], escaped(why))] if why else []
+        for host, name, spec in _expected_files(st):
+            doc = outputs.get(host, {}).get(name)
+            why = shape_problem(doc, spec) if doc else None
+            out += ["%s: %s: %s" % (escaped(host), escaped(name), escaped(why))] if why else []
     return out[:10]
+
+
+def _expected_files(st: Step) -> list[tuple[str, str, Any]]:
+    """(host, file name, the shape the tables read) of each file a step's nodes write."""
+    kind, name = st["kind"], st["id"] + ".json"
+    if kind == "tokex":
+        return [(pr["client"], name, TOKEX_OUTPUT) for pr in st["pairs"]]
+    if kind == "iperf3":
+        client = st["pairs"][0]["client"]
+        return [(client, name, IPERF3_OUTPUT)] + [
+            (client, "%s-%s-%d.json" % (st["id"], mode, size), TOKEX_RATES)
+            for mode, size in (("stream", 8192), ("stream", 65536), ("window", 8192))]
+    if kind == "ring":
+        return [(st["order"][0], "ring-0.json", RING_OUTPUT)]
+    if kind == "copy":
+        return [(h, name, COPY_OUTPUT) for h in list(st["local"]) + [pr["client"] for pr in st["pairs"]]]
+    return []
 
 
 def collect(sched: dict[str, Any], outputs: Outputs, plan: Plan) -> Results:
