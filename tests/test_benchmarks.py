@@ -635,3 +635,16 @@ def test_a_ring_output_of_the_wrong_shape_is_refused(mesh):
     with pytest.raises(bench.BenchError) as exc:
         report.collect(s, out, plan)
     assert exc.value.problems[0] == "node-0-0: ring-0.json: runs[0].rtt_us: must be a mapping"
+
+
+def test_a_token_exchange_run_without_its_round_trip_times_is_refused(mesh):
+    plan, path_of = mesh
+    s = bench.schedule(plan, path_of, {"count": 10, "sizes": [4, 8192], "mss_points": False,
+                                       "pairs": [1, 2], "file_mb": [2], "remote_copies": [0, 2]})
+    out = _fake_outputs(s)
+    st = _first(s, "tokex")
+    client = st["pairs"][0]["client"]
+    del out[client][st["id"] + ".json"]["runs"][0]["rtt_us"]["p99"]
+    with pytest.raises(bench.BenchError) as exc:
+        report.collect(s, out, plan)
+    assert exc.value.problems[0] == "%s: %s.json: runs[0].rtt_us: has no 'p99'" % (client, st["id"])

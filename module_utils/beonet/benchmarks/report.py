@@ -28,12 +28,14 @@ Outputs = dict[str, dict[str, Any]]       # host -> {file name: parsed JSON}
 Results = dict[str, Any]
 Step = dict[str, Any]
 _NUMBER = (int, float)
+_RTT = ("min", "median", "p99", "max")
 # What a token exchange's output must hold where the tables read it (a node's file).
 TOKEX_OUTPUT = {REQUIRED: ("runs",), "runs": [{
-    REQUIRED: ("proto", "size", "count", "seconds", "lost", "one_way_MBps", "exchange_MBps", "start"),
+    REQUIRED: ("proto", "size", "count", "seconds", "lost", "one_way_MBps", "exchange_MBps", "start",
+               "rtt_us"),
     "proto": str, "size": int, "count": int, "seconds": _NUMBER, "lost": int, "one_way_MBps": _NUMBER,
     "exchange_MBps": _NUMBER, "start": _NUMBER, "window": int,
-    "rtt_us": {k: _NUMBER for k in ("min", "median", "p99", "max")}, "samples_us": [_NUMBER]}]}
+    "rtt_us": {REQUIRED: _RTT, **{k: _NUMBER for k in _RTT}}, "samples_us": [_NUMBER]}]}
 # iperf3's JSON (what the tables read of it, each part optional as iperf3 leaves it out
 # on an error) and the token exchange's stream and window runs beside it.
 IPERF3_OUTPUT = {"end": {"sum_received": {"bits_per_second": _NUMBER}, "sum_sent": {"retransmits": int}},
