@@ -93,4 +93,3 @@ def populate(name: str, s: argparse.ArgumentParser) -> None:
                        help="results folder of the %s's run" % other)
         s.add_argument("--proto", choices=["udp", "tcp"], default="udp",
                        help="the token exchange's protocol (default udp, as in the papers)")
-

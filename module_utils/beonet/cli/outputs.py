@@ -140,5 +140,3 @@ def _build(s: argparse.ArgumentParser) -> None:
 
 def _schema(s: argparse.ArgumentParser) -> None:
     options(s, cmd_schema, topology=False, inv=False)
-
-

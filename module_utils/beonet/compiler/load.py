@@ -36,6 +36,7 @@ class Source:
     def problems(self) -> Problems:
         return Problems(self.file, self.lines)
 
+
 def _is_ipv4_network(value: object) -> bool:
     if not isinstance(value, str):
         return True

@@ -36,6 +36,7 @@ def require_libraries() -> None:
         raise ImportError("loading a topology needs the Python packages PyYAML and jsonschema; "
                           "missing: %s" % missing)
 
+
 def _is_integer(_checker: object, value: object) -> bool:
     """Integers only: JSON Schema would also take 4.0 (and Python's True is an int)."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -38,6 +38,7 @@ else:
 PathPart: TypeAlias = "str | int"
 Lines = dict[str, int]
 
+
 def _require_yaml() -> None:
     if YAML_IMPORT_ERROR is not None:
         raise ImportError("reading YAML needs the Python package PyYAML: %s" % YAML_IMPORT_ERROR)

@@ -822,4 +822,3 @@ def down(topology: str, root: str, name: str | None = None) -> None:
     remove_state(folder)
     _release_host(folder)
     _say("down: %s removed (%d containers, %d networks)" % (record["lab"], conts, nets))
-

@@ -697,7 +697,6 @@ def down(topology: str, root: str, label: str | None = None) -> None:
          % (saved["lab"], count))
 
 
-
 def require_root() -> None:
     """LabError unless this process may make namespaces, taps and bridges."""
     if os.geteuid() != 0:
