@@ -66,7 +66,7 @@ def test_a_case_is_judged_against_its_baseline_here_times_the_tolerance(timing, 
     big.times = [9.1]                   # over 1.5 times the baseline's 6.0 s: CI fails
     assert not timing.report([small, big], 1.5)
     out = capsys.readouterr().out
-    assert "1.52  " in out and "5cfe70b" in out
+    assert "1.52  " in out and timing.BASELINE_COMMIT in out
 
 
 def test_the_baseline_median_is_the_target_and_a_case_without_one_misses(timing):
@@ -130,8 +130,10 @@ def test_bench_plot_and_markdown(timing, tmp_path, capsys):
     assert svg.startswith("<?xml") and "metagraph" in svg and "mesh" in svg
     timing.markdown(done)
     out = capsys.readouterr().out
-    assert "| L=20 P=19 C=1, 380 nodes | 0.40 s | 0.30 s | 0.50 s | 5cfe70b | 0.40 s | 1.00 |" in out
-    assert "| mesh 64x64, 4,096 nodes | 2.00 s | 2.00 s | 2.00 s | 5cfe70b | 1.60 s | 1.25 |" in out
+    assert ("| L=20 P=19 C=1, 380 nodes | 0.40 s | 0.30 s | 0.50 s | %s | 0.40 s | 1.00 |"
+            % timing.BASELINE_COMMIT) in out
+    assert ("| mesh 64x64, 4,096 nodes | 2.00 s | 2.00 s | 2.00 s | %s | 1.60 s | 1.25 |"
+            % timing.BASELINE_COMMIT) in out
     assert "| 2,000 | 100 |" in out
 
 
