@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import pytest
 from conftest import ROOT
@@ -54,6 +55,21 @@ def test_a_fit_recovers_latency_and_bandwidth():
     points = [(x, 50.0 + x / 10.0) for x in (4, 64, 1024, 8192, 65536)]
     assert mpi.fit_line(points) == {"latency_us": 50.0, "bandwidth_mb_s": 10.0}
     assert mpi.fit_line([(4, 1.0)]) is None
+
+
+def test_a_fit_whose_time_does_not_grow_has_no_bandwidth(tmp_path):
+    flat = [(x, 80.0 - x / 1e4) for x in (4, 64, 1024, 65536)]
+    assert mpi.fit_line(flat)["bandwidth_mb_s"] is None
+    _plan, run = _run("routed-mesh")
+    a, b = run["chosen"]["gateway-1"][0]
+    ra, rb = run["ranks"].index(a), run["ranks"].index(b)
+    rows = ["phase,class,a,b,bytes,usec"]
+    rows += ["fixed,gateway-1,%d,%d,%d,%.3f" % (ra, rb, x, u) for x, u in flat]
+    mpi.write_report(str(tmp_path), "routed-mesh", run, "\n".join(rows) + "\n", {})
+    stored = json.loads((tmp_path / "results.json").read_text())
+    assert stored["result"]["classes"]["fixed"]["gateway-1"]["fit"]["bandwidth_mb_s"] is None
+    summary = (tmp_path / "summary.md").read_text()
+    assert re.search(r"\| gateway-1 \| 4 \| [0-9.]+ \| [0-9.]+ \| - \|", summary)
 
 
 def test_the_report_writes_summary_samples_and_plot(tmp_path):

@@ -82,8 +82,11 @@ def _sample_value(kind: type, text: Any) -> Any:
     return value
 
 
-def fit_line(points: list[tuple[int, float]]) -> dict[str, float] | None:
-    """Least squares t = latency + bytes / bandwidth: latency in us, bandwidth in MB/s."""
+def fit_line(points: list[tuple[int, float]]) -> dict[str, float | None] | None:
+    """Least squares t = latency + bytes / bandwidth: latency in us, bandwidth in MB/s.
+
+    When the time does not grow with the size (few or noisy samples) the fit has no
+    bandwidth: it is None (JSON null, "-" in the summary), never an infinity."""
     n = len(points)
     if n < 2:
         return None
@@ -94,7 +97,7 @@ def fit_line(points: list[tuple[int, float]]) -> dict[str, float] | None:
         return None
     slope = sum((x - mx) * (y - my) for x, y in points) / sxx        # us per byte
     return {"latency_us": round(my - slope * mx, 2),
-            "bandwidth_mb_s": round(1 / slope, 3) if slope > 0 else float("inf")}
+            "bandwidth_mb_s": round(1 / slope, 3) if slope > 0 else None}
 
 
 def analyse(rows: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +126,10 @@ def analyse(rows: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _shown(value: float | None) -> str:
+    return "-" if value is None else str(value)
+
+
 def _summary(title: str, result: dict[str, Any], env: dict[str, Any]) -> str:
     out = ["# MPI benchmark: %s" % title, "",
            "One rank per node, one node after another in plan order; half round trips "
@@ -138,8 +145,8 @@ def _summary(title: str, result: dict[str, Any], env: dict[str, Any]) -> str:
         for cls, c in found.items():
             fit = c["fit"] or {}
             out.append("| %s | %d | %.1f | %s | %s |" % (
-                cls, c["samples"], c["usec"]["median"], fit.get("latency_us", "-"),
-                fit.get("bandwidth_mb_s", "-")))
+                cls, c["samples"], c["usec"]["median"], _shown(fit.get("latency_us")),
+                _shown(fit.get("bandwidth_mb_s"))))
         out.append("")
     comp = result.get("compute")
     if comp:
@@ -190,7 +197,7 @@ def figure(plt: Any, title: str, rows: list[dict[str, Any]], result: dict[str, A
     for cls, c in result["classes"].get("fixed", {}).items():
         pts = series([r for r in rows if r["phase"] == "fixed" and r["class"] == cls], "bytes", "usec")
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", alpha=0.4, label=cls)
-        if c["fit"] and c["fit"]["bandwidth_mb_s"] != float("inf"):
+        if c["fit"] and c["fit"]["bandwidth_mb_s"] is not None:
             # A curve on the log size axis: evaluated along it, not joined end to end.
             xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 63) for i in range(64)]
             ax.plot(xs, [c["fit"]["latency_us"] + x / c["fit"]["bandwidth_mb_s"] for x in xs],
