@@ -32,49 +32,60 @@ SETTINGS = dict(max_examples=60, deadline=None, database=None,
 # -- an independent walker over plan dicts ------------------------------------
 
 class PlanTables:
-    """Longest-prefix-match tables of every node of a plan, checked as they are
-    built the way `ip route add` would take them."""
+    """Longest-prefix-match tables of every node of a plan in one IP version (4 or
+    6: its addresses, loopbacks and routes only), checked as they are built the
+    way `ip route add` would take them."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, version=4):
         self.plan = plan
+        self.version = version
         self.nodes = plan["nodes"]
         self.forwarding = {n: v["forwarding"] for n, v in self.nodes.items()}
-        self.address = {n: ipaddress.ip_address(v["address"]) for n, v in self.nodes.items()}
+        key = "address" if version == 4 else "address6"
+        self.address = {n: ipaddress.ip_address(v[key]) for n, v in self.nodes.items()}
         self.on_segment = {name: {m["node"] for m in seg["members"]}
                            for name, seg in plan["segments"].items()}
         self.owner = {}
         for name, node in self.nodes.items():
             for iface in node["interfaces"]:
-                for a in iface["addresses"]:
+                for a in self.ours(iface["addresses"]):
                     ip = ipaddress.ip_interface(a).ip
                     assert self.owner.get(ip, name) == name, \
                         "%s is held by %s and %s" % (ip, self.owner[ip], name)
                     self.owner[ip] = name
             if "routing" in node:       # routing.engine frr: the address is a loopback on lo
-                self.owner[ipaddress.ip_interface(node["routing"]["loopback"]).ip] = name
+                self.owner[ipaddress.ip_interface(self.loopback(node)).ip] = name
         for name, addr in self.address.items():
             assert self.owner.get(addr) == name, \
                 "%s's address %s is on none of its interfaces" % (name, addr)
         self.tables = {name: self._table(name, node) for name, node in self.nodes.items()}
+
+    def ours(self, cidrs):
+        return [a for a in cidrs if ipaddress.ip_interface(a).version == self.version]
+
+    def loopback(self, node):
+        return node["routing"]["loopback" if self.version == 4 else "loopback6"]
 
     def _table(self, name, node):
         entries = []
         connected = {}
         own = set()
         for iface in node["interfaces"]:
-            for a in iface["addresses"]:
+            for a in self.ours(iface["addresses"]):
                 ii = ipaddress.ip_interface(a)
                 own.add(ii.ip)
                 connected.setdefault(iface["name"], []).append(ii.network)
                 entries.append((ii.network, "link", iface["segment"]))
         if "routing" in node:
-            loop = ipaddress.ip_interface(node["routing"]["loopback"])
+            loop = ipaddress.ip_interface(self.loopback(node))
             own.add(loop.ip)
             entries.append((loop.network, "link", "lo"))
         nets = [n for ns in connected.values() for n in ns]
         seen = set()
         for r in node["routes"] + node.get("learned", []):
             to = ipaddress.ip_network(r["to"])
+            if to.version != self.version:
+                continue
             via = ipaddress.ip_address(r["via"])
             assert to not in seen, "%s: two routes to %s" % (name, to)
             assert to not in nets, "%s: route to its own connected network %s" % (name, to)
@@ -170,12 +181,13 @@ def plan_distances(plan):
     return out
 
 
-def walk_all(plan, branches=None):
+def walk_all(plan, branches=None, version=4):
     """Walk every ordered pair; return {(src, dst): path} over the preferred
     branch. Asserts the walk properties on every branch: reachable, loop free,
     forwarding on every intermediate node, shortest, and no node forwarding for
-    nothing. branches, when given, gets {(src, dst): every branch}."""
-    tables = PlanTables(plan)
+    nothing. branches, when given, gets {(src, dst): every branch}. version: the
+    IP version walked (its addresses and routes only)."""
+    tables = PlanTables(plan, version)
     dist = plan_distances(plan)
     names = list(plan["nodes"])
     paths = {}

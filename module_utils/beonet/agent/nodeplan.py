@@ -62,7 +62,7 @@ class _InterfaceKeys(TypedDict):
     name: str
     kind: str                    # "ethernet" or "bond"
     segment: str
-    addresses: list[str]         # "ADDR/LEN"
+    addresses: list[str]         # "ADDR/LEN": the IPv4 ones, then the IPv6 ones
 
 
 class Interface(_InterfaceKeys, total=False):
@@ -79,7 +79,7 @@ class Interface(_InterfaceKeys, total=False):
 
 
 class _NodePlanKeys(TypedDict):
-    address: str
+    address: str                 # IPv4 (absent on an IPv6-only cluster)
     forwarding: bool
     interfaces: list[Interface]
     routes: list[Route]
@@ -90,13 +90,17 @@ class Bfd(TypedDict):
     multiplier: int              # missed packets before the neighbour is down
 
 
-class Routing(TypedDict):
-    """routing.engine frr: what the node's FRR configuration is rendered from."""
-
+class _RoutingKeys(TypedDict):
     engine: str                  # "frr"
-    loopback: str                # "ADDR/32", put on lo by FRR's zebra
     bfd: Bfd
     home: str                    # the NIC the node's address would be on with static routes
+
+
+class Routing(_RoutingKeys, total=False):
+    """routing.engine frr: what the node's FRR configuration is rendered from."""
+
+    loopback: str                # "ADDR/32", put on lo by FRR's zebra (absent: IPv6-only)
+    loopback6: str               # addressing.ipv6: "ADDR/128" on lo
 
 
 class NodePlan(_NodePlanKeys, total=False):
@@ -107,6 +111,7 @@ class NodePlan(_NodePlanKeys, total=False):
     coords: list[int]
     switch: str
     ipv6: bool                   # present (false) only when the topology turns IPv6 off
+    address6: str                # addressing.ipv6: the node's IPv6 address
     failover: Failover           # present only when the topology's failover is on
 
 

@@ -10,7 +10,7 @@ import hashlib
 from ipaddress import IPv4Network
 from typing import Any
 
-from . import family
+from . import family, ipv6
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, net_text, parse_net
@@ -31,7 +31,7 @@ def assign(graph: Graph, source: Source) -> Problems:
     """Give every IP segment its prefix, every member its address and every bond its MAC."""
     problems: Problems = source.problems()
     problems.stage = "address"
-    cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {}))
+    cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {})) if graph.v4 else dict(ipv6.LABEL_POOLS)
     lan_pool = IPv4Network(cfg["lan"], strict=False)
     p2p_pool = IPv4Network(cfg["p2p"], strict=False)
     if lan_pool.overlaps(p2p_pool):
@@ -49,6 +49,7 @@ def assign(graph: Graph, source: Source) -> Problems:
         _check_overlap(graph, source, problems)
     if not problems:
         _give_bond_macs(graph)
+        ipv6.assign(graph, source, problems)
     return problems
 
 

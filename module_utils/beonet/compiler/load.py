@@ -11,7 +11,7 @@ routing engine ignores, pools outside unicast space.
 from __future__ import annotations
 
 import functools
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 from typing import Any
 
 from .. import gate
@@ -43,10 +43,17 @@ def _is_ipv4_network(value: object) -> bool:
     return str(IPv4Network(value, strict=False)) == value   # canonical: no host bits, mask, spaces
 
 
+def _is_ipv6_network(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    # a length, no host bits, no zone (fd00::%eth0)
+    return "/" in value and "%" not in value and IPv6Network(value, strict=True).prefixlen >= 0
+
+
 @functools.cache
 def _schema_validator() -> Any:
     """The JSON Schema validator of topologies, with beonet's formats and integer type."""
-    return strict_validator(SCHEMA, {"ipv4-network": _is_ipv4_network})
+    return strict_validator(SCHEMA, {"ipv4-network": _is_ipv4_network, "ipv6-network": _is_ipv6_network})
 
 
 def _size(data: dict[str, Any], problems: Problems) -> None:
@@ -91,6 +98,13 @@ NOT_UNICAST = {IPv4Network("0.0.0.0/8"): "'this network' (0.0.0.0/8)",
                IPv4Network("169.254.0.0/16"): "link-local space (169.254.0.0/16)",
                IPv4Network("224.0.0.0/4"): "multicast space (224.0.0.0/4)",
                IPv4Network("240.0.0.0/4"): "reserved space (240.0.0.0/4)"}
+NOT_UNICAST6 = {IPv6Network("::/8"): "reserved space (::/8: the unspecified, loopback and "
+                                     "IPv4-mapped addresses)",
+                IPv6Network("fe80::/10"): "link-local space (fe80::/10)",
+                IPv6Network("fec0::/10"): "deprecated site-local space (fec0::/10)",
+                IPv6Network("ff00::/8"): "multicast space (ff00::/8)"}
+# The IPv4 keys of addressing, refused on an IPv6-only cluster.
+IPV4_KEYS = ("lan", "lan_prefix", "p2p", "p2p_prefix", "loopback")
 # Settings only routing.engine frr reads: (section, key) -> what frr does with it.
 FRR_ONLY = {("addressing", "loopback"): "gives nodes loopback addresses",
             ("routing", "bfd"): "runs BFD"}
@@ -102,16 +116,40 @@ def _settings(data: dict[str, Any], problems: Problems) -> None:
     pools = data.get("addressing") or {}
     for key in ("lan", "p2p", "loopback"):
         if isinstance(pools.get(key), str):
-            pool = IPv4Network(pools[key], strict=False)
-            for space, what in NOT_UNICAST.items():
-                if pool.overlaps(space):
-                    problems.add("addressing." + key, "pool %s lies in %s: a node's address must be "
-                                 "unicast" % (pools[key], what))
+            _unicast("addressing." + key, IPv4Network(pools[key], strict=False), NOT_UNICAST, problems)
+    six = pools.get("ipv6")
+    for key, text in (six.items() if isinstance(six, dict) else ()):
+        _unicast("addressing.ipv6." + key, IPv6Network(text), NOT_UNICAST6, problems)
+    _families(data, problems)
     engine = (data.get("routing") or {}).get("engine", "static")
     for (section, key), what in FRR_ONLY.items():
         if engine != "frr" and key in (data.get(section) or {}):
             problems.add("%s.%s" % (section, key), "only routing.engine frr %s (the engine is %s)"
                          % (what, engine))
+
+
+def _unicast(path: str, pool: IPv4Network | IPv6Network,
+             spaces: dict[Any, str], problems: Problems) -> None:
+    for space, what in spaces.items():
+        if pool.overlaps(space):
+            problems.add(path, "pool %s lies in %s: a node's address must be unicast" % (pool, what))
+
+
+def _families(data: dict[str, Any], problems: Problems) -> None:
+    """addressing.ipv4 and ipv6 together: at least one family, no IPv4 pool on an
+    IPv6-only cluster, no IPv6 pool where the topology turns IPv6 off."""
+    pools = data.get("addressing") or {}
+    six = pools.get("ipv6", False) is not False
+    if pools.get("ipv4", True) is False:
+        if not six:
+            problems.add("addressing.ipv4", "an IPv6-only cluster needs addressing.ipv6 "
+                                            "(true, or its pools)")
+        for key in IPV4_KEYS:
+            if key in pools:
+                problems.add("addressing." + key, "an IPv4 setting; addressing.ipv4 is false")
+    if six and data.get("ipv6", True) is False:
+        problems.add("ipv6", "false turns IPv6 off on the cluster NICs, where addressing.ipv6 "
+                             "puts its addresses")
 
 
 def load_text(text: str, file: str) -> tuple[Source | None, Problems]:

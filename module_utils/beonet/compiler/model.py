@@ -44,6 +44,25 @@ def mask(plen: int) -> int:
 
 
 @cache
+def ip6_text(value: int) -> str:
+    """An IPv6 address (a 128-bit number) in its RFC 5952 text."""
+    return socket.inet_ntop(socket.AF_INET6, value.to_bytes(16, "big"))
+
+
+def ip6_int(text: str) -> int:
+    """The IPv6 address as a number; ValueError for text that is none."""
+    try:
+        return int.from_bytes(socket.inet_pton(socket.AF_INET6, text), "big")
+    except OSError:
+        raise ValueError("not an IPv6 address: %r" % text) from None
+
+
+@cache
+def net6_text(net: int, plen: int) -> str:
+    return "%s/%d" % (ip6_text(net), plen)
+
+
+@cache
 def net_text(net: int, plen: int) -> str:
     return "%s/%d" % (ip_text(net), plen)
 
@@ -70,6 +89,7 @@ class Interface:
     tso: bool | None = None         # bond: False = TCP segmentation offload off
     peer: tuple[str, str] | None = None  # p2p: (node name, interface name) at the other end
     mac: str | None = None          # bond: the MAC address the address stage gives it
+    addresses6: list[int] = field(default_factory=list)  # IPv6 host addresses; prefix from segment
 
 
 @dataclass(slots=True, eq=False)
@@ -88,6 +108,8 @@ class Node:
     routes: list[Route] = field(default_factory=list)
     forwarding: bool = False
     loopback: int | None = None     # routing.engine frr: the node's /32 on lo, its address
+    loopback6: int | None = None    # routing.engine frr with IPv6: the node's /128 on lo
+    routes6: list[Route] = field(default_factory=list)  # IPv6: the routes, relabelled (ipv6.py)
 
     def iface(self, name: str) -> Interface | None:
         for i in self.interfaces:
@@ -111,6 +133,13 @@ class Node:
         if primary is None:
             raise AssertionError("node %s is on no segment" % self.name)
         return primary.addresses[0]
+
+    @property
+    def address6(self) -> int:
+        """The node's IPv6 address: its IPv6 loopback with routing.engine frr, else its home NIC's."""
+        if self.loopback6 is not None:
+            return self.loopback6
+        return self.home.addresses6[0]
 
 
 Member = tuple[Node, Interface, int]     # (node, its interface, host number)
@@ -136,6 +165,8 @@ class Segment:
     ports_key: str = "switch.ports"  # the topology key that gives `ports`
     medium: str = "switched"        # "switched", or "shared": a hub or coax, one medium for all frames
     delay_us: float | None = None   # one-way delay of a crossing (None: latency's default for the kind)
+    net6: int = UNASSIGNED          # IPv6: the segment's network (a LAN's /64, a link's /127)
+    plen6: int = 0
 
     @property
     def routed(self) -> bool:
@@ -143,6 +174,9 @@ class Segment:
 
     def prefix_text(self) -> str | None:
         return net_text(self.net, self.plen) if self.net != UNASSIGNED else None
+
+    def prefix6_text(self) -> str | None:
+        return net6_text(self.net6, self.plen6) if self.net6 != UNASSIGNED else None
 
 
 @dataclass(slots=True, eq=False)
@@ -309,6 +343,8 @@ class Graph:
     switches: list[Switch] = field(default_factory=list)  # tree family only (root first)
     management: str = "eth0"
     ipv6: bool = True               # False: cluster NICs get no IPv6 (not even link-local)
+    v4: bool = True                 # addressing.ipv4: IPv4 addresses and routes in the plan
+    v6: bool = False                # addressing.ipv6: IPv6 addresses and routes in the plan
     params: dict[str, Any] = field(default_factory=dict)  # family parameters kept for metrics
     notes: list[str] = field(default_factory=list)        # facts the compiler wants in the metrics
     failover: bool = True           # routing.failover: multipath routes over equal next hops

@@ -58,6 +58,9 @@ class Builder:
         self.graph = Graph(self.data["name"], self.family.name)
         self.graph.management = mgmt
         self.graph.ipv6 = self.data.get("ipv6", True)
+        pools = self.data.get("addressing", {})
+        self.graph.v4 = pools.get("ipv4", True)
+        self.graph.v6 = pools.get("ipv6", False) is not False
         routing = self.data.get("routing", {})
         self.graph.failover = routing.get("failover", True)
         self.graph.neighbour = {**NEIGHBOUR_DEFAULTS, **routing.get("neighbour", {})}

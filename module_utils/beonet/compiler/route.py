@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
-from . import family
+from . import family, ipv6
 from .model import Graph, Interface, Links, Node, Reach, Route, ends_of_shortest, mask
 
 
@@ -600,8 +600,10 @@ def _learned(graph: Graph, links: Links, on: dict[tuple[int, str], Interface], b
 
 
 def route(graph: Graph) -> None:
+    """Every node's routes (and, with IPv6, the same routes in IPv6: ipv6.relabel)."""
     if graph.engine == "frr":
         ospf(graph)
-        return
-    fast = family.of(graph.family).route
-    (fast or generic)(graph)
+    else:
+        fast = family.of(graph.family).route
+        (fast or generic)(graph)
+    ipv6.relabel(graph)

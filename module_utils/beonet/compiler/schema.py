@@ -62,6 +62,8 @@ ports = {"type": "integer", "minimum": 1, "maximum": 65535,
                         "not checked"}
 cidr = {"type": "string", "format": "ipv4-network",
         "description": "an IPv4 network in CIDR form, e.g. 10.0.0.0/16"}
+cidr6 = {"type": "string", "format": "ipv6-network",
+         "description": "an IPv6 network in CIDR form, e.g. fd12:3456:789a::/48"}
 bond_settings = {
     "mode": {"enum": BOND_MODES, "description": "Linux bonding mode"},
     "miimon": {"type": "integer", "minimum": 0, "maximum": 60000,
@@ -138,6 +140,18 @@ COMMON: dict[str, Any] = {
         "loopback": {**cidr, "description": "routing.engine frr: the pool of the nodes' "
                                             "loopback addresses, one /32 each in node order "
                                             "(default 10.254.0.0/16)"},
+        "ipv4": {"type": "boolean",
+                 "description": "false: an IPv6-only cluster (needs ipv6); default true"},
+        "ipv6": {"oneOf": [{"type": "boolean"}, obj({
+            "lan": {**cidr6, "description": "the pool of the LANs' /64s (at most /64)"},
+            "p2p": {**cidr6, "description": "the pool of the point-to-point links' /127s "
+                                           "(RFC 6164), at most /127"},
+            "loopback": {**cidr6, "description": "routing.engine frr: the pool of the nodes' "
+                                                "IPv6 loopback addresses, one /128 each"},
+        })], "description": "true: dual stack, the IPv6 pools carved from a unique local /48 "
+                            "derived from the topology's name (fd00::/8 and the first 40 bits "
+                            "of the SHA-256 of the name); or the pools (lan, p2p, loopback), "
+                            "each missing one from that /48. Default false: IPv4 only"},
     }, description="address pools"),
     "link": obj({"rate_mbit": rate, "mtu": mtu},
                 description="defaults for every link"),

@@ -88,6 +88,8 @@ def _describe(schema: dict[str, Any]) -> str:
         return "must be one of: %s" % ", ".join(str(v) for v in schema["enum"])
     if kind == "string" and schema.get("format") == "ipv4-network":
         return "must be an IPv4 network in CIDR form (e.g. 10.0.0.0/16)"
+    if kind == "string" and schema.get("format") == "ipv6-network":
+        return "must be an IPv6 network in CIDR form (e.g. fd12:3456:789a::/48)"
     if kind == "string" and "pattern" in schema:
         return "must be %s" % schema.get("description", "a string matching %s" % schema["pattern"])
     return "must be %s" % _TYPE_WORDS.get(str(kind), str(kind))

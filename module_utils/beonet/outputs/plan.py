@@ -9,15 +9,28 @@ its shape, key for key; a node's part is the one the node agent reads
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
 
-from ..agent.nodeplan import Bfd, NodePlan
+from ..agent.nodeplan import Bfd, NodePlan, Routing
 from ..agent.nodeplan import Interface as InterfacePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
 from ..compiler.metrics import Metrics
-from ..compiler.model import Graph, Interface, Node, Route, Segment, Switch, ip_text, net_text, parse_net
+from ..compiler.model import (
+    UNASSIGNED,
+    Graph,
+    Interface,
+    Node,
+    Route,
+    Segment,
+    Switch,
+    ip6_text,
+    ip_text,
+    net6_text,
+    net_text,
+    parse_net,
+)
 from ..compiler.pipeline import Compiled
 
 PLAN_FORMAT = 3
@@ -56,7 +69,8 @@ class _Logical(TypedDict, total=False):
 
 
 class _Address(TypedDict, total=False):
-    address: str                        # IP segments
+    address: str                        # IP segments (IPv4)
+    address6: str                       # addressing.ipv6
 
 
 class MemberPlan(_Address):
@@ -65,7 +79,8 @@ class MemberPlan(_Address):
 
 
 class _Prefix(TypedDict, total=False):
-    prefix: str | None                  # IP segments
+    prefix: str | None                  # IP segments (IPv4)
+    prefix6: str                        # addressing.ipv6
 
 
 class _SegmentExtras(_Prefix, total=False):
@@ -128,12 +143,13 @@ class Plan(_Switches):
     metrics: Metrics
 
 
-def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> InterfacePlan:
+def _iface(iface: Interface, physical: dict[str, str], everyone: Physical,
+           families: _Families = (True, False)) -> InterfacePlan:
     seg = iface.segment
     name = physical.get(iface.name, iface.name)
     renamed: _Logical = {"logical": iface.name} if name != iface.name else {}
     out: InterfacePlan = {"name": name, "kind": iface.kind, "segment": seg.name,
-                          "addresses": ["%s/%d" % (ip_text(a), seg.plen) for a in iface.addresses],
+                          "addresses": _cidrs(iface, families),
                           **renamed, "rate_mbit": iface.rate_mbit, "mtu": iface.mtu}
     if iface.kind == "bond":
         out["members"] = [physical.get(m, m) for m in iface.members]
@@ -153,20 +169,35 @@ def _iface(iface: Interface, physical: dict[str, str], everyone: Physical) -> In
     return out
 
 
+# Which families a plan shows: set by node_plans for the graph at hand. An interface's
+# IPv4 addresses are internal labels on an IPv6-only cluster, never written.
+_Families = tuple[bool, bool]
+
+
+def _cidrs(iface: Interface, families: _Families = (True, False)) -> list[str]:
+    seg = iface.segment
+    four = ["%s/%d" % (ip_text(a), seg.plen) for a in iface.addresses] if families[0] else []
+    return four + ["%s/%d" % (ip6_text(a), seg.plen6) for a in iface.addresses6]
+
+
 def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
-              failover: FailoverPlan | None = None, bfd: Bfd | None = None) -> NodePlan:
+              failover: FailoverPlan | None = None, bfd: Bfd | None = None,
+              v4: bool = True) -> NodePlan:
     """One node's plan; everyone: {node: {logical: physical NIC name}}.
     routes=False leaves its routes out (an empty list); failover: the
     node's failover object, when the topology's failover is on; bfd: the
-    BFD timers with routing.engine frr (the node's routing object)."""
+    BFD timers with routing.engine frr (the node's routing object); v4:
+    False on an IPv6-only cluster (no IPv4 address or route is written)."""
     everyone = everyone or {}
     physical = everyone.get(node.name, {})
-    out: NodePlan = {
-        "index": node.index, "address": ip_text(node.address), "forwarding": node.forwarding,
-        "interfaces": [_iface(i, physical, everyone) for i in node.interfaces],
-        "routes": _routes(node, physical) if routes and node.loopback is None else []}
+    six = node.home.addresses6 != []
+    out = cast("NodePlan", {"index": node.index, **({"address": ip_text(node.address)} if v4 else {}),
+                            **({"address6": ip6_text(node.address6)} if six else {})})
+    out.update({"forwarding": node.forwarding,
+                "interfaces": [_iface(i, physical, everyone, (v4, six)) for i in node.interfaces],
+                "routes": _both(node, physical, v4) if routes and node.loopback is None else []})
     if node.loopback is not None:       # what FRR's OSPF will install, for the live proof
-        out["learned"] = _routes(node, physical) if routes else []
+        out["learned"] = _both(node, physical, v4) if routes else []
     if node.group is not None:
         out["group"] = node.group
     if node.coords is not None:
@@ -176,9 +207,18 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     if failover is not None:
         cast("dict[str, Any]", out)["failover"] = failover
     if bfd is not None and node.loopback is not None:
-        out["routing"] = {"engine": "frr", "loopback": net_text(node.loopback, 32), "bfd": bfd,
-                          "home": physical.get(node.home.name, node.home.name)}
+        out["routing"] = cast("Routing", {
+            "engine": "frr", **({"loopback": net_text(node.loopback, 32)} if v4 else {}),
+            "bfd": bfd, "home": physical.get(node.home.name, node.home.name)})
+        if node.loopback6 is not None:
+            out["routing"]["loopback6"] = net6_text(node.loopback6, 128)
     return out
+
+
+def _both(node: Node, physical: dict[str, str], v4: bool) -> list[RoutePlan]:
+    """A node's routes in the families its plan shows: the IPv4 ones, then the IPv6 ones."""
+    four = _routes(node.routes, physical, ip_text, net_text) if v4 else []
+    return four + _routes(node.routes6, physical, ip6_text, net6_text) if node.routes6 else four
 
 
 def bfd_plan(graph: Graph) -> Bfd | None:
@@ -188,7 +228,8 @@ def bfd_plan(graph: Graph) -> Bfd | None:
     return {"interval_ms": graph.bfd["interval_ms"], "multiplier": graph.bfd["multiplier"]}
 
 
-def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
+def _routes(routes: list[Route], physical: dict[str, str], ip: Callable[[int], str],
+            net: Callable[[int, int], str]) -> list[RoutePlan]:
     """A node's routes; nexthops (the preferred first) only on those with two or
     more. Equal nexthops lists of one node are one object: a node has few
     distinct ones, and a million routes would otherwise hold a million lists;
@@ -198,26 +239,26 @@ def _routes(node: Node, physical: dict[str, str]) -> list[RoutePlan]:
     lists: dict[tuple[int, str, tuple[int, ...], tuple[str, ...]], list[NextHopPlan]] = {}
     each: dict[tuple[int, str], NextHopPlan] = {}
     texts: dict[int, str] = {}          # the node's few gateways and sources, written once each
-    for r in node.routes:
+    for r in routes:
         via, src = texts.get(r.via), texts.get(r.src)
-        route: RoutePlan = {"to": net_text(r.net, r.plen),
-                            "via": via or texts.setdefault(r.via, ip_text(r.via)),
+        route: RoutePlan = {"to": net(r.net, r.plen),
+                            "via": via or texts.setdefault(r.via, ip(r.via)),
                             "dev": physical.get(r.dev, r.dev),
-                            "src": src or texts.setdefault(r.src, ip_text(r.src))}
+                            "src": src or texts.setdefault(r.src, ip(r.src))}
         if r.alt_via:
             key = (r.via, r.dev, r.alt_via, r.alt_dev)
             hops = lists.get(key)
             if hops is None:
-                hops = lists[key] = [each.get(h) or each.setdefault(h, _hop(h, physical))
+                hops = lists[key] = [each.get(h) or each.setdefault(h, _hop(h, physical, ip))
                                      for h in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev))]
             cast("dict[str, Any]", route)["nexthops"] = hops
         out.append(route)
     return out
 
 
-def _hop(hop: tuple[int, str], physical: dict[str, str]) -> NextHopPlan:
+def _hop(hop: tuple[int, str], physical: dict[str, str], ip: Callable[[int], str]) -> NextHopPlan:
     via, dev = hop
-    return {"via": ip_text(via), "dev": physical.get(dev, dev)}
+    return {"via": ip(via), "dev": physical.get(dev, dev)}
 
 
 def failover_plan(graph: Graph) -> FailoverPlan | None:
@@ -232,14 +273,19 @@ def failover_plan(graph: Graph) -> FailoverPlan | None:
                       "ucast_solicit": n["ucast_solicit"], "retrans_time_ms": n["retrans_time_ms"]}}
 
 
-def segment_plan(seg: Segment, everyone: Physical) -> SegmentPlan:
+def segment_plan(seg: Segment, everyone: Physical, v4: bool = True) -> SegmentPlan:
+    """One segment's part of the plan; v4: False on an IPv6-only cluster."""
     members: list[MemberPlan] = []
     for n, i, _host in seg.members:
         member: MemberPlan = {"node": n.name, "interface": everyone.get(n.name, {}).get(i.name, i.name)}
-        if i.addresses and seg.routed:
+        if i.addresses and seg.routed and v4:
             member["address"] = ip_text(i.addresses[0])
+        if i.addresses6:
+            member["address6"] = ip6_text(i.addresses6[0])
         members.append(member)
-    prefix: _Prefix = {"prefix": seg.prefix_text()} if seg.routed else {}
+    prefix: _Prefix = {"prefix": seg.prefix_text()} if seg.routed and v4 else {}
+    if seg.routed and seg.net6 != UNASSIGNED:
+        prefix["prefix6"] = net6_text(seg.net6, seg.plen6)
     out: SegmentPlan = {"kind": seg.kind, **prefix, "rate_mbit": seg.rate_mbit, "mtu": seg.mtu,
                         "members": members}
     if seg.channel_of is not None:
@@ -270,7 +316,7 @@ def plan(compiled: Compiled, physical: Physical | None = None, routes: bool = Tr
                      "source": compiled.source_file},
         "management": {"interface": graph.management},
         "nodes": node_plans(graph, physical, routes),
-        "segments": {s.name: segment_plan(s, physical) for s in graph.segments},
+        "segments": {s.name: segment_plan(s, physical, graph.v4) for s in graph.segments},
         "metrics": compiled.metrics,
     }
     if graph.switches:
@@ -293,7 +339,7 @@ def node_plans(graph: Graph, physical: Physical | None = None,
     that of the given nodes only."""
     physical = physical or {}
     failover, bfd = failover_plan(graph), bfd_plan(graph)
-    out = {n.name: node_plan(n, physical, routes, failover, bfd)
+    out = {n.name: node_plan(n, physical, routes, failover, bfd, graph.v4)
            for n in (graph.nodes if nodes is None else nodes)}
     if not graph.ipv6:       # the node agent leaves IPv6 link-local as the OS has it otherwise
         for node in out.values():
@@ -371,33 +417,36 @@ def compact_nodes_items(graph: Graph, physical: Physical | None, nodes: list[Nod
     ipv6 = {} if graph.ipv6 else {"ipv6": False}
     failover, bfd = failover_plan(graph), bfd_plan(graph)
     texts: dict[int, str] = {}
+    lists = ([("routes", ip_text, net_text)] if graph.v4 else []) + \
+        ([("routes6", ip6_text, net6_text)] if graph.v6 else [])
     out = []
     for n in nodes:
         names = physical.get(n.name, {})
         devs: dict[str, str] = {}
         hops: dict[tuple[int, str], str] = {}
-        head = json.dumps({**node_plan(n, physical, routes=False, failover=failover, bfd=bfd), **ipv6},
-                          separators=(",", ":"))
+        head = json.dumps({**node_plan(n, physical, routes=False, failover=failover, bfd=bfd, v4=graph.v4),
+                           **ipv6}, separators=(",", ":"))
         routes = ",".join(
             '{"to":"%s","via":"%s","dev":%s,"src":"%s"%s}' % (
-                net_text(r.net, r.plen),
-                texts.get(r.via) or texts.setdefault(r.via, ip_text(r.via)),
+                net(r.net, r.plen),
+                texts.get(r.via) or texts.setdefault(r.via, ip(r.via)),
                 devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
-                texts.get(r.src) or texts.setdefault(r.src, ip_text(r.src)),
-                _nexthops_json(r, hops, names) if r.alt_via else "")
-            for r in n.routes)
+                texts.get(r.src) or texts.setdefault(r.src, ip(r.src)),
+                _nexthops_json(r, hops, names, ip) if r.alt_via else "")
+            for attr, ip, net in lists for r in getattr(n, attr))
         key = '"routes":[]' if n.loopback is None else '"learned":[]'
         out.append("%s:%s" % (json.dumps(n.name), head.replace(key, key[:-1] + routes + "]", 1)))
     return ",".join(out)
 
 
-def _nexthops_json(r: Route, hops: dict[tuple[int, str], str], names: dict[str, str]) -> str:
+def _nexthops_json(r: Route, hops: dict[tuple[int, str], str], names: dict[str, str],
+                   ip: Callable[[int], str]) -> str:
     """',"nexthops":[...]' of a multipath route; hops: a node's next hops already encoded."""
     parts = []
     for hop in zip((r.via, *r.alt_via), (r.dev, *r.alt_dev)):
         text = hops.get(hop)
         if text is None:
-            text = hops[hop] = '{"via":"%s","dev":%s}' % (ip_text(hop[0]),
+            text = hops[hop] = '{"via":"%s","dev":%s}' % (ip(hop[0]),
                                                           json.dumps(names.get(hop[1], hop[1])))
         parts.append(text)
     return ',"nexthops":[%s]' % ",".join(parts)

@@ -180,6 +180,12 @@ def check(data: dict[str, Any], problems: Problems) -> None:
                 problems.add("custom.links[%d].ends[%d]" % (i, j), "unknown node '%s'" % m)
         if len(ends) == 2 and ends[0] == ends[1]:
             problems.add("custom.links[%d].ends" % i, "a link needs two different nodes")
+    if (data.get("addressing") or {}).get("ipv4", True) is False:
+        for key, items in (("segments", segs), ("links", custom.get("links", []))):
+            for i, item in enumerate(items):
+                if "prefix" in item:
+                    problems.add("custom.%s[%d].prefix" % (key, i),
+                                 "an IPv4 prefix; addressing.ipv4 is false")
 
 
 def _check_segment(seg: dict[str, Any], base: str, known: set[Any], problems: Problems) -> None:
