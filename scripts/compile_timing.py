@@ -62,16 +62,24 @@ class Case:
     command: str = "build"
     family: str = "metagraph"
     baseline_commit: str = BASELINE_COMMIT
+    # A case judged against this code on another topology (the IPv4-only one of a
+    # dual-stack case), allowed `allowed` times its time and output bytes
+    baseline_topology: str | None = None
+    allowed: float = 1.0
     times: list[float] = field(default_factory=list)
     rss_mb: float = 0.0
     nodes: int = 0
     entries: int = 0            # nodes + routes of the plan
     out_bytes: int = 0
     base_times: list[float] = field(default_factory=list)      # the baseline commit's, here
+    base_bytes: int = 0         # with baseline_topology: its output bytes
 
     def target(self) -> float | None:
-        """The baseline commit's median in this run; None before it ran."""
-        return statistics.median(self.base_times) if self.base_times else None
+        """The baseline's median in this run (times allowed); None before it ran."""
+        return self.allowed * statistics.median(self.base_times) if self.base_times else None
+
+    def baseline(self) -> str:
+        return self.baseline_commit if self.baseline_topology is None else "IPv4 x%g" % self.allowed
 
 
 def cases() -> list[Case]:
@@ -82,6 +90,9 @@ def cases() -> list[Case]:
         Case("L=20 P=19 C=1, 380 nodes", bench("compile-metagraph-380.yml")),
         Case("L=97 P=48 C=2, 4,656 nodes", bench("compile-metagraph-4656.yml")),
         Case("L=129 P=64 C=2, 8,256 nodes", bench("compile-metagraph-8256.yml")),
+        Case("L=97 P=48 C=2, 4,656 nodes, dual stack", DUAL_STACK,
+             baseline_topology=bench("compile-metagraph-4656.yml"), allowed=2.0,
+             family="metagraph, dual stack"),
         Case("mesh 64x64, 4,096 nodes", bench("compile-mesh-64x64.yml"), family="mesh"),
         Case("mesh 16x16x16, 4,096 nodes", bench("compile-mesh-16x16x16.yml"), family="mesh"),
         Case("custom 100 LANs x 20 + 150 links", "custom", family="custom"),
@@ -110,6 +121,22 @@ def custom_topology(seed: int = CUSTOM_SEED, lans: int = 100, size: int = 20,
                      + ["    - %s" % n for rack in names for n in rack]
                      + ["  segments:"] + segments + ["  links:"] + links
                      + ["routing: {failover: false}"]) + "\n"
+
+
+DUAL_STACK = "dual stack"      # the case's topology: its baseline topology with IPv6 on
+
+
+def dual_stack(path: str, scratch: str) -> str:
+    """A copy of the topology at path, in scratch, with `addressing: {ipv6: true}`."""
+    import yaml
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    data["name"] += "-dual"
+    data["addressing"] = dict(data.get("addressing") or {}, ipv6=True)
+    out = os.path.join(scratch, os.path.basename(path).replace(".yml", "-dual.yml"))
+    with open(out, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+    return out
 
 
 def run_once(case: Case, out: str, code: str | None = None) -> float:
@@ -150,14 +177,19 @@ def measure_output(case: Case, out: str) -> None:
 def run_case(case: Case, runs: int, scratch: str, baseline: str) -> None:
     """runs runs of the case, each followed by one of its baseline's code (in the folder
     baseline); one run when the first takes over RUN_CAP times its baseline's."""
-    twin = Case(case.label, case.topology, case.command)    # its RSS is not ours
+    # its RSS is not ours; with a baseline topology this code runs it
+    twin = Case(case.label, case.baseline_topology or case.topology, case.command)
+    code = None if case.baseline_topology else baseline
     for k in range(runs):
         out = os.path.join(scratch, "out%d" % k)
         case.times.append(run_once(case, out))
         if case.command == "build" and k == 0:
             measure_output(case, out)
         shutil.rmtree(out, ignore_errors=True)
-        case.base_times.append(run_once(twin, out, baseline))
+        case.base_times.append(run_once(twin, out, code))
+        if case.baseline_topology and case.command == "build" and k == 0:
+            measure_output(twin, out)
+            case.base_bytes = twin.out_bytes
         shutil.rmtree(out, ignore_errors=True)
         if case.times[0] > RUN_CAP * case.base_times[0]:
             break
@@ -195,8 +227,11 @@ def environment() -> str:
 
 
 def missed(case: Case, tolerance: float) -> bool:
-    """The case's median is over tolerance times its baseline's median here."""
+    """The case's median is over tolerance times its target here (or its output over
+    tolerance times the allowed share of its baseline topology's)."""
     target = case.target()
+    if case.base_bytes and case.out_bytes > case.allowed * case.base_bytes * tolerance:
+        return True
     return target is None or statistics.median(case.times) > target * tolerance
 
 
@@ -213,9 +248,12 @@ def report(done: list[Case], tolerance: float) -> bool:
         per_node = "%9d" % (c.out_bytes // c.nodes) if c.nodes else "%9s" % "-"
         per_entry = "%9d" % (c.out_bytes // c.entries) if c.entries else "%9s" % "-"
         print("%-34s %5d %7.2fs %6.2fs %6.2fs %8s %7.2fs %6.2f %7.0f %s %s%s" % (
-            c.label, len(c.times), med, min(c.times), max(c.times), c.baseline_commit, target,
+            c.label, len(c.times), med, min(c.times), max(c.times), c.baseline(), target,
             med / target, c.rss_mb, per_node, per_entry,
             "  <-- MISSED" if missed(c, tolerance) else ""))
+        if c.base_bytes:
+            print("%-34s output %s bytes, x%.2f of the IPv4-only build's (target x%g)"
+                  % ("", f"{c.out_bytes:,}", c.out_bytes / c.base_bytes, c.allowed))
     ok = not any(missed(c, tolerance) for c in done)
     big = next((c for c in done if "8,256" in c.label), None)
     small = next((c for c in done if "380 nodes" in c.label), None)
@@ -261,7 +299,7 @@ def markdown(done: list[Case]) -> None:
     for c in done:
         med, target = statistics.median(c.times), c.target() or float("nan")
         print("| %s | %.2f s | %.2f s | %.2f s | %s | %.2f s | %.2f | %.0f MB | %s | %s |" % (
-            c.label, med, min(c.times), max(c.times), c.baseline_commit, target, med / target,
+            c.label, med, min(c.times), max(c.times), c.baseline(), target, med / target,
             c.rss_mb, f"{c.out_bytes // c.nodes:,}" if c.nodes else "-",
             f"{c.out_bytes // c.entries:,}" if c.entries else "-"))
 
@@ -286,6 +324,8 @@ def run_cases(args: argparse.Namespace, scratch: str) -> list[Case]:
             case.topology = os.path.join(scratch, "compile-custom.yml")
             with open(case.topology, "w", encoding="utf-8") as fh:
                 fh.write(custom_topology())
+        if case.topology == DUAL_STACK and case.baseline_topology:
+            case.topology = dual_stack(case.baseline_topology, scratch)
         run_case(case, args.runs, scratch, baseline_code(scratch, case.baseline_commit))
         done.append(case)
     return done

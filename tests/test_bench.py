@@ -41,9 +41,26 @@ def test_bench_custom_topology_is_fixed_and_sized_as_stated(timing):
 
 def test_every_case_has_a_topology_and_a_baseline_commit(timing):
     for case in timing.cases():
+        if case.baseline_topology is not None:      # this code on another topology
+            assert case.topology == timing.DUAL_STACK and (ROOT / case.baseline_topology).is_file()
+            continue
         assert case.topology == "custom" or (ROOT / case.topology).is_file(), case.label
         want = timing.METRICS_BASELINE if case.command == "metrics" else timing.BASELINE_COMMIT
         assert case.baseline_commit == want, case.label
+
+
+def test_a_dual_stack_case_runs_this_code_on_the_ipv4_topology_and_misses_beyond_its_share(timing, tmp_path):
+    dual = next(c for c in timing.cases() if c.baseline_topology is not None)
+    copy = timing.dual_stack(dual.baseline_topology, str(tmp_path))
+    data = yaml.safe_load(open(copy))
+    assert data["addressing"]["ipv6"] is True and data["metagraph"]["groups"] == 97
+    case = timing.Case("d", "x", times=[3.9], base_times=[2.0], allowed=2.0, baseline_topology="y",
+                       out_bytes=190, base_bytes=100)
+    assert case.target() == 4.0 and not timing.missed(case, 1.0) and case.baseline() == "IPv4 x2"
+    case.out_bytes = 201
+    assert timing.missed(case, 1.0) and not timing.missed(case, 1.5)
+    case.out_bytes, case.times = 190, [4.1]
+    assert timing.missed(case, 1.0)
 
 
 def _two_cases(timing, small_s, big_s, base_small=0.3, base_big=6.0):
