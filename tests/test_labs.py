@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 from conftest import ROOT, needs_host
 
 from beonet import cli
@@ -188,6 +189,20 @@ def test_docker_up_saves_what_down_needs(host, tree, tmp_path):
     assert len(saved["links"]) == 5 and set(saved["links"]) <= host.links
     assert [tuple(r) for r in saved["iptables"]] == sorted(host.rules)
     assert len(host.rules) == 1
+
+
+def test_docker_turns_ipv6_on_in_the_containers_only_for_a_plan_with_ipv6(host, tree, tmp_path):
+    dlab.up(str(tree), str(tmp_path))
+    runs = [c for c in host.log if c[:2] == ["docker", "run"]]
+    assert runs and not any("net.ipv6.conf.all.disable_ipv6=0" in c for c in runs)
+    dlab.down(str(tree), str(tmp_path))
+    data = yaml.safe_load(tree.read_text())
+    data["addressing"] = {"ipv6": True}
+    tree.write_text(yaml.safe_dump(data))
+    host.log.clear()
+    dlab.up(str(tree), str(tmp_path))
+    runs = [c for c in host.log if c[:2] == ["docker", "run"]]
+    assert runs and all(" ".join(dlab.IPV6_ON) in " ".join(c) for c in runs)
 
 
 def test_docker_faults_stop_start_and_cut_links_from_the_saved_state(host, tree, tmp_path, capsys):

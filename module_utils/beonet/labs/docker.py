@@ -170,7 +170,7 @@ def up(topology: str, root: str, label: str | None = None, wiring: str = "plan",
     save_state(folder, STATE, record)
     _create_networks(lab, nets, subnets, kept)
     _create_media(plan, lab)
-    _start_containers(lab, nets, layout, image)
+    _start_containers(lab, nets, layout, image, has_ipv6(plan))
     if plan.get("switches"):
         _tree_uplinks(plan, nets, lab)
     hosts = _wire_nodes(plan, lab, nets, layout, record["wired"], wiring == "plan")
@@ -551,15 +551,27 @@ def _create_media(plan: Plan, lab: str) -> None:
         _run(["sh", "-ec", "\n".join(medium_commands(ifb, s["rate_mbit"], s["mtu"]))])
 
 
-def _start_containers(lab: str, nets: Nets, layout: Layout, image: str) -> None:
+def has_ipv6(plan: Plan) -> bool:
+    """Whether the plan gives the nodes IPv6 addresses (addressing.ipv6)."""
+    return any("address6" in node for node in plan["nodes"].values())
+
+
+# Docker starts a container with IPv6 off (no link-local address either); a plan with
+# IPv6 needs it on inside the lab's containers, and only there: the host keeps its own.
+IPV6_ON = ["--sysctl", "net.ipv6.conf.all.disable_ipv6=0",
+           "--sysctl", "net.ipv6.conf.default.disable_ipv6=0"]
+
+
+def _start_containers(lab: str, nets: Nets, layout: Layout, image: str, ipv6: bool = False) -> None:
     _say("starting %d containers of %s (%d at a time)" % (len(layout), image, min(_workers(), len(layout))))
-    _each("starting", {"%s-%s" % (lab, name): partial(_start_container, lab, name, nets, nics, image)
+    _each("starting", {"%s-%s" % (lab, name): partial(_start_container, lab, name, nets, nics, image, ipv6)
                        for name, nics in layout.items()})
 
 
-def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic], image: str) -> None:
+def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic], image: str,
+                     ipv6: bool = False) -> None:
     """Run one node's container on its first network, connect the others and
-    add its spare NICs."""
+    add its spare NICs; ipv6: with IPv6 on inside it."""
     cont = "%s-%s" % (lab, name)
     wires = [nets[n["segment"]][0] for n in nics if n["segment"]]
     _run(["docker", "run", "-d", "--name", cont, "--hostname", name,
@@ -572,6 +584,7 @@ def _start_container(lab: str, name: str, nets: Nets, nics: list[Nic], image: st
           "--sysctl", "net.ipv4.icmp_ratelimit=0",
           "--sysctl", "net.ipv4.conf.all.rp_filter=0",
           "--sysctl", "net.ipv4.conf.default.rp_filter=0",
+          *(IPV6_ON if ipv6 else []),
           image, "sleep", "infinity"])
     for net in wires[1:]:
         _run(["docker", "network", "connect", net, cont])
