@@ -144,10 +144,11 @@ COMMON: dict[str, Any] = {
                  "description": "false: an IPv6-only cluster (needs ipv6); default true"},
         "ipv6": {"oneOf": [{"type": "boolean"}, obj({
             "lan": {**cidr6, "description": "the pool of the LANs' /64s (at most /64)"},
-            "p2p": {**cidr6, "description": "the pool of the point-to-point links' /127s "
-                                           "(RFC 6164), at most /127"},
-            "loopback": {**cidr6, "description": "routing.engine frr: the pool of the nodes' "
-                                                "IPv6 loopback addresses, one /128 each"},
+            "p2p": {**cidr6,
+                    "description": "the pool of the point-to-point links' /127s (RFC 6164), at most /127"},
+            "loopback": {**cidr6,
+                         "description": "routing.engine frr: the pool of the nodes' IPv6 loopback "
+                                        "addresses, one /128 each"},
         })], "description": "true: dual stack, the IPv6 pools carved from a unique local /48 "
                             "derived from the topology's name (fd00::/8 and the first 40 bits "
                             "of the SHA-256 of the name); or the pools (lan, p2p, loopback), "
