@@ -68,7 +68,8 @@ def _in_route6(key, value):
     (_in_route6("via", "::ffff:10.0.0.2"), "via",
      "'::ffff:10.0.0.2' is an IPv4-mapped address (write the IPv4 one)"),
     (_in_route6("via", "ff02::1"), "via", "'ff02::1' is a multicast address"),
-    (_in_route6("via", "fe80::2"), "via", "'fe80::2' is a link-local address (the OS's own, never the plan's)"),
+    (_in_route6("via", "fe80::2"), "via",
+     "'fe80::2' is a link-local address (the OS's own, never the plan's)"),
     (_in_route6("via", "fd76::g"), "via", "'fd76::g' is not an IPv6 address"),
     (_in_route6("src", 6), "src", "must be an IPv6 address, not a number"),
     (_in_route6("to", "fe80::/64"), "to", "'fe80::/64' is a link-local address"),
@@ -112,7 +113,8 @@ def test_an_ipv6_only_plan_needs_address6_and_no_ipv4_address(only):
     n = copy.deepcopy(only["nodes"]["node-0-0"])
     assert "address" not in n and nodeplan.plan_problems("node-0-0", n) == []
     del n["address6"]
-    assert nodeplan.plan_problems("node-0-0", n) == ["node-0-0: plan.address: must be an IPv4 address, not null"]
+    assert nodeplan.plan_problems("node-0-0", n) == [
+        "node-0-0: plan.address: must be an IPv4 address, not null"]
 
 
 def test_an_ipv6_only_frr_plan_has_loopback6_alone_and_it_must_be_a_128():
@@ -224,12 +226,15 @@ def test_a_forwarding_node_keeps_router_advertisements_on_the_management_nic(dua
     assert not any(".eth1.accept_ra" in k or ".lo." in k for k in live["sysctls"])
     lines = [" ".join(a) for a in node.node_actions(n, "node-0-0", render.prefixes(dual), live)[0]]
     assert lines[:4] == ["nft -f /etc/nftables.d/beonet.nft", "sysctl -w net.ipv4.ip_forward=1",
-                         "sysctl -w net.ipv6.conf.eth0.accept_ra=2", "sysctl -w net.ipv6.conf.all.forwarding=1"]
-    text = node.persistent_files(n, render.prefixes(dual), "networkd", sysctls=live["sysctls"])[node.SYSCTL_PATH]
+                         "sysctl -w net.ipv6.conf.eth0.accept_ra=2",
+                         "sysctl -w net.ipv6.conf.all.forwarding=1"]
+    files = node.persistent_files(n, render.prefixes(dual), "networkd", sysctls=live["sysctls"])
+    text = files[node.SYSCTL_PATH]
     assert text.index("net.ipv6.conf.eth0.accept_ra = 2\n") < text.index("net.ipv6.conf.all.forwarding = 1\n")
 
 
-@pytest.mark.parametrize("accept_ra,forwarding6,kept", [("0", "0", False), ("1", "1", False), ("2", "1", True)])
+@pytest.mark.parametrize("accept_ra,forwarding6,kept", [("0", "0", False), ("1", "1", False),
+                                                        ("2", "1", True)])
 def test_a_nic_that_takes_no_router_advertisements_now_is_left_alone(dual, accept_ra, forwarding6, kept):
     n = dual["nodes"]["node-0-0"]
     live = _with_management(n, accept_ra, forwarding6)
@@ -256,9 +261,11 @@ def test_the_forward_filter_holds_both_families_and_an_ipv4_plans_ruleset_is_as_
     n = dual["nodes"]["node-0-0"]
     text = node.persistent_files(n, render.prefixes(dual), "networkd")[node.NFT_PATH]
     assert "set cluster {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\telements = { 10.0.0.0/22" in text
-    assert "type ipv6_addr\n\t\tflags interval\n\t\telements = { fd76:db0c:60c::/62, fd76:db0c:60c:4000::/64 }" in text
+    assert ("type ipv6_addr\n\t\tflags interval\n\t\telements = { fd76:db0c:60c::/62, "
+            "fd76:db0c:60c:4000::/64 }") in text
     assert "\t\tip6 saddr @cluster6 ip6 daddr @cluster6 accept\n" in text
-    six_only = node.persistent_files(only["nodes"]["node-0-0"], render.prefixes(only), "networkd")[node.NFT_PATH]
+    six_only = node.persistent_files(only["nodes"]["node-0-0"], render.prefixes(only),
+                                     "networkd")[node.NFT_PATH]
     assert "ipv4_addr" not in six_only and "@cluster6" in six_only and "ip saddr" not in six_only
     assert node.forward_ruleset(["10.0.0.0/24"])[1].endswith(
         "\tset cluster {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\telements = { 10.0.0.0/24 }\n\t}\n"
@@ -300,7 +307,7 @@ def _params(plan, host):
 
 
 def test_the_module_reads_ipv6_routes_shows_them_in_its_diff_and_a_second_run_changes_nothing(
-        beonet_node, monkeypatch, dual):
+        beonet_node, monkeypatch, dual):  # noqa: F811
     n = dual["nodes"]["node-0-0"]
     live = _blank_node(n)
     out, commands = _run_module(beonet_node, monkeypatch, _params(dual, "node-0-0"), live)
@@ -317,7 +324,7 @@ def test_the_module_reads_ipv6_routes_shows_them_in_its_diff_and_a_second_run_ch
 
 
 def test_a_kernel_without_ipv6_is_no_problem_for_an_ipv4_plan_and_one_for_an_ipv6_plan(
-        beonet_node, monkeypatch, dual):
+        beonet_node, monkeypatch, dual):  # noqa: F811
     class NoSix(_FakeModule):
         def run_command(self, cmd, **kw):
             if cmd[:3] == ["ip", "-j", "-6"]:
@@ -340,9 +347,10 @@ def test_a_kernel_without_ipv6_is_no_problem_for_an_ipv4_plan_and_one_for_an_ipv
     ("prefixes", ["10.0.0.0/8", "fd76:db0c:60c::/48"], None),
     ("prefixes", ["fd76:db0c:60c::1/48"], "prefixes[0]: 'fd76:db0c:60c::1/48' has host bits set"),
     ("neighbours", [{"nic": "eth1", "address": "fd76:db0c:60c::2"}], None),
-    ("neighbours", [{"nic": "eth1", "address": "fe80::2%eth1"}], "neighbours[0]: 'fe80::2%eth1' holds a zone id")])
-def test_the_module_takes_ipv6_prefixes_and_neighbours_and_refuses_bad_ones(beonet_node, monkeypatch, dual,
-                                                                           key, value, expect):
+    ("neighbours", [{"nic": "eth1", "address": "fe80::2%eth1"}],
+     "neighbours[0]: 'fe80::2%eth1' holds a zone id")])
+def test_the_module_takes_ipv6_prefixes_and_neighbours_and_refuses_bad_ones(
+        beonet_node, dual, key, value, expect):  # noqa: F811
     params = dict(_FakeModule(beonet_node, dict(_params(dual, "node-0-0"), **{key: value}), {}).params)
     problems = beonet_node._param_problems(params)
     assert problems == [] if expect is None else problems[0].startswith("node-0-0: " + expect), problems
@@ -351,7 +359,8 @@ def test_the_module_takes_ipv6_prefixes_and_neighbours_and_refuses_bad_ones(beon
 def test_the_fast_path_dump_reads_ipv6_where_the_plan_has_it(dual):
     n = dual["nodes"]["node-0-0"]
     cmd = fast.dump_command(n)
-    for part in ("ip -j -6 addr show dev eth1 scope global permanent", "ip -j -6 route show table main proto beonet",
+    for part in ("ip -j -6 addr show dev eth1 scope global permanent",
+                 "ip -j -6 route show table main proto beonet",
                  "ip -j -6 route show table main proto static", "/proc/sys/net/ipv6/conf/all/forwarding",
                  "/proc/sys/net/ipv6/conf/*/accept_ra", "/proc/sys/net/ipv6/neigh/eth1/ucast_solicit"):
         assert part in cmd, part
@@ -386,8 +395,9 @@ def test_the_rollback_puts_ipv6_routes_back_with_ip_6_and_never_those_of_router_
     got = restore.route_actions([ours, ra], [multipath])
     assert got == [["ip", "-6", "route", "replace", "fd00:1::/64", "via", "fd00::2", "dev", "eth1", "proto",
                     "250", "metric", "1024", "src", "fd00::1"],
-                   ["ip", "-6", "route", "del", "fd00:2::5", "proto", "250", "metric", "1024", "src", "fd00::1",
-                    "nexthop", "via", "fd00::2", "dev", "eth1", "nexthop", "via", "fd00::3", "dev", "eth1"]]
+                   ["ip", "-6", "route", "del", "fd00:2::5", "proto", "250", "metric", "1024", "src",
+                    "fd00::1", "nexthop", "via", "fd00::2", "dev", "eth1",
+                    "nexthop", "via", "fd00::3", "dev", "eth1"]]
     assert restore.route_actions([], [ra]) == []
 
 
@@ -400,7 +410,8 @@ def test_the_rollback_turns_ipv6_forwarding_off_before_the_filter_goes_and_puts_
                      "nft delete table inet beonet", "sysctl -w net.ipv6.conf.eth0.accept_ra=1"]
     on = dict(saved, forwarding="1", nft_table="t", sysctls={node.FORWARD6: "1"})
     lines = [" ".join(a) for a in restore.actions(on, dict(on, nft_table=None), [], "/tmp/x")]
-    assert lines == ["nft -f /tmp/x", "sysctl -w net.ipv4.ip_forward=1", "sysctl -w net.ipv6.conf.all.forwarding=1"]
+    assert lines == ["nft -f /tmp/x", "sysctl -w net.ipv4.ip_forward=1",
+                     "sysctl -w net.ipv6.conf.all.forwarding=1"]
 
 
 def test_the_checkpoint_reads_both_families_routes_and_a_kernel_without_ipv6():
