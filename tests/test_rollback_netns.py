@@ -5,6 +5,7 @@ protocol 250, forwarding, failover sysctls) and changes the node's files, then r
 back: every address, route, link, sysctl and file is as it was, byte for byte.
 Needs root, `ip` and network namespaces (the host's own network is not touched)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -80,24 +81,34 @@ def _kernel(ns, sysctls):
             "routes6": json.loads(_in(ns, "ip", "-j", "-6", "route", "show", "table", "main"))}
 
 
-@pytest.fixture()
-def node():
-    ns, peer = PREFIX + "-node", PREFIX + "-peer"
+@contextlib.contextmanager
+def _pair(suffix, nics, up):
+    """A node's namespace and its peer's, joined by a veth per NIC (both ends up: up);
+    both deleted afterwards."""
+    ns, peer = PREFIX + "-node" + suffix, PREFIX + "-peer" + suffix
     made = []
     try:
         for name in (ns, peer):
             _run("ip", "netns", "add", name)
             made.append(name)
-        for nic in ("eth1", "eth2"):
+        for nic in nics:
             _run("ip", "link", "add", nic, "netns", ns, "type", "veth", "peer", "name", nic, "netns", peer)
+            for end in (peer, ns) if up else ():
+                _in(end, "ip", "link", "set", nic, "up")
+        yield ns
+    finally:
+        for name in made:
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+@pytest.fixture()
+def node():
+    with _pair("", ("eth1", "eth2"), up=False) as ns:
         _in(ns, "ip", "link", "set", "eth1", "up")
         _in(ns, "ip", "addr", "add", "192.168.7.1/24", "dev", "eth1")
         _in(ns, "ip", "route", "add", "10.77.0.0/16", "via", "192.168.7.254", "dev", "eth1",
             "proto", "static", "metric", "100")
         yield ns
-    finally:
-        for name in made:
-            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
 @in_namespaces
@@ -133,19 +144,10 @@ ADMIN6 = ("fd99::1/64", "fd98::/64", "fd99::fe")       # the management NIC's ow
 def dual_node():
     """A node whose NICs are up with carrier (their peers up too), IPv6 on; eth0 stands for
     the management interface: its own IPv6 address and route, accepting router advertisements."""
-    ns, peer = PREFIX + "-node6", PREFIX + "-peer6"
-    made = []
-    try:
-        for name in (ns, peer):
-            _run("ip", "netns", "add", name)
-            made.append(name)
+    with _pair("6", ("eth0", "eth1", "eth2"), up=True) as ns:
         off = _in(ns, "sh", "-c", "cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1")
         if off.strip() != "0":
             pytest.skip("IPv6 is off in this kernel's network namespaces")
-        for nic in ("eth0", "eth1", "eth2"):
-            _run("ip", "link", "add", nic, "netns", ns, "type", "veth", "peer", "name", nic, "netns", peer)
-            _in(peer, "ip", "link", "set", nic, "up")
-            _in(ns, "ip", "link", "set", nic, "up")
         _in(ns, "ip", "-6", "addr", "add", ADMIN6[0], "dev", "eth0", "nodad")
         _in(ns, "ip", "-6", "route", "add", ADMIN6[1], "via", ADMIN6[2], "dev", "eth0", "proto", "static")
         _in(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/eth0/accept_ra")
@@ -154,9 +156,6 @@ def dual_node():
                 break
             time.sleep(0.1)
         yield ns
-    finally:
-        for name in made:
-            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
 @in_namespaces_with_nft
