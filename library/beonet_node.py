@@ -28,6 +28,12 @@ description:
     several next hops as one multipath route, and addresses are
     recorded in C(/var/lib/beonet/addresses);
     those a newer plan drops are removed, and nothing else.
+  - IPv6 (the plan's C(addressing.ipv6)) alike, with C(ip -6) (routes read with
+    C(ip -j -6 route)); IPv6 addresses are added without duplicate address detection
+    (C(nodad), as the plan gives each address once, and a tentative address would refuse
+    the routes whose source it is). A forwarding node turns on
+    C(net.ipv6.conf.all.forwarding), after giving C(accept_ra=2) to every NIC outside
+    the plan that accepts router advertisements (the management interface keeps them).
   - Refuses, before any change, a plan of a format it does not understand, and a
     plan that would touch the management interface or address, or that names a
     NIC the node does not have.
@@ -54,7 +60,9 @@ options:
     type: int
     required: true
   prefixes:
-    description: Every prefix of the topology; forwarding nodes forward only between them.
+    description:
+      - Every prefix of the topology; forwarding nodes forward only between them.
+      - IPv4 or IPv6; the IPv6 prefixes the node's own plan routes to are added to them.
     type: list
     elements: str
     required: true
