@@ -37,7 +37,7 @@ from .backends import backend_files, config_path_problem
 from .names import whole_file_problem
 from .netbackends import BACKENDS
 from .netbackends.base import HEADER
-from .nodeplan import NodePlan, unsafe_text
+from .nodeplan import Interface, NodePlan, unsafe_text
 from .routes import (
     PROTO,
     canonical,
@@ -351,7 +351,7 @@ def _words(key: str) -> list[str]:
     return key.split("/") if "/" in key else key.split(".")
 
 
-def _nic_sysctls(iface: Any, timers: dict[str, Any], family: str) -> list[tuple[str, str]]:
+def _nic_sysctls(iface: Interface, timers: dict[str, Any], family: str) -> list[tuple[str, str]]:
     return ([(neigh_key(iface["name"], t, family), str(timers[t])) for t in NEIGH_TIMERS]
             + [(nic_key("conf", iface["name"], LINKDOWN, family), "1")])
 
