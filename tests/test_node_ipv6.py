@@ -3,6 +3,7 @@ node, forwarding without losing router advertisements, the forward filter, the f
 sysctls, the module's reads, the fast path and the rollback."""
 
 import copy
+import ipaddress
 import json
 
 import pytest
@@ -429,3 +430,14 @@ def test_the_checkpoint_reads_both_families_routes_and_a_kernel_without_ipv6():
     assert no_six["routes"] == four
     with pytest.raises(checkpoint.CheckpointError, match="ip -j -6 route show table main failed: Cannot"):
         checkpoint.read_state(lambda argv: run(argv, "Cannot talk to rtnetlink"))
+
+
+def test_under_frr_the_filter_passes_the_learned_destinations_and_the_ipv6_loopback():
+    plan = _plan("metanode-testbed-frr.yml", ONLY)
+    name, n = next((k, v) for k, v in plan["nodes"].items() if "routing" in v and v["forwarding"])
+    assert render.prefixes(plan) == [] and n["routes"] == [] and n["learned"]
+    nets = [ipaddress.ip_network(p) for p in node.cluster_prefixes(n, [])]
+    wanted = [ipaddress.ip_network(r["to"]) for r in n["learned"]]
+    wanted.append(ipaddress.ip_interface(n["routing"]["loopback6"]).network)
+    assert all(any(w.subnet_of(p) for p in nets) for w in wanted)
+    assert all(not a.overlaps(b) for k, a in enumerate(nets) for b in nets[k + 1:])
