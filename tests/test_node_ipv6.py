@@ -403,8 +403,8 @@ def test_the_rollback_puts_ipv6_routes_back_with_ip_6_and_never_those_of_router_
 
 
 def test_the_rollback_turns_ipv6_forwarding_off_before_the_filter_goes_and_puts_accept_ra_back():
-    saved = {"links": [], "addrs": [], "routes": [], "forwarding": "0\n", "nft_table": None,
-             "sysctls": {node.FORWARD6: "0", "net.ipv6.conf.eth0.accept_ra": "1"}}
+    saved = {"links": [{"ifname": "eth0", "flags": ["UP"]}], "addrs": [], "routes": [], "forwarding": "0\n",
+             "nft_table": None, "sysctls": {node.FORWARD6: "0", "net.ipv6.conf.eth0.accept_ra": "1"}}
     now = dict(saved, nft_table="table inet beonet {}")
     lines = [" ".join(a) for a in restore.actions(saved, now, [], "/tmp/x")]
     assert lines == ["sysctl -w net.ipv4.ip_forward=0", "sysctl -w net.ipv6.conf.all.forwarding=0",
@@ -441,3 +441,14 @@ def test_under_frr_the_filter_passes_the_learned_destinations_and_the_ipv6_loopb
     wanted.append(ipaddress.ip_interface(n["routing"]["loopback6"]).network)
     assert all(any(w.subnet_of(p) for p in nets) for w in wanted)
     assert all(not a.overlaps(b) for k, a in enumerate(nets) for b in nets[k + 1:])
+
+
+def test_the_rollback_writes_no_sysctl_of_a_nic_that_is_not_there_any_more():
+    saved = {"net.ipv6.conf.eth0.accept_ra": "1", "net.ipv6.neigh.bond0.ucast_solicit": "3",
+             "net/ipv4/neigh/eth1.10/ucast_solicit": "3", "net.ipv6.fib_multipath_hash_policy": "0",
+             node.FORWARD6: "0"}
+    links = [{"ifname": "eth0"}, {"ifname": "eth1.10"}]
+    assert [a[-1] for a in restore.sysctl_actions(saved, links)] == [
+        "net.ipv6.conf.eth0.accept_ra=1", "net.ipv6.fib_multipath_hash_policy=0",
+        "net/ipv4/neigh/eth1.10/ucast_solicit=3"]
+    assert len(restore.sysctl_actions(saved)) == 4

@@ -345,7 +345,7 @@ def sysctl_path(key: str) -> str:
     return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
 
 
-def _words(key: str) -> list[str]:
+def key_words(key: str) -> list[str]:
     """A sysctl key's words: net, the family, ..., the name (a NIC's dots kept only
     where the key is written with '/')."""
     return key.split("/") if "/" in key else key.split(".")
@@ -399,13 +399,13 @@ def forwarding6_sysctls(n: NodePlan, live: dict[str, str | None]) -> list[tuple[
         return []
     if not n["forwarding"]:
         return [(FORWARD6, "0")]
-    keep = sorted(k for k, v in live.items() if _words(k)[-1] == ACCEPT_RA
+    keep = sorted(k for k, v in live.items() if key_words(k)[-1] == ACCEPT_RA
                   and (v == "2" or (v == "1" and live.get(FORWARD6) == "0")))
     return [(k, "2") for k in keep] + [(FORWARD6, "1")]
 
 
 def _default_of(key: str) -> str:
-    return KERNEL_DEFAULTS[_words(key)[-1]]
+    return KERNEL_DEFAULTS[key_words(key)[-1]]
 
 
 def live_sysctls(n: NodePlan, read: Callable[[str], str | None],
@@ -424,7 +424,7 @@ def live_sysctls(n: NodePlan, read: Callable[[str], str | None],
                  if n["forwarding"]]
     for key in keys:
         text = read(sysctl_path(key))
-        words = _words(key)
+        words = key_words(key)
         if text is None and ("neigh" in words or LINKDOWN in words):
             section = "conf" if LINKDOWN in words else "neigh"
             text = read("/proc/sys/net/%s/%s/default/%s" % (words[1], section, words[-1])) or _default_of(key)

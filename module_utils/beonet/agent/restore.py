@@ -32,7 +32,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .apply import FORWARD6, address_command
+from .apply import FORWARD6, address_command, key_words
 from .files import atomic_write
 from .verify import is_link_local
 
@@ -218,10 +218,21 @@ def nft_text(saved: str) -> str:
     return NFT_LOAD + saved
 
 
-def sysctl_actions(saved: dict[str, str | None]) -> list[Action]:
-    """The saved sysctls written back but IPv6 forwarding (forwarding_actions)."""
+def sysctl_actions(saved: dict[str, str | None], links: IpJson | None = None) -> list[Action]:
+    """The saved sysctls written back but IPv6 forwarding (forwarding_actions) and, where
+    the links now are known, those of a NIC that is not there (a bond the change made and
+    the rollback removed, a NIC gone since: nothing to put back)."""
+    present = None if links is None else {str(link.get("ifname")) for link in links}
     return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in sorted(saved.items())
-            if v is not None and k != FORWARD6]
+            if v is not None and k != FORWARD6 and (present is None or _nic_of(k) in present | {None})]
+
+
+def _nic_of(key: str) -> str | None:
+    """The NIC of a per-NIC sysctl key (net.FAMILY.conf|neigh.NIC.NAME), None for others."""
+    words = key_words(key)
+    if len(words) == 5 and words[2] in ("conf", "neigh") and words[3] not in ("all", "default"):
+        return words[3]
+    return None
 
 
 def _forwarding(saved: dict[str, Any]) -> list[tuple[str, str]]:
@@ -256,4 +267,5 @@ def actions(saved: dict[str, Any], now: dict[str, Any], scope: Iterable[str], lo
             + link_actions(saved["links"], now["links"], scope)
             + address_actions(saved["addrs"], now["addrs"], scope)
             + route_actions(saved["routes"], now["routes"])
-            + sysctl_actions(saved.get("sysctls") or {}) + tso_actions(saved.get("tso") or {}))
+            + sysctl_actions(saved.get("sysctls") or {}, now.get("links"))
+            + tso_actions(saved.get("tso") or {}))
