@@ -361,7 +361,7 @@ def test_the_fast_path_dump_reads_ipv6_where_the_plan_has_it(dual):
     n = dual["nodes"]["node-0-0"]
     cmd = fast.dump_command(n)
     for part in ("ip -j -6 addr show dev eth1 scope global permanent",
-                 "ip -j -6 route show table main proto beonet",
+                 "ip -j -6 route show table main proto 250",
                  "ip -j -6 route show table main proto static", "/proc/sys/net/ipv6/conf/all/forwarding",
                  "/proc/sys/net/ipv6/conf/*/accept_ra", "/proc/sys/net/ipv6/neigh/eth1/ucast_solicit"):
         assert part in cmd, part

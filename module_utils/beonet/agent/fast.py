@@ -33,6 +33,7 @@ from .backends import RECORD_PATH
 from .frr import WATCHED
 from .netbackends import BACKENDS, units
 from .nodeplan import NodePlan
+from .routes import PROTO
 
 FINGERPRINT = "/run/beonet/fingerprint"
 CHECKPOINTS = "/var/lib/beonet/checkpoint"
@@ -65,11 +66,12 @@ def dump_command(n: NodePlan) -> str:
               + ("; ip -j -6 addr show dev %s scope global permanent" % nic if six else "") for nic in nics]
     frr = "routing" in n
     # with FRR the routes it learns change as links come and go; only beonet's own matter
-    parts += ["ip -j route show table main" + (" proto beonet; ps -C %s -o pid=,comm=" % ",".join(WATCHED)
-                                               if frr else "")]
+    # (by number: `ip` knows the name beonet only where rt_protos names it)
+    watch = " proto %d; ps -C %s -o pid=,comm=" % (PROTO, ",".join(WATCHED))
+    parts += ["ip -j route show table main" + (watch if frr else "")]
     # IPv6: beonet's routes and those NetworkManager restores (static), never those that
     # router advertisements bring and age (their lifetimes count down)
-    parts += ["ip -j -6 route show table main proto beonet; ip -j -6 route show table main proto static"
+    parts += ["ip -j -6 route show table main proto %d; ip -j -6 route show table main proto static" % PROTO
               ] if six else []
     parts += ["cat %s" % sysctls,
               "nft list table inet beonet",
