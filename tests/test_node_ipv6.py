@@ -452,3 +452,18 @@ def test_the_rollback_writes_no_sysctl_of_a_nic_that_is_not_there_any_more():
         "net.ipv6.conf.eth0.accept_ra=1", "net.ipv6.fib_multipath_hash_policy=0",
         "net/ipv4/neigh/eth1.10/ucast_solicit=3"]
     assert len(restore.sysctl_actions(saved)) == 4
+
+
+def test_ipv6_is_turned_on_on_a_nic_that_has_it_off_before_its_addresses(dual):
+    n = dual["nodes"]["node-0-0"]
+    live = _blank_node(n)
+    live["sysctls"]["net.ipv6.conf.eth2.disable_ipv6"] = "1"
+    lines = [" ".join(a) for a in node.node_actions(n, "node-0-0", render.prefixes(dual), live)[0]]
+    on = lines.index("sysctl -w net.ipv6.conf.eth2.disable_ipv6=0")
+    assert on < lines.index("ip -6 addr add fd76:db0c:60c:4000::1/64 dev eth2 nodad")
+    assert not any("eth1.disable_ipv6" in line for line in lines)
+    text = node.persistent_files(n, render.prefixes(dual), "networkd")[node.SYSCTL_PATH]
+    assert "net.ipv6.conf.eth1.disable_ipv6 = 0\nnet.ipv6.conf.eth2.disable_ipv6 = 0\n" in text
+    bond = dict(n, interfaces=[dict(n["interfaces"][0], name="bond9")])
+    read = {"/proc/sys/net/ipv6/conf/default/disable_ipv6": "1\n"}
+    assert node.live_sysctls(bond, read.get)["net.ipv6.conf.bond9.disable_ipv6"] == "1"

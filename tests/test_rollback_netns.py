@@ -142,15 +142,17 @@ ADMIN6 = ("fd99::1/64", "fd98::/64", "fd99::fe")       # the management NIC's ow
 
 @pytest.fixture()
 def dual_node():
-    """A node whose NICs are up with carrier (their peers up too), IPv6 on; eth0 stands for
-    the management interface: its own IPv6 address and route, accepting router advertisements."""
+    """A node whose NICs are up with carrier (their peers up too), IPv6 on but on eth2 (as
+    a container starts them); eth0 stands for the management interface: its own IPv6
+    address and route, accepting router advertisements."""
     with _pair("6", ("eth0", "eth1", "eth2"), up=True) as ns:
         off = _in(ns, "sh", "-c", "cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1")
         if off.strip() != "0":
             pytest.skip("IPv6 is off in this kernel's network namespaces")
         _in(ns, "ip", "-6", "addr", "add", ADMIN6[0], "dev", "eth0", "nodad")
         _in(ns, "ip", "-6", "route", "add", ADMIN6[1], "via", ADMIN6[2], "dev", "eth0", "proto", "static")
-        _in(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/eth0/accept_ra")
+        _in(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/eth0/accept_ra; "
+                            "echo 1 > /proc/sys/net/ipv6/conf/eth2/disable_ipv6")      # as in a container
         for _try in range(50):                  # the link-local addresses' DAD ends (a second or two)
             if not _in(ns, "ip", "-6", "addr", "show", "tentative").strip():
                 break
@@ -168,7 +170,8 @@ def test_a_dual_stack_node_is_applied_in_sync_on_a_second_run_and_rolled_back(du
     keys = ["net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding", "net.ipv6.conf.eth0.forwarding",
             "net.ipv6.conf.eth0.accept_ra", "net.ipv6.conf.eth1.accept_ra",
             "net.ipv6.fib_multipath_hash_policy",
-            "net.ipv6.neigh.eth1.base_reachable_time_ms", "net.ipv6.conf.eth2.ignore_routes_with_linkdown"]
+            "net.ipv6.neigh.eth1.base_reachable_time_ms", "net.ipv6.conf.eth2.ignore_routes_with_linkdown",
+            "net.ipv6.conf.eth2.disable_ipv6"]
     before = _kernel(dual_node, keys)
     args = {"plan": n, "prefixes": prefixes, "nft": str(ruleset), "files": [], "scope": ["eth1", "eth2"]}
     saved = _agent(dual_node, "save", args, tmp_path)
@@ -185,6 +188,8 @@ def test_a_dual_stack_node_is_applied_in_sync_on_a_second_run_and_rolled_back(du
     assert not any("tentative" in a or "dadfailed" in a for link in applied["addrs"]
                    for a in link["addr_info"] if a.get("scope") == "global")
     assert applied["sysctls"]["net.ipv6.conf.all.forwarding"] == "1"
+    off = "net.ipv6.conf.eth2.disable_ipv6"
+    assert (before["sysctls"][off], applied["sysctls"][off]) == ("1", "0")
     assert applied["sysctls"]["net.ipv6.conf.eth0.accept_ra"] == "2"          # keeps taking RAs
     assert applied["sysctls"]["net.ipv6.conf.eth1.accept_ra"] == \
         before["sysctls"]["net.ipv6.conf.eth1.accept_ra"]

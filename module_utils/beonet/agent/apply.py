@@ -155,7 +155,8 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
     files = backend_files(n, backend, renderer)
     files.update(frr.frr_files(n))
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
-        "%s = %s\n" % kv for kv in forwarding6_sysctls(n, sysctls or {}) + failover_sysctls(n))
+        "%s = %s\n" % kv for kv in forwarding6_sysctls(n, sysctls or {}) + ipv6_nic_sysctls(n)
+        + failover_sysctls(n))
     if n["forwarding"]:
         files[NFT_PATH] = forward_ruleset(cluster_prefixes(n, prefixes))[1]
     for path in files:
@@ -278,18 +279,22 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
 
 
 def runtime_actions(n: NodePlan, node: str, links: IpJson, addrs: IpJson, routes: IpJson,
-                    installed: Iterable[str] = ()) -> tuple[list[Action], list[str]]:
+                    installed: Iterable[str] = (), sysctls: dict[str, str | None] | None = None,
+                    ) -> tuple[list[Action], list[str]]:
     """The ``ip`` commands (argv lists) that turn the live state into node plan n.
 
     links, addrs, routes: parsed ``ip -j link``, ``ip -j addr`` and
-    ``ip -j route show table main`` output; installed: the "ADDR/LEN DEV"
-    addresses an earlier run installed (the state file). Returns (actions,
-    problems); with problems (a planned NIC the node lacks) there is no action."""
+    ``ip -j route show table main`` output (and ``ip -j -6 route``); installed: the
+    "ADDR/LEN DEV" addresses an earlier run installed (the state file); sysctls: the
+    live ones (live_sysctls: IPv6 is turned on where the plan puts IPv6 addresses and
+    it is off, before they are added). Returns (actions, problems); with problems (a
+    planned NIC the node lacks) there is no action."""
     by_name = {link["ifname"]: link for link in links}
     problems = _missing_nics(n, node, by_name)
     if problems:
         return [], problems
-    return (_bond_actions(n, by_name) + _link_actions(n, by_name)
+    ipv6_on = sysctl_writes(ipv6_nic_sysctls(n), sysctls) if sysctls is not None else []
+    return (_bond_actions(n, by_name) + _link_actions(n, by_name) + ipv6_on
             + _address_actions(n, addrs, installed) + _route_actions(n, routes)), []
 
 
@@ -322,7 +327,7 @@ NEIGH_TIMERS = ("base_reachable_time_ms", "delay_first_probe_time", "ucast_solic
 KERNEL_DEFAULTS = {"fib_multipath_use_neigh": "0", "fib_multipath_hash_policy": "0",
                    "base_reachable_time_ms": "30000", "delay_first_probe_time": "5",
                    "ucast_solicit": "3", "retrans_time_ms": "1000",
-                   "ignore_routes_with_linkdown": "0"}
+                   "ignore_routes_with_linkdown": "0", "disable_ipv6": "0"}
 # A next hop whose NIC has lost carrier is skipped by multipath routes only with this.
 LINKDOWN = "ignore_routes_with_linkdown"
 
@@ -383,6 +388,14 @@ FORWARD6 = "net.ipv6.conf.all.forwarding"     # IPv6 forwarding: all of it or no
 ACCEPT_RA = "accept_ra"
 
 
+def ipv6_nic_sysctls(n: NodePlan) -> list[tuple[str, str]]:
+    """[(net.ipv6.conf.NIC.disable_ipv6, "0")] for each NIC the plan gives an IPv6
+    address: a NIC with IPv6 off (a container's, or an older plan's ``ipv6: false``)
+    refuses IPv6 addresses."""
+    return [(nic_key("conf", i["name"], "disable_ipv6", "ipv6"), "0")
+            for i in n["interfaces"] if any(":" in a for a in i["addresses"])]
+
+
 def forwarding6_sysctls(n: NodePlan, live: dict[str, str | None]) -> list[tuple[str, str]]:
     """[(key, value)] of IPv6 forwarding for a plan with IPv6 (none without).
 
@@ -416,7 +429,7 @@ def live_sysctls(n: NodePlan, read: Callable[[str], str | None],
     exist yet (a bond) will start with the family's neigh.default value, or the
     kernel's where that is not readable."""
     out: dict[str, str | None] = {}
-    keys = [key for key, _value in failover_sysctls(n)]
+    keys = [key for key, _value in failover_sysctls(n) + ipv6_nic_sysctls(n)]
     if has_ipv6(n):
         keys.append(FORWARD6)
         planned = {name for i in n["interfaces"] for name in [i["name"]] + list(i.get("members", []))}
@@ -425,9 +438,9 @@ def live_sysctls(n: NodePlan, read: Callable[[str], str | None],
     for key in keys:
         text = read(sysctl_path(key))
         words = key_words(key)
-        if text is None and ("neigh" in words or LINKDOWN in words):
-            section = "conf" if LINKDOWN in words else "neigh"
-            text = read("/proc/sys/net/%s/%s/default/%s" % (words[1], section, words[-1])) or _default_of(key)
+        if text is None and len(words) == 5 and words[2] in ("conf", "neigh"):
+            text = read("/proc/sys/net/%s/%s/default/%s" % (words[1], words[2], words[-1])) \
+                or KERNEL_DEFAULTS.get(words[-1])
         out[key] = text.strip() if text is not None else None
     return out
 
@@ -464,7 +477,7 @@ def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
 
     Returns (actions, problems); with problems there is no action."""
     ip_actions, problems = runtime_actions(n, node, live["links"], live["addrs"], live["routes"],
-                                           live["installed"])
+                                           live["installed"], live["sysctls"])
     if problems:
         return [], problems
     return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"], live["sysctls"])
@@ -480,7 +493,7 @@ def blank_live_state(n: NodePlan) -> LiveState:
              for i in n["interfaces"] if i["kind"] == "ethernet"]
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
             "nft_table": None, "tso": dict.fromkeys(tso_off_bonds(n)),
-            "sysctls": dict({k: _default_of(k) for k, _v in failover_sysctls(n)},
+            "sysctls": dict({k: _default_of(k) for k, _v in failover_sysctls(n) + ipv6_nic_sysctls(n)},
                             **({FORWARD6: "0"} if has_ipv6(n) else {})),
             "frr_running": False, "frr_conf": None, "systemd": True}
 
