@@ -28,6 +28,12 @@ description:
     several next hops as one multipath route, and addresses are
     recorded in C(/var/lib/beonet/addresses);
     those a newer plan drops are removed, and nothing else.
+  - IPv6 (the plan's C(addressing.ipv6)) alike, with C(ip -6) (routes read with
+    C(ip -j -6 route)); IPv6 addresses are added without duplicate address detection
+    (C(nodad), as the plan gives each address once, and a tentative address would refuse
+    the routes whose source it is). A forwarding node turns on
+    C(net.ipv6.conf.all.forwarding), after giving C(accept_ra=2) to every NIC outside
+    the plan that accepts router advertisements (the management interface keeps them).
   - Refuses, before any change, a plan of a format it does not understand, and a
     plan that would touch the management interface or address, or that names a
     NIC the node does not have.
@@ -54,7 +60,9 @@ options:
     type: int
     required: true
   prefixes:
-    description: Every prefix of the topology; forwarding nodes forward only between them.
+    description:
+      - Every prefix of the topology; forwarding nodes forward only between them.
+      - IPv4 or IPv6; the IPv6 prefixes the node's own plan routes to are added to them.
     type: list
     elements: str
     required: true
@@ -232,7 +240,6 @@ fast_read:
   type: str
 """
 
-import ipaddress
 import os
 from typing import Any
 
@@ -297,16 +304,26 @@ def _bonding_driver(module: AnsibleModule) -> bool:
     return bool(modinfo) and module.run_command([modinfo, "bonding"])[0] == 0
 
 
+def _routes6(module: AnsibleModule, n: nodeplan.NodePlan) -> Any:
+    """The main table's IPv6 routes; none where the kernel has no IPv6 and the plan none."""
+    cmd = ["ip", "-j", "-6", "route", "show", "table", "main"]
+    rc, out, _err = module.run_command(cmd)
+    if rc != 0 and not beonet.has_ipv6(n):
+        return []
+    return _json(module, *cmd)
+
+
 def _live_state(module: AnsibleModule, n: nodeplan.NodePlan) -> beonet.LiveState:
     rc, listed, _err = module.run_command(["nft", "list", "table", "inet", "beonet"])
-    return {"links": _json(module, "ip", "-j", "link"),
+    links = _json(module, "ip", "-j", "link")
+    return {"links": links,
             "addrs": _json(module, "ip", "-j", "addr"),
-            "routes": _json(module, "ip", "-j", "route", "show", "table", "main"),
+            "routes": _json(module, "ip", "-j", "route", "show", "table", "main") + _routes6(module, n),
             "installed": (read_text(beonet.STATE_PATH) or "").splitlines(),
             "forwarding": read_text(beonet.FORWARD) or "",
             "nft_table": listed if rc == 0 else None,
             "tso": beonet.live_tso(n),
-            "sysctls": beonet.live_sysctls(n, read_text),
+            "sysctls": beonet.live_sysctls(n, read_text, [str(link.get("ifname")) for link in links]),
             **_frr_live(n)}
 
 
@@ -367,10 +384,8 @@ def _param_problems(p: dict[str, Any]) -> list[str]:
         why = names.ifname_problem(p["management_interface"])
         problems += ["%s: management_interface: %s" % (name, why)] if why else []
     for k, prefix in enumerate(p["prefixes"]):
-        try:
-            ipaddress.IPv4Network(prefix)
-        except ValueError:
-            problems.append("%s: prefixes[%d]: %s is not an IPv4 network" % (name, k, names.shown(prefix)))
+        why = nodeplan.network_problem(prefix)
+        problems += ["%s: prefixes[%d]: %s" % (name, k, why)] if why else []
     problems += ["%s: down[%d]: %s" % (name, k, why) for k, why in
                  enumerate(names.node_name_problem(d) for d in p["down"]) if why]
     if not 0 <= p["confirm_timeout"] <= checkpoint.MAX_TIMEOUT:      # NaN fails both
@@ -378,10 +393,7 @@ def _param_problems(p: dict[str, Any]) -> list[str]:
                         % (name, checkpoint.MAX_TIMEOUT, p["confirm_timeout"]))
     for k, t in enumerate(p["neighbours"]):
         why = names.ifname_problem(t["nic"])
-        try:
-            ipaddress.IPv4Address(t["address"])
-        except ValueError:
-            why = why or "%s is not an IPv4 address" % names.shown(t["address"])
+        why = why or nodeplan.address_problem(t["address"])
         problems += ["%s: neighbours[%d]: %s" % (name, k, why)] if why else []
     return problems
 
@@ -412,9 +424,11 @@ def _checked_actions(module: AnsibleModule) -> tuple[list[list[str]], beonet.Liv
     return actions, live, decision
 
 
-def _files(n: nodeplan.NodePlan, prefixes: list[str], d: netmanager.Decision) -> dict[str, str]:
+def _files(n: nodeplan.NodePlan, prefixes: list[str], d: netmanager.Decision,
+           live: beonet.LiveState) -> dict[str, str]:
     """Every persistent file of this node: the backend's, and NetworkManager's leave-alone file."""
-    files = beonet.persistent_files(n, prefixes, d.backend or "networkd", d.renderer)
+    files = beonet.persistent_files(n, prefixes, d.backend or "networkd", d.renderer,
+                                    sysctls=live["sysctls"])
     files.update(networkmanager.unmanaged_file(d.unmanage))
     return files
 
@@ -650,7 +664,7 @@ def main() -> None:
         module.exit_json(**result)
     write = not (module.check_mode or p["preflight"])
     diffs: list[dict[str, str]] = []
-    files = _files(n, p["prefixes"], decision)
+    files = _files(n, p["prefixes"], decision, live)
     _differing(files, result, diffs)
     record_stale = _stale(files, result, diffs)
     result["changed"] = bool(result["actions"] or result["files"] or result["removed"])

@@ -84,7 +84,7 @@ def test_with_frr_the_dump_reads_beonets_routes_and_frrs_daemons_not_what_ospf_l
     topo["routing"] = {"engine": "frr"}
     n = render.plan(pipeline.compile_text(yaml.safe_dump(topo), "t.yml"))["nodes"]["node-0-0"]
     cmd = fast.dump_command(n)
-    assert "ip -j route show table main proto beonet; ps -C zebra,ospfd,bfdd -o pid=,comm=;" in cmd
+    assert "ip -j route show table main proto 250; ps -C zebra,ospfd,bfdd -o pid=,comm=;" in cmd
     assert "ip -j route show table main;" in fast.dump_command(_node("node-0-0")[1])
 
 

@@ -218,7 +218,8 @@ def _link(live, name):
 
 
 def _simulate_ip(live, cmd):
-    """What one `ip` command of the agent does to the live state."""
+    """What one `ip` command of the agent does to the live state (`ip -6` and `nodad` alike)."""
+    cmd = [w for w in cmd if w not in ("-6", "nodad")]
     what, verb, args = cmd[1], cmd[2], cmd[3:]
     if cmd[1:4] == ["link", "add", args[0]]:
         opts = dict(zip(args[1::2], args[2::2]))
@@ -238,12 +239,17 @@ def _simulate_ip(live, cmd):
             entry = {"ifname": args[2], "addr_info": []}
             live["addrs"].append(entry)
         local, plen = args[0].split("/")
-        info = {"family": "inet", "local": local, "prefixlen": int(plen)}
+        info = {"family": "inet6" if ":" in local else "inet", "local": local, "prefixlen": int(plen)}
         entry["addr_info"] = [i for i in entry["addr_info"] if i != info] + ([info] if verb == "add" else [])
     else:
-        live["routes"] = [r for r in live["routes"] if r["dst"] != args[0].replace("/32", "")]
+        live["routes"] = [r for r in live["routes"] if r["dst"] != _host(args[0])]
         if verb == "replace":
             live["routes"].append(_simulated_route(args))
+
+
+def _host(dst):
+    """A destination as `ip -j route` prints it: a host without its /32 or /128."""
+    return dst.replace("/128", "") if ":" in dst else dst.replace("/32", "")
 
 
 def _simulated_route(args):
@@ -252,7 +258,7 @@ def _simulated_route(args):
     head, _sep, rest = " ".join(args).partition(" nexthop ")
     words = head.split()
     opts = dict(zip(words[1::2], words[2::2]))
-    route = {"dst": words[0].replace("/32", ""), "prefsrc": opts["src"], "protocol": "beonet"}
+    route = {"dst": _host(words[0]), "prefsrc": opts["src"], "protocol": "beonet"}
     if not rest:
         return dict(route, gateway=opts["via"], dev=opts["dev"])
     hops = [dict(zip(h.split()[0::2], h.split()[1::2])) for h in rest.split(" nexthop ")]
@@ -268,11 +274,12 @@ def _replace_args(r):
 
 
 def _route_key(dst, hops, src):
-    return (dst if "/" in dst else dst + "/32", tuple(sorted(hops)), src)
+    return (dst if "/" in dst else dst + ("/128" if ":" in dst else "/32"), tuple(sorted(hops)), src)
 
 
-def _simulate(live, actions, prefixes):
-    """The live state after the agent's commands (a model of ip, sysctl, nft, ethtool)."""
+def _simulate(live, actions, prefixes, n=None):
+    """The live state after the agent's commands (a model of ip, sysctl, nft, ethtool);
+    n: the plan, whose own IPv6 prefixes the ruleset also holds."""
     for cmd in actions:
         if cmd[0] == "ip":
             _simulate_ip(live, cmd)
@@ -283,7 +290,7 @@ def _simulate(live, actions, prefixes):
             else:
                 live["sysctls"][key] = value
         elif cmd[:2] == ["nft", "-f"]:
-            live["nft_table"] = node.forward_ruleset(prefixes)[1]
+            live["nft_table"] = node.forward_ruleset(node.cluster_prefixes(n, prefixes) if n else prefixes)[1]
         elif cmd[:2] == ["nft", "delete"]:
             live["nft_table"] = None
         elif cmd in (frr.service("start", True), frr.service("start", False)):
@@ -394,7 +401,8 @@ class _FakeModule:
     def run_command(self, cmd, **_):
         self.commands.append(list(cmd))
         answers = {("ip", "-j", "link"): self.live["links"], ("ip", "-j", "addr"): self.live["addrs"],
-                   ("ip", "-j", "route"): self.live["routes"]}
+                   ("ip", "-j", "route"): [r for r in self.live["routes"] if ":" not in r["dst"]],
+                   ("ip", "-j", "-6"): [r for r in self.live["routes"] if ":" in r["dst"]]}
         if tuple(cmd[:3]) in answers:
             return 0, json.dumps(answers[tuple(cmd[:3])]), ""
         if cmd[:2] == ["nft", "list"]:

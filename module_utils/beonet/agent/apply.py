@@ -28,6 +28,7 @@ node:
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -36,9 +37,10 @@ from .backends import backend_files, config_path_problem
 from .names import whole_file_problem
 from .netbackends import BACKENDS
 from .netbackends.base import HEADER
-from .nodeplan import NodePlan, unsafe_text
+from .nodeplan import Interface, NodePlan, unsafe_text
 from .routes import (
     PROTO,
+    canonical,
     delete_command,
     distinct_destinations,
     in_order,
@@ -80,29 +82,71 @@ class LiveState(TypedDict):
     systemd: bool                # systemd is the init (FRR is started through it)
 
 
+def _set(name: str, kind: str) -> str:
+    """A set of prefixes, its elements left to fill (%s)."""
+    return "\tset %s {\n\t\ttype %s\n\t\tflags interval\n\t\telements = { %%s }\n\t}\n" % (name, kind)
+
+
 def forward_ruleset(prefixes: Iterable[str]) -> tuple[str, str]:
     """nftables: a forwarding node forwards only between the topology's prefixes.
 
-    Returns (digest, ruleset text); the digest is in the table's comment, so
-    ``nft list table inet beonet`` tells whether this ruleset is loaded."""
-    nets = ", ".join(prefixes)
+    The table is of the ``inet`` family: set ``cluster`` holds the IPv4 prefixes,
+    ``cluster6`` the IPv6 ones, each with its rule, the latter only when there is an
+    IPv6 prefix and the former unless there are only IPv6 ones (a plan without IPv6
+    gives the ruleset it always gave). Returns (digest, ruleset text); the digest is in
+    the table's comment, so ``nft list table inet beonet`` tells whether this ruleset
+    is loaded."""
+    given = list(prefixes)
+    four = ", ".join(p for p in given if ":" not in p)
+    six = ", ".join(p for p in given if ":" in p)
+    sets, rules, elements = "", "", []
+    if four or not six:
+        sets, rules = _set("cluster", "ipv4_addr"), "\t\tip saddr @cluster ip daddr @cluster accept\n"
+        elements.append(four)
+    if six:
+        sets += _set("cluster6", "ipv6_addr")
+        rules += "\t\tip6 saddr @cluster6 ip6 daddr @cluster6 accept\n"
+        elements.append(six)
     body = ("table inet beonet {\n"
-            "\tcomment \"beonet-ruleset %s\"\n"
-            "\tset cluster {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\telements = { %s }\n\t}\n"
-            "\tchain forward {\n\t\ttype filter hook forward priority 0; policy drop;\n"
-            "\t\tip saddr @cluster ip daddr @cluster accept\n\t}\n}\n")
-    digest = hashlib.sha256((body + nets).encode()).hexdigest()[:16]
+            "\tcomment \"beonet-ruleset %s\"\n" + sets
+            + "\tchain forward {\n\t\ttype filter hook forward priority 0; policy drop;\n" + rules
+            + "\t}\n}\n")
+    digest = hashlib.sha256((body + "; ".join(elements)).encode()).hexdigest()[:16]
     text = ("%stable inet beonet\ndelete table inet beonet\n" % HEADER
-            + body % (digest, nets))
+            + body % tuple([digest] + elements))
     return digest, text
 
 
+def has_ipv6(n: NodePlan) -> bool:
+    """Whether the plan gives the node IPv6 addresses (addressing.ipv6)."""
+    return any(":" in a for i in n["interfaces"] for a in i["addresses"])
+
+
+def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
+    """The prefixes the forward filter passes: those given (the topology's, IPv4 as
+    given), and the IPv6 prefixes of the node's own plan: its NICs' networks, the
+    destinations of its routes (static or learned) and its IPv6 loopback, so the filter
+    passes every IPv6 destination the node routes to, merged into the fewest prefixes."""
+    given = list(prefixes)
+    six = [ipaddress.ip_network(p) for p in given if ":" in p]
+    six += [ipaddress.ip_interface(a).network for i in n["interfaces"] for a in i["addresses"] if ":" in a]
+    six += [ipaddress.ip_network(r["to"]) for r in list(n["routes"]) + list(n.get("learned", []))
+            if ":" in r["to"]]
+    loop6 = n.get("routing", {}).get("loopback6")
+    six += [ipaddress.ip_interface(loop6).network] if loop6 else []
+    merged = ipaddress.collapse_addresses(x for x in six if isinstance(x, ipaddress.IPv6Network))
+    return [p for p in given if ":" not in p] + [str(x) for x in merged]
+
+
 def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
-                     renderer: str = "networkd", checked: bool = False) -> dict[str, str]:
+                     renderer: str = "networkd", checked: bool = False,
+                     sysctls: dict[str, str | None] | None = None) -> dict[str, str]:
     """{path: text} of the node's persistent configuration.
 
     backend: networkd, networkmanager, netplan or ifupdown (backends.py);
-    renderer: netplan's (networkd or networkmanager). A plan holding a control
+    renderer: netplan's (networkd or networkmanager); sysctls: the live ones
+    (live_sysctls: which NICs keep accepting router advertisements once IPv6
+    forwarding is on; None: no NIC is known). A plan holding a control
     character is refused, unless checked: the caller has checked every name the
     plan is made of (a build, once for all its nodes)."""
     unsafe = None if checked else unsafe_text(n)
@@ -111,9 +155,10 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
     files = backend_files(n, backend, renderer)
     files.update(frr.frr_files(n))
     files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
-        "%s = %s\n" % kv for kv in failover_sysctls(n))
+        "%s = %s\n" % kv for kv in forwarding6_sysctls(n, sysctls or {}) + ipv6_nic_sysctls(n)
+        + failover_sysctls(n))
     if n["forwarding"]:
-        files[NFT_PATH] = forward_ruleset(prefixes)[1]
+        files[NFT_PATH] = forward_ruleset(cluster_prefixes(n, prefixes))[1]
     for path in files:
         why = config_path_problem(path) or whole_file_problem(files[path], path)
         if why is not None:
@@ -167,17 +212,37 @@ def _link_actions(n: NodePlan, by_name: dict[str, dict[str, Any]]) -> list[Actio
     return actions
 
 
-def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> list[Action]:
-    """Add the planned addresses; remove those an earlier plan installed and this one drops."""
-    want = {(a, i["name"]) for i in n["interfaces"] for a in i["addresses"]}
+def live_addresses(addrs: IpJson) -> set[tuple[str, str]]:
+    """{("ADDR/LEN", dev)} of the IPv4 and IPv6 addresses in ``ip -j addr`` output, but
+    the OS's link-local ones."""
     have = set()
     for entry in addrs:
         for info in entry.get("addr_info", []):
-            if info.get("family") == "inet" and not is_link_local(info.get("local", "")):
+            if info.get("family") in ("inet", "inet6") and not is_link_local(info.get("local", "")):
                 have.add(("%s/%d" % (info["local"], info["prefixlen"]), entry["ifname"]))
-    ours = {tuple(x.split(" ", 1)) for x in installed}
-    actions = [["ip", "addr", "add", a, "dev", dev] for a, dev in sorted(want - have)]
-    actions += [["ip", "addr", "del", a, "dev", dev] for a, dev in sorted(have)
+    return have
+
+
+def address_command(verb: str, address: str, dev: str) -> Action:
+    """``ip addr add|del ADDR/LEN dev DEV``; an IPv6 address is added with ``nodad``.
+
+    Duplicate address detection is skipped on purpose: the plan gives every address of a
+    segment once (the compiler proves it), so DAD could only find a conflict the plan
+    rules out, and until it ends (a second or more) the address is tentative, and the
+    kernel refuses a route whose ``src`` is a tentative address: the routes that follow
+    would fail. Waiting for DAD instead would cost that time on every NIC and node."""
+    if ":" not in address:
+        return ["ip", "addr", verb, address, "dev", dev]
+    return ["ip", "-6", "addr", verb, address, "dev", dev] + (["nodad"] if verb == "add" else [])
+
+
+def _address_actions(n: NodePlan, addrs: IpJson, installed: Iterable[str]) -> list[Action]:
+    """Add the planned addresses; remove those an earlier plan installed and this one drops."""
+    want = {(canonical(a), i["name"]) for i in n["interfaces"] for a in i["addresses"]}
+    have = live_addresses(addrs)
+    ours = {(canonical(a), dev) for a, _sep, dev in (x.partition(" ") for x in installed)}
+    actions = [address_command("add", a, dev) for a, dev in sorted(want - have)]
+    actions += [address_command("del", a, dev) for a, dev in sorted(have)
                 if (a, dev) not in want and (a, dev) in ours]
     return actions
 
@@ -214,33 +279,40 @@ def _route_actions(n: NodePlan, routes: IpJson) -> list[Action]:
 
 
 def runtime_actions(n: NodePlan, node: str, links: IpJson, addrs: IpJson, routes: IpJson,
-                    installed: Iterable[str] = ()) -> tuple[list[Action], list[str]]:
+                    installed: Iterable[str] = (), sysctls: dict[str, str | None] | None = None,
+                    ) -> tuple[list[Action], list[str]]:
     """The ``ip`` commands (argv lists) that turn the live state into node plan n.
 
     links, addrs, routes: parsed ``ip -j link``, ``ip -j addr`` and
-    ``ip -j route show table main`` output; installed: the "ADDR/LEN DEV"
-    addresses an earlier run installed (the state file). Returns (actions,
-    problems); with problems (a planned NIC the node lacks) there is no action."""
+    ``ip -j route show table main`` output (and ``ip -j -6 route``); installed: the
+    "ADDR/LEN DEV" addresses an earlier run installed (the state file); sysctls: the
+    live ones (live_sysctls: IPv6 is turned on where the plan puts IPv6 addresses and
+    it is off, before they are added). Returns (actions, problems); with problems (a
+    planned NIC the node lacks) there is no action."""
     by_name = {link["ifname"]: link for link in links}
     problems = _missing_nics(n, node, by_name)
     if problems:
         return [], problems
-    return (_bond_actions(n, by_name) + _link_actions(n, by_name)
+    ipv6_on = sysctl_writes(ipv6_nic_sysctls(n), sysctls) if sysctls is not None else []
+    return (_bond_actions(n, by_name) + _link_actions(n, by_name) + ipv6_on
             + _address_actions(n, addrs, installed) + _route_actions(n, routes)), []
 
 
 def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
-                       nft_table: str | None) -> list[Action]:
-    """The forwarding sysctl and the nftables ruleset, where they differ from the plan.
+                       nft_table: str | None, sysctls: dict[str, str | None] | None = None) -> list[Action]:
+    """The forwarding sysctls and the nftables ruleset, where they differ from the plan.
 
     forwarding: the live /proc/sys/net/ipv4/ip_forward; nft_table: the live
-    ``nft list table inet beonet`` (None when there is no such table). The
-    ruleset is loaded from the persistent file, written before. The filter is in
-    place before forwarding is turned on, and forwarding is off before it goes."""
+    ``nft list table inet beonet`` (None when there is no such table); sysctls: the
+    live ones (live_sysctls, IPv6 forwarding among them). The ruleset is loaded from
+    the persistent file, written before. The filter is in place before forwarding is
+    turned on, and forwarding is off before it goes; a NIC keeps accepting router
+    advertisements (accept_ra 2) before IPv6 forwarding would stop it."""
     want = "1" if n["forwarding"] else "0"
     sysctl = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
+    sysctl += sysctl_writes(forwarding6_sysctls(n, sysctls or {}), sysctls or {})
     if n["forwarding"]:
-        if "beonet-ruleset %s" % forward_ruleset(prefixes)[0] not in (nft_table or ""):
+        if "beonet-ruleset %s" % forward_ruleset(cluster_prefixes(n, prefixes))[0] not in (nft_table or ""):
             return [["nft", "-f", NFT_PATH]] + sysctl
         return sysctl
     if nft_table is not None:
@@ -255,62 +327,120 @@ NEIGH_TIMERS = ("base_reachable_time_ms", "delay_first_probe_time", "ucast_solic
 KERNEL_DEFAULTS = {"fib_multipath_use_neigh": "0", "fib_multipath_hash_policy": "0",
                    "base_reachable_time_ms": "30000", "delay_first_probe_time": "5",
                    "ucast_solicit": "3", "retrans_time_ms": "1000",
-                   "ignore_routes_with_linkdown": "0"}
+                   "ignore_routes_with_linkdown": "0", "disable_ipv6": "0"}
 # A next hop whose NIC has lost carrier is skipped by multipath routes only with this.
 LINKDOWN = "ignore_routes_with_linkdown"
 
 
-def nic_key(section: str, nic: str, name: str) -> str:
-    """The sysctl key net.ipv4.SECTION.NIC.NAME (section neigh or conf); a NIC name
-    holding a dot (a VLAN, eth1.10) is written with '/' separators, as sysctl and
-    sysctl.d read it."""
+def nic_key(section: str, nic: str, name: str, family: str = "ipv4") -> str:
+    """The sysctl key net.FAMILY.SECTION.NIC.NAME (section neigh or conf, family ipv4 or
+    ipv6); a NIC name holding a dot (a VLAN, eth1.10) is written with '/' separators,
+    as sysctl and sysctl.d read it."""
     if "." in nic:
-        return "net/ipv4/%s/%s/%s" % (section, nic, name)
-    return "net.ipv4.%s.%s.%s" % (section, nic, name)
+        return "net/%s/%s/%s/%s" % (family, section, nic, name)
+    return "net.%s.%s.%s.%s" % (family, section, nic, name)
 
 
-def neigh_key(nic: str, timer: str) -> str:
+def neigh_key(nic: str, timer: str, family: str = "ipv4") -> str:
     """The sysctl key of a neighbour timer of one NIC."""
-    return nic_key("neigh", nic, timer)
+    return nic_key("neigh", nic, timer, family)
 
 
 def sysctl_path(key: str) -> str:
     return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
 
 
+def key_words(key: str) -> list[str]:
+    """A sysctl key's words: net, the family, ..., the name (a NIC's dots kept only
+    where the key is written with '/')."""
+    return key.split("/") if "/" in key else key.split(".")
+
+
+def _nic_sysctls(iface: Interface, timers: dict[str, Any], family: str) -> list[tuple[str, str]]:
+    return ([(neigh_key(iface["name"], t, family), str(timers[t])) for t in NEIGH_TIMERS]
+            + [(nic_key("conf", iface["name"], LINKDOWN, family), "1")])
+
+
 def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
     """[(key, value)] the plan's failover sets: neighbour-aware multipath, its hash
     policy, and on each NIC or bond carrying an address its neighbour timers and
-    ignore_routes_with_linkdown (a next hop on a NIC without carrier is skipped).
-    Empty when the plan has no ``failover``."""
+    ignore_routes_with_linkdown (a next hop on a NIC without carrier is skipped); the
+    IPv6 ones beside them where the plan has IPv6 (IPv6 multipath always skips a next
+    hop whose neighbour failed: it has no use_neigh switch). Empty when the plan has
+    no ``failover``."""
     f = n.get("failover")
     if not f:
         return []
     out = [("net.ipv4.fib_multipath_use_neigh", "1"),
            ("net.ipv4.fib_multipath_hash_policy", str(f["hash_policy"]))]
+    six = has_ipv6(n)
+    out += [("net.ipv6.fib_multipath_hash_policy", str(f["hash_policy"]))] if six else []
     timers: dict[str, Any] = dict(f["neigh"].items())
     for iface in n["interfaces"]:
-        if iface["addresses"]:
-            out += [(neigh_key(iface["name"], t), str(timers[t])) for t in NEIGH_TIMERS]
-            out.append((nic_key("conf", iface["name"], LINKDOWN), "1"))
+        if any(":" not in a for a in iface["addresses"]):
+            out += _nic_sysctls(iface, timers, "ipv4")
+        if any(":" in a for a in iface["addresses"]):
+            out += _nic_sysctls(iface, timers, "ipv6")
     return out
 
 
+FORWARD6 = "net.ipv6.conf.all.forwarding"     # IPv6 forwarding: all of it or none (no per-NIC switch)
+ACCEPT_RA = "accept_ra"
+
+
+def ipv6_nic_sysctls(n: NodePlan) -> list[tuple[str, str]]:
+    """[(net.ipv6.conf.NIC.disable_ipv6, "0")] for each NIC the plan gives an IPv6
+    address: a NIC with IPv6 off (a container's, or an older plan's ``ipv6: false``)
+    refuses IPv6 addresses."""
+    return [(nic_key("conf", i["name"], "disable_ipv6", "ipv6"), "0")
+            for i in n["interfaces"] if any(":" in a for a in i["addresses"])]
+
+
+def forwarding6_sysctls(n: NodePlan, live: dict[str, str | None]) -> list[tuple[str, str]]:
+    """[(key, value)] of IPv6 forwarding for a plan with IPv6 (none without).
+
+    The kernel forwards IPv6 only with net.ipv6.conf.all.forwarding (the NICs' own
+    ``forwarding`` switches host or router behaviour, not forwarding; the forward
+    filter limits what is forwarded). Writing it sets every NIC's ``forwarding``, and a
+    forwarding NIC ignores router advertisements unless its accept_ra is 2; the kernel
+    even drops the default routes learned from them then, but on NICs with accept_ra 2.
+    So every NIC outside the plan that accepts them now (accept_ra 1 without IPv6
+    forwarding, or 2: the management interface among them; live, from live_sysctls)
+    is given accept_ra 2 first and keeps its default route. Nothing else of those NICs
+    (addresses, routes) is touched."""
+    if not has_ipv6(n):
+        return []
+    if not n["forwarding"]:
+        return [(FORWARD6, "0")]
+    keep = sorted(k for k, v in live.items() if key_words(k)[-1] == ACCEPT_RA
+                  and (v == "2" or (v == "1" and live.get(FORWARD6) == "0")))
+    return [(k, "2") for k in keep] + [(FORWARD6, "1")]
+
+
 def _default_of(key: str) -> str:
-    return KERNEL_DEFAULTS[key.replace("/", ".").rsplit(".", 1)[-1]]
+    return KERNEL_DEFAULTS[key_words(key)[-1]]
 
 
-def live_sysctls(n: NodePlan, read: Callable[[str], str | None]) -> dict[str, str | None]:
-    """{key: live value} of the failover keys (None: unreadable). A NIC that does not
-    exist yet (a bond) will start with net.ipv4.neigh.default's value, or the
+def live_sysctls(n: NodePlan, read: Callable[[str], str | None],
+                 nics: Iterable[str] = ()) -> dict[str, str | None]:
+    """{key: live value} of the failover keys and, for a plan with IPv6, of IPv6
+    forwarding and (forwarding plans) the accept_ra of each of nics (the node's NICs,
+    ``ip -j link``) outside the plan but lo (None: unreadable). A NIC that does not
+    exist yet (a bond) will start with the family's neigh.default value, or the
     kernel's where that is not readable."""
     out: dict[str, str | None] = {}
-    for key, _value in failover_sysctls(n):
+    keys = [key for key, _value in failover_sysctls(n) + ipv6_nic_sysctls(n)]
+    if has_ipv6(n):
+        keys.append(FORWARD6)
+        planned = {name for i in n["interfaces"] for name in [i["name"]] + list(i.get("members", []))}
+        keys += [nic_key("conf", nic, ACCEPT_RA, "ipv6") for nic in sorted(set(nics) - planned - {"lo"})
+                 if n["forwarding"]]
+    for key in keys:
         text = read(sysctl_path(key))
-        if text is None and ("neigh" in key or LINKDOWN in key):
-            section, name = ("conf", LINKDOWN) if LINKDOWN in key else \
-                ("neigh", key.replace("/", ".").rsplit(".", 1)[-1])
-            text = read("/proc/sys/net/ipv4/%s/default/%s" % (section, name)) or _default_of(key)
+        words = key_words(key)
+        if text is None and len(words) == 5 and words[2] in ("conf", "neigh"):
+            text = read("/proc/sys/net/%s/%s/default/%s" % (words[1], words[2], words[-1])) \
+                or KERNEL_DEFAULTS.get(words[-1])
         out[key] = text.strip() if text is not None else None
     return out
 
@@ -318,7 +448,12 @@ def live_sysctls(n: NodePlan, read: Callable[[str], str | None]) -> dict[str, st
 def failover_actions(n: NodePlan, live: dict[str, str | None]) -> list[Action]:
     """``sysctl -w`` for each failover key whose live value differs from the plan
     (the agent writes /proc/sys; the text is the equivalent command)."""
-    return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in failover_sysctls(n) if live.get(k) != v]
+    return sysctl_writes(failover_sysctls(n), live)
+
+
+def sysctl_writes(wanted: Iterable[tuple[str, str]], live: dict[str, str | None]) -> list[Action]:
+    """``sysctl -w KEY=VALUE`` for each wanted (key, value) whose live value differs."""
+    return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in wanted if live.get(k) != v]
 
 
 def tso_off_bonds(n: NodePlan) -> list[str]:
@@ -342,11 +477,11 @@ def node_actions(n: NodePlan, node: str, prefixes: Iterable[str],
 
     Returns (actions, problems); with problems there is no action."""
     ip_actions, problems = runtime_actions(n, node, live["links"], live["addrs"], live["routes"],
-                                           live["installed"])
+                                           live["installed"], live["sysctls"])
     if problems:
         return [], problems
-    return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"]) + ip_actions
-            + failover_actions(n, live["sysctls"]) + offload_actions(n, live["tso"])
+    return (forwarding_actions(n, prefixes, live["forwarding"], live["nft_table"], live["sysctls"])
+            + ip_actions + failover_actions(n, live["sysctls"]) + offload_actions(n, live["tso"])
             + frr.start_actions(n, live.get("frr_running", False), live.get("systemd", True))), []
 
 
@@ -358,7 +493,8 @@ def blank_live_state(n: NodePlan) -> LiveState:
              for i in n["interfaces"] if i["kind"] == "ethernet"]
     return {"links": links, "addrs": [], "routes": [], "installed": [], "forwarding": "0",
             "nft_table": None, "tso": dict.fromkeys(tso_off_bonds(n)),
-            "sysctls": {k: _default_of(k) for k, _v in failover_sysctls(n)},
+            "sysctls": dict({k: _default_of(k) for k, _v in failover_sysctls(n) + ipv6_nic_sysctls(n)},
+                            **({FORWARD6: "0"} if has_ipv6(n) else {})),
             "frr_running": False, "frr_conf": None, "systemd": True}
 
 
@@ -433,6 +569,9 @@ def action_failure(node: str, cmd: Action, err: str) -> str:
     if cmd[:3] == ["ip", "link", "add"] and "bond" in cmd and "nknown device type" in err:
         return ("%s: this kernel has no bonding driver (%s); bonds need a VM or bare metal"
                 % (node, err))
+    if cmd[:4] == ["ip", "-6", "addr", "add"] and "ermission denied" in err:
+        return ("%s: %s failed: %s (IPv6 is off on %s: net.ipv6.conf.%s.disable_ipv6 is 1)"
+                % (node, " ".join(cmd), err, cmd[-2], cmd[-2]))
     return "%s: %s failed: %s" % (node, " ".join(cmd), err)
 
 

@@ -271,18 +271,25 @@ def capture(argv: list[str]) -> tuple[int, str, str]:
     return procs.run([exe] + argv[1:], COMMAND_TIMEOUT)
 
 
+ROUTES6 = ["ip", "-j", "-6", "route", "show", "table", "main"]
+
+
 def read_state(run: Capture) -> dict[str, Any]:
-    """The live state a restore compares with the saved one (ip -j, the nft table)."""
+    """The live state a restore compares with the saved one (ip -j, the nft table): the
+    main table's IPv4 and IPv6 routes (none of the latter where the kernel has no IPv6)."""
     out: dict[str, Any] = {}
     for key, argv in (("links", ["ip", "-j", "link"]), ("addrs", ["ip", "-j", "addr"]),
-                      ("routes", ["ip", "-j", "route", "show", "table", "main"])):
+                      ("routes", ["ip", "-j", "route", "show", "table", "main"]), ("routes6", ROUTES6)):
         rc, text, err = run(argv)
         try:
             out[key] = json.loads(text or "[]") if rc == 0 else None
         except ValueError:
             out[key] = None
+        if out[key] is None and key == "routes6" and rc != 0 and "not supported" in err:
+            out[key] = []
         if not isinstance(out[key], list):
             raise CheckpointError("%s failed: %s" % (" ".join(argv), (err or "no JSON").strip()[:200]))
+    out["routes"] += out.pop("routes6")
     rc, text, _err = run(["nft", "list", "table", "inet", "beonet"])
     out["nft_table"] = text if rc == 0 else None
     return out

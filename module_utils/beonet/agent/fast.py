@@ -4,8 +4,9 @@ check is known to be in sync from one shell command, without starting the module
 Standard library only (runs on the nodes, and on the controller which builds the
 same command). ``dump_command(n)`` prints everything the module's check reads
 that can change on a node (the OS release; the plan's NICs: links and IPv4
-addresses; the main routing table (beonet's routes and FRR's daemons with routing.engine
-frr); forwarding and the failover sysctls; the
+addresses, and with IPv6 the global permanent IPv6 ones; the main routing table
+(beonet's routes and FRR's daemons with routing.engine frr; of IPv6 beonet's and the
+static ones); forwarding (with IPv6 also the NICs' accept_ra) and the failover sysctls; the
 nftables table; beonet's records and every file they name; the network managers'
 units, files and profiles; the checkpoint folder), in the C locale, through
 ``sha256sum``. When a node passes its check in sync (or its change is confirmed),
@@ -27,11 +28,12 @@ import sys
 from collections.abc import Iterable
 
 from . import procs
-from .apply import NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, sysctl_path
+from .apply import FORWARD6, NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, has_ipv6, sysctl_path
 from .backends import RECORD_PATH
 from .frr import WATCHED
 from .netbackends import BACKENDS, units
 from .nodeplan import NodePlan
+from .routes import PROTO
 
 FINGERPRINT = "/run/beonet/fingerprint"
 CHECKPOINTS = "/var/lib/beonet/checkpoint"
@@ -56,15 +58,22 @@ def dump_command(n: NodePlan) -> str:
     """The shell command whose output's SHA-256 stands for the node's state (see above);
     NIC names are plan names (letters, digits and _ . - + @ only: nothing to quote)."""
     nics = _nics(n)
+    six = has_ipv6(n)
     sysctls = " ".join([sysctl_path("net.ipv4.ip_forward")]
-                       + [sysctl_path(k) for k, _v in failover_sysctls(n)])
+                       + [sysctl_path(k) for k, _v in failover_sysctls(n)] + (_sysctls6(n) if six else []))
     parts = ["cat %s" % OS_RELEASE]
-    parts += ["ip -j link show dev %s; ip -j -4 addr show dev %s" % (nic, nic) for nic in nics]
+    parts += ["ip -j link show dev %s; ip -j -4 addr show dev %s" % (nic, nic)
+              + ("; ip -j -6 addr show dev %s scope global permanent" % nic if six else "") for nic in nics]
     frr = "routing" in n
     # with FRR the routes it learns change as links come and go; only beonet's own matter
-    parts += ["ip -j route show table main" + (" proto beonet; ps -C %s -o pid=,comm=" % ",".join(WATCHED)
-                                               if frr else ""),
-              "cat %s" % sysctls,
+    # (by number: `ip` knows the name beonet only where rt_protos names it)
+    watch = " proto %d; ps -C %s -o pid=,comm=" % (PROTO, ",".join(WATCHED))
+    parts += ["ip -j route show table main" + (watch if frr else "")]
+    # IPv6: beonet's routes and those NetworkManager restores (static), never those that
+    # router advertisements bring and age (their lifetimes count down)
+    parts += ["ip -j -6 route show table main proto %d; ip -j -6 route show table main proto static" % PROTO
+              ] if six else []
+    parts += ["cat %s" % sysctls,
               "nft list table inet beonet",
               "cat %s %s %s %s" % (RECORD_PATH, STATE_PATH, SYSCTL_PATH, NFT_PATH),
               "cat $(cat %s)" % RECORD_PATH,
@@ -72,6 +81,12 @@ def dump_command(n: NodePlan) -> str:
               "cat %s" % MANAGER_FILES,
               "ls -AR %s" % CHECKPOINTS]
     return "%s 2>&1 | sha256sum" % shell(parts)
+
+
+def _sysctls6(n: NodePlan) -> list[str]:
+    """The IPv6 forwarding switch and, on a forwarding node, every NIC's accept_ra
+    (apply.forwarding6_sysctls; in the order of their names)."""
+    return [sysctl_path(FORWARD6)] + (["/proc/sys/net/ipv6/conf/*/accept_ra"] if n["forwarding"] else [])
 
 
 def shell(parts: list[str]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from .names import (
@@ -146,8 +147,71 @@ def _address_problem(value: Any, kind: str) -> str | None:
     try:
         parse(value)
     except ValueError:
-        return "%s is not an IPv4 %s" % (shown(value), kind)
+        return _host_bits(value, kind) or "%s is not an IPv4 %s" % (shown(value), kind)
     return None
+
+
+def _host_bits(value: str, kind: str) -> str | None:
+    """The message for a network written with host bits (None: it is not one)."""
+    if kind != "network":
+        return None
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return None
+    return "%s has host bits set: the network is %s" % (shown(value), net)
+
+
+def _address6_problem(value: Any, kind: str) -> str | None:
+    """Why value is not a cluster IPv6 'address', 'interface' or 'network', or None: a
+    zone id, an IPv4-mapped, multicast, link-local, loopback or unspecified address is
+    none (the plan's IPv6 addresses are global, written once, in IPv6 form)."""
+    if not isinstance(value, str):
+        return "must be an IPv6 %s, not %s" % (kind, type_word(value))
+    if "%" in value:
+        return "%s holds a zone id: a cluster address is global, never scoped to a link" % shown(value)
+    parse = {"address": ipaddress.IPv6Address, "interface": ipaddress.IPv6Interface,
+             "network": ipaddress.IPv6Network}[kind]
+    try:
+        got = parse(value)
+    except ValueError:
+        return _host_bits(value, kind) or "%s is not an IPv6 %s" % (shown(value), kind)
+    ip = got.network_address if isinstance(got, ipaddress.IPv6Network) else \
+        got.ip if isinstance(got, ipaddress.IPv6Interface) else got
+    for wrong, what in ((ip.ipv4_mapped is not None, "an IPv4-mapped address (write the IPv4 one)"),
+                        (ip.is_multicast, "a multicast address"),
+                        (ip.is_link_local, "a link-local address (the OS's own, never the plan's)"),
+                        (ip.is_loopback, "the loopback address"),
+                        (ip.is_unspecified and kind != "network", "the unspecified address")):
+        if wrong:
+            return "%s is %s" % (shown(value), what)
+    return None
+
+
+def _either_problem(value: Any, kind: str) -> str | None:
+    """Why value is neither an IPv4 nor an IPv6 'address', 'interface' or 'network'
+    (IPv6 when it holds a ':', IPv4 otherwise), or None."""
+    if not isinstance(value, str):
+        return "must be an IPv4 or IPv6 %s, not %s" % (kind, type_word(value))
+    return _address6_problem(value, kind) if ":" in value else _address_problem(value, kind)
+
+
+def network_problem(value: Any) -> str | None:
+    """Why value is neither an IPv4 nor an IPv6 network (None: it is one)."""
+    return _either_problem(value, "network")
+
+
+def address_problem(value: Any) -> str | None:
+    """Why value is neither an IPv4 nor an IPv6 address (None: it is one)."""
+    return _either_problem(value, "address")
+
+
+def _family_problem(value: Any, kind: str, six: bool) -> str | None:
+    """Why value is not an address of a route's family (six: the route's to is IPv6)."""
+    if isinstance(value, str) and (":" in value) != six:
+        route, other = ("IPv6", "IPv4") if six else ("IPv4", "IPv6")
+        return "%s is %s on an %s route (its to is %s)" % (shown(value), other, route, route)
+    return _address6_problem(value, kind) if six else _address_problem(value, kind)
 
 
 def _own_member(member: Any, bond: Any) -> str | None:
@@ -162,7 +226,7 @@ def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
     out = [(where + ".name", ifname_problem(i.get("name"))),
            (where + ".kind", None if i.get("kind") in ("ethernet", "bond") else
             "must be ethernet or bond, not %s" % shown(i.get("kind")))]
-    out += [("%s.addresses[%d]" % (where, k), _address_problem(a, "interface"))
+    out += [("%s.addresses[%d]" % (where, k), _either_problem(a, "interface"))
             for k, a in enumerate(_listed(i.get("addresses", [])))]
     out += [("%s.members[%d]" % (where, k), ifname_problem(m) or _own_member(m, i.get("name")))
             for k, m in enumerate(_listed(i.get("members", [])))]
@@ -182,14 +246,15 @@ def _interface_problems(i: Any, where: str) -> list[tuple[str, str | None]]:
 def _route_problems(r: Any, where: str) -> list[tuple[str, str | None]]:
     if not isinstance(r, dict):
         return [(where, "must be a mapping, not %s" % type_word(r))]
-    out = [(where + ".to", _address_problem(r.get("to"), "network")),
-           (where + ".via", _address_problem(r.get("via"), "address")),
-           (where + ".src", _address_problem(r.get("src"), "address")),
+    six = isinstance(r.get("to"), str) and ":" in r["to"]
+    out = [(where + ".to", _either_problem(r.get("to"), "network")),
+           (where + ".via", _family_problem(r.get("via"), "address", six)),
+           (where + ".src", _family_problem(r.get("src"), "address", six)),
            (where + ".dev", ifname_problem(r.get("dev")))]
     for k, hop in enumerate(_listed(r.get("nexthops", []))):
         here = "%s.nexthops[%d]" % (where, k)
         hop = hop if isinstance(hop, dict) else {}
-        out += [(here + ".via", _address_problem(hop.get("via"), "address")),
+        out += [(here + ".via", _family_problem(hop.get("via"), "address", six)),
                 (here + ".dev", ifname_problem(hop.get("dev")))]
     return out
 
@@ -199,13 +264,14 @@ def _routing_problems(r: Any) -> list[tuple[str, str | None]]:
     if not isinstance(r, dict):
         return [("routing", "must be a mapping, not %s" % type_word(r))]
     bfd = r.get("bfd")
-    loop = r.get("loopback")
     found: list[tuple[str, str | None]] = [
         ("routing.engine", None if r.get("engine") == "frr" else "must be frr"),
-        ("routing.loopback", _address_problem(loop, "interface")
-         or (None if isinstance(loop, str) and loop.endswith("/32") else "must be a /32")),
         ("routing.home", ifname_problem(r.get("home")) if isinstance(r.get("home"), str)
          else "must be an interface name")]
+    if "loopback" in r or "loopback6" not in r:      # IPv6-only: loopback6 alone
+        found.append(("routing.loopback", _loopback_problem(r.get("loopback"), _address_problem, "/32")))
+    if "loopback6" in r:
+        found.append(("routing.loopback6", _loopback_problem(r["loopback6"], _address6_problem, "/128")))
     if not isinstance(bfd, dict):
         return found + [("routing.bfd", "must be a mapping, not %s" % type_word(bfd))]
     found += [("routing.bfd.interval_ms", None if _is_int(bfd.get("interval_ms"), 10, 60000)
@@ -213,6 +279,11 @@ def _routing_problems(r: Any) -> list[tuple[str, str | None]]:
               ("routing.bfd.multiplier", None if _is_int(bfd.get("multiplier"), 2, 255)
                else "must be a whole number from 2 to 255")]
     return found
+
+
+def _loopback_problem(loop: Any, problem: Callable[[Any, str], str | None], length: str) -> str | None:
+    """Why loop is not the node's loopback: an address of the family with this length."""
+    return problem(loop, "interface") or (None if loop.endswith(length) else "must be a %s" % length)
 
 
 def _listed(value: Any) -> list[Any]:
@@ -228,7 +299,11 @@ def plan_problems(node: Any, n: Any) -> list[str]:
         return ["node: %s" % why]
     if not isinstance(n, dict):
         return ["%s: the plan must be a mapping, not %s" % (node, type_word(n))]
-    found = [("address", _address_problem(n.get("address"), "address"))]
+    found: list[tuple[str, str | None]] = []
+    if "address" in n or "address6" not in n:        # IPv6-only: address6 alone
+        found.append(("address", _address_problem(n.get("address"), "address")))
+    if "address6" in n:
+        found.append(("address6", _address6_problem(n["address6"], "address")))
     if not isinstance(n.get("forwarding"), bool):
         found.append(("forwarding", "must be true or false"))
     for k, i in enumerate(_listed(n.get("interfaces"))):

@@ -9,13 +9,16 @@ like:
 * links, in the names the change touched (its plan's NICs, bonds and members, and
   the NICs of the addresses an earlier plan installed): a bond that did not exist is
   deleted, a member's master, MTU and up/down state are put back;
-* IPv4 addresses of those links (scope global): those added are removed, those
+* IPv4 and IPv6 addresses of those links (scope global; of IPv6 the permanent ones,
+  not those made from router advertisements): those added are removed, those
   removed are added back (with their broadcast and noprefixroute);
-* the main table's routes other than the kernel's own (protocol kernel, which come
-  with the addresses) and link-local ones, whatever their protocol: those missing are
-  added back as they were (type, next hops and weights, protocol, scope, metric,
-  source, onlink), those added are deleted;
-* forwarding, the failover sysctls, the nftables table ``inet beonet`` and bond TSO.
+* the main table's IPv4 and IPv6 routes other than the kernel's own (protocol kernel,
+  which come with the addresses), link-local ones and those learned from router
+  advertisements, whatever their protocol: those missing are added back as they were
+  (type, next hops and weights, protocol, scope, metric, source, onlink), those added
+  are deleted;
+* IPv4 and IPv6 forwarding, the failover sysctls and the NICs' accept_ra, the
+  nftables table ``inet beonet`` and bond TSO.
 
 A bond's own options (mode, miimon) are not restored: a bond the change created is
 removed, one that existed keeps the options beonet gave it.
@@ -29,6 +32,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .apply import FORWARD6, address_command, key_words
 from .files import atomic_write
 from .verify import is_link_local
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from .apply import Action, IpJson
 
 KERNEL = ("kernel", "2")               # the protocol of the routes addresses bring
+RA = ("ra", "9")                       # the protocol of routes learned from router advertisements
 NFT_LOAD = "table inet beonet\ndelete table inet beonet\n"
 
 
@@ -106,26 +111,33 @@ def link_actions(saved: IpJson, now: IpJson, scope: Iterable[str]) -> list[Actio
 # -- addresses -------------------------------------------------------------------------
 
 def _addresses(addrs: IpJson, scope: Iterable[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """{(ADDR/LEN, dev): the address entry} of the global IPv4 addresses on scope's links."""
+    """{(ADDR/LEN, dev): the address entry} of the global IPv4 addresses and the global,
+    permanent IPv6 ones on scope's links (those the kernel makes from router
+    advertisements come and go with them: never restored)."""
     wanted, out = set(scope), {}
     for link in addrs:
         dev = link.get("ifname")
         if dev not in wanted:
             continue
         for a in link.get("addr_info") or []:
-            if a.get("family") == "inet" and a.get("scope", "global") == "global":
+            if a.get("family") == "inet6" and a.get("dynamic"):
+                continue
+            if a.get("family") in ("inet", "inet6") and a.get("scope", "global") == "global":
                 out[("%s/%s" % (a.get("local"), a.get("prefixlen")), str(dev))] = a
     return out
 
 
 def address_actions(saved: IpJson, now: IpJson, scope: Iterable[str]) -> list[Action]:
+    """Remove the addresses added, add back those removed (an IPv6 one as apply adds it:
+    without duplicate address detection, it was the node's before)."""
     was, cur = _addresses(saved, scope), _addresses(now, scope)
-    out: list[Action] = [["ip", "addr", "del", a, "dev", dev] for a, dev in sorted(set(cur) - set(was))]
+    out: list[Action] = [address_command("del", a, dev) for a, dev in sorted(set(cur) - set(was))]
     for a, dev in sorted(set(was) - set(cur)):
         entry = was[(a, dev)]
         brd = ["broadcast", entry["broadcast"]] if entry.get("broadcast") else []
-        out.append(["ip", "addr", "add", a] + brd + ["dev", dev]
-                   + (["noprefixroute"] if entry.get("noprefixroute") else []))
+        add = address_command("add", a, dev)
+        at = add.index("dev")
+        out.append(add[:at] + brd + add[at:] + (["noprefixroute"] if entry.get("noprefixroute") else []))
     return out
 
 
@@ -154,25 +166,40 @@ def route_words(r: dict[str, Any]) -> list[str]:
 
 
 def _routes(routes: IpJson) -> dict[tuple[str, ...], dict[str, Any]]:
+    """The routes a restore puts back, by their words: not the kernel's own, not
+    link-local ones, not those the kernel learns from router advertisements (the
+    management interface's, which come and go by themselves)."""
     return {tuple(route_words(r)): r for r in routes
-            if r.get("dst") and not is_link_local(str(r["dst"])) and str(r.get("protocol")) not in KERNEL}
+            if r.get("dst") and not is_link_local(str(r["dst"])) and str(r.get("protocol")) not in KERNEL
+            and str(r.get("protocol")) not in RA and "expires" not in r}
+
+
+def _is_ipv6(r: dict[str, Any]) -> bool:
+    hops = [r] + list(r.get("nexthops") or [])
+    return ":" in str(r["dst"]) or any(":" in str(h.get("gateway", "")) for h in hops)
 
 
 def route_actions(saved: IpJson, now: IpJson) -> list[Action]:
     """Add back the routes that are missing (replace: a route in the way is taken over),
-    then delete those the change added whose place no restored route took."""
+    then delete those the change added whose place no restored route took (IPv6 ones
+    with ``ip -6 route``)."""
     was, cur = _routes(saved), _routes(now)
     missing = sorted(set(was) - set(cur))
-    out: list[Action] = [["ip", "route", "replace"] + list(w) for w in missing]
+    out: list[Action] = [_ip_route(was[w]) + ["replace"] + list(w) for w in missing]
     taken = {_slot(was[w]) for w in missing}
-    out += [["ip", "route", "del"] + list(w) for w in sorted(set(cur) - set(was))
+    out += [_ip_route(cur[w]) + ["del"] + list(w) for w in sorted(set(cur) - set(was))
             if _slot(cur[w]) not in taken]
     return out
 
 
-def _slot(r: dict[str, Any]) -> tuple[str, str, str]:
-    """What ``ip route replace`` replaces by: type, destination and metric."""
-    return (str(r.get("type") or "unicast"), str(r["dst"]), str(r.get("metric") or 0))
+def _ip_route(r: dict[str, Any]) -> list[str]:
+    return ["ip", "-6", "route"] if _is_ipv6(r) else ["ip", "route"]
+
+
+def _slot(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What ``ip route replace`` replaces by: family, type, destination and metric."""
+    family = "6" if _is_ipv6(r) else "4"
+    return (family, str(r.get("type") or "unicast"), str(r["dst"]), str(r.get("metric") or 0))
 
 
 # -- forwarding, filter, sysctls, offloads ---------------------------------------------
@@ -191,8 +218,28 @@ def nft_text(saved: str) -> str:
     return NFT_LOAD + saved
 
 
-def sysctl_actions(saved: dict[str, str | None]) -> list[Action]:
-    return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in sorted(saved.items()) if v is not None]
+def sysctl_actions(saved: dict[str, str | None], links: IpJson | None = None) -> list[Action]:
+    """The saved sysctls written back but IPv6 forwarding (forwarding_actions) and, where
+    the links now are known, those of a NIC that is not there (a bond the change made and
+    the rollback removed, a NIC gone since: nothing to put back)."""
+    present = None if links is None else {str(link.get("ifname")) for link in links}
+    return [["sysctl", "-w", "%s=%s" % (k, v)] for k, v in sorted(saved.items())
+            if v is not None and k != FORWARD6 and (present is None or _nic_of(k) in present | {None})]
+
+
+def _nic_of(key: str) -> str | None:
+    """The NIC of a per-NIC sysctl key (net.FAMILY.conf|neigh.NIC.NAME), None for others."""
+    words = key_words(key)
+    if len(words) == 5 and words[2] in ("conf", "neigh") and words[3] not in ("all", "default"):
+        return words[3]
+    return None
+
+
+def _forwarding(saved: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, value) of the saved forwarding switches: IPv4's and, where it was read, IPv6's."""
+    found = [("net.ipv4.ip_forward", str(saved.get("forwarding", "")).strip()),
+             (FORWARD6, str((saved.get("sysctls") or {}).get(FORWARD6, "")).strip())]
+    return [(k, v) for k, v in found if v in ("0", "1")]
 
 
 def tso_actions(saved: dict[str, bool | None]) -> list[Action]:
@@ -213,12 +260,12 @@ def actions(saved: dict[str, Any], now: dict[str, Any], scope: Iterable[str], lo
     forwarding off first when it was off, the filter, forwarding on when it was on,
     links, addresses, routes, the failover sysctls, bond offloads."""
     scope = sorted(set(scope))
-    forwarding = str(saved.get("forwarding", "")).strip()
-    fwd = [["sysctl", "-w", "net.ipv4.ip_forward=" + forwarding]] if forwarding in ("0", "1") else []
-    return ((fwd if forwarding == "0" else [])
+    fwd = _forwarding(saved)
+    return ([["sysctl", "-w", "%s=0" % k] for k, v in fwd if v == "0"]
             + nft_actions(saved.get("nft_table"), now.get("nft_table"), load_path)
-            + (fwd if forwarding == "1" else [])
+            + [["sysctl", "-w", "%s=1" % k] for k, v in fwd if v == "1"]
             + link_actions(saved["links"], now["links"], scope)
             + address_actions(saved["addrs"], now["addrs"], scope)
             + route_actions(saved["routes"], now["routes"])
-            + sysctl_actions(saved.get("sysctls") or {}) + tso_actions(saved.get("tso") or {}))
+            + sysctl_actions(saved.get("sysctls") or {}, now.get("links"))
+            + tso_actions(saved.get("tso") or {}))

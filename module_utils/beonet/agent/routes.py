@@ -12,6 +12,7 @@ or another set of next hops, differs. Commands keep the plan's order.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +38,17 @@ def next_hops(r: Route) -> list[tuple[str, str]]:
 
 
 def live_dst(r: dict[str, Any]) -> str:
-    """The destination of an ``ip -j route`` entry as the plan writes it (a host as /32)."""
+    """The destination of an ``ip -j route`` entry as the plan writes it (a host as /32,
+    an IPv6 host as /128)."""
     dst = str(r["dst"])
-    return dst if "/" in dst or dst == "default" else dst + "/32"
+    if "/" in dst or dst == "default":
+        return dst
+    return dst + ("/128" if ":" in dst else "/32")
+
+
+def ip_route(to: str) -> list[str]:
+    """``ip route`` or, for an IPv6 destination, ``ip -6 route``."""
+    return ["ip", "-6", "route"] if ":" in to else ["ip", "route"]
 
 
 def live_hops(r: dict[str, Any]) -> Hops:
@@ -49,11 +58,23 @@ def live_hops(r: dict[str, Any]) -> Hops:
     return ((r.get("gateway"), r.get("dev")),)
 
 
+def canonical(text: str) -> str:
+    """An IPv6 address, ADDR/LEN or network as the kernel prints it (RFC 5952: lower
+    case, the longest run of zeros shortened); IPv4 text as it is."""
+    try:
+        if ":" not in text:
+            return text
+        if "/" not in text:
+            return str(ipaddress.IPv6Address(text))
+        return str(ipaddress.IPv6Interface(text))
+    except ValueError:
+        return text
+
+
 def planned_key(r: Route) -> RouteKey:
     hops = r.get("nexthops")
-    if not hops:
-        return (r["to"], ((r["via"], r["dev"]),), r["src"])
-    return (r["to"], tuple((h["via"], h["dev"]) for h in hops), r["src"])
+    pairs = [(r["via"], r["dev"])] if not hops else [(h["via"], h["dev"]) for h in hops]
+    return (canonical(r["to"]), tuple((canonical(via), dev) for via, dev in pairs), canonical(r["src"]))
 
 
 def live_key(r: dict[str, Any]) -> RouteKey:
@@ -102,30 +123,34 @@ def route_text(key: RouteKey) -> str:
 
 
 def replace_command(key: RouteKey) -> list[str]:
-    """``ip route replace`` installing the route with protocol 250 (equal weights)."""
+    """``ip route replace`` (``ip -6 route replace`` for IPv6) installing the route with
+    protocol 250 (equal weights)."""
     to, hops, src = key
+    ip = ip_route(to)
     if len(hops) == 1:
         via, dev = hops[0]
         if via and dev:
-            return ["ip", "route", "replace", to, "via", via, "dev", dev, "src", str(src), "proto", _PROTO]
-        return ["ip", "route", "replace", to] + _hop_words(hops[0]) + ["src", str(src), "proto", _PROTO]
-    cmd = ["ip", "route", "replace", to, "src", str(src), "proto", _PROTO]
+            return ip + ["replace", to, "via", via, "dev", dev, "src", str(src), "proto", _PROTO]
+        return ip + ["replace", to] + _hop_words(hops[0]) + ["src", str(src), "proto", _PROTO]
+    cmd = ip + ["replace", to, "src", str(src), "proto", _PROTO]
     for hop in hops:
         cmd += ["nexthop"] + _hop_words(hop)
     return cmd
 
 
 def delete_command(key: RouteKey) -> list[str]:
-    """``ip route del`` of one of beonet's routes."""
+    """``ip route del`` (``ip -6 route del``) of one of beonet's routes."""
     to, hops, _src = key
     if len(hops) == 1:
-        return ["ip", "route", "del", to] + _hop_words(hops[0]) + ["proto", str(PROTO)]
-    cmd = ["ip", "route", "del", to, "proto", str(PROTO)]
+        return ip_route(to) + ["del", to] + _hop_words(hops[0]) + ["proto", str(PROTO)]
+    cmd = ip_route(to) + ["del", to, "proto", str(PROTO)]
     for hop in hops:
         cmd += ["nexthop"] + _hop_words(hop)
     return cmd
 
 
 def shell_line(key: RouteKey) -> str:
-    """The route as the text after ``ip route replace`` in a shell script (ifupdown, dispatcher)."""
-    return " ".join(replace_command(key)[3:])
+    """The route as the text after ``ip route replace`` in a shell script (ifupdown,
+    dispatcher): ``ip`` tells the family from the destination."""
+    cmd = replace_command(key)
+    return " ".join(cmd[cmd.index("replace") + 1:])

@@ -357,8 +357,8 @@ def prefixes(plan_: Mapping[str, Any]) -> list[str]:
         if seg.get("prefix"):
             net, plen = parse_net(seg["prefix"])
             spans.append((net, net + (1 << (32 - plen))))
-    for node in plan_["nodes"].values():     # routing.engine frr: the nodes' loopbacks
-        if "routing" in node:
+    for node in plan_["nodes"].values():     # routing.engine frr: the nodes' IPv4 loopbacks
+        if "loopback" in node.get("routing", {}):
             net, _plen = parse_net(node["routing"]["loopback"])
             spans.append((net, net + 1))
     return [net_text(net, plen) for net, plen in aggregate(spans)]
