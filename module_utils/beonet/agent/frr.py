@@ -22,7 +22,12 @@ names, like the network backends' files). The protocol is OSPFv2 in one area:
 * BFD runs on every adjacency with the topology's timers (``bfd``); OSPF drops
   a neighbour as soon as BFD does, so a dead node or a cut cable costs
   interval x multiplier plus an SPF run, not OSPF's dead interval;
-* the management NIC is not in the plan and so never in OSPF.
+* the management NIC is not in the plan and so never in OSPF;
+* with IPv6 in the plan (``loopback6``), OSPFv3 (ospf6d) beside OSPFv2 the same way on
+  every cluster NIC, with its own loopback on ``lo``, its own route map of sources and
+  BFD on its adjacencies; a link is an OSPFv3 broadcast network (see IPV6). On an
+  IPv6-only plan (no ``loopback``) OSPFv2 has no NIC and both take a router id from
+  the node's index (router_id).
 
 Why OSPF and not IS-IS or OpenFabric: it is the IGP every Linux admin has met,
 FRR's most used, numbered links are what beonet already gives every segment,
