@@ -43,7 +43,7 @@ import os
 from typing import NamedTuple
 
 from .names import file_text
-from .nodeplan import Interface, NodePlan, Routing
+from .nodeplan import Interface, NodePlan, Route, Routing
 
 LOOPBACK_NIC = "lo"               # zebra adds the /32 beside 127.0.0.1/8
 FRR_CONF = "/etc/frr/frr.conf"
@@ -477,9 +477,12 @@ def learned_counts(n: NodePlan) -> Learned:
     """The routes and next hops of each family OSPF is to install on the node: its plan's
     learned routes (an IPv6 one's destination holds ':')."""
     learned = n.get("learned", [])
-    count = [[len(rs), sum(len(r.get("nexthops") or [0]) for r in rs)]
-             for rs in ([r for r in learned if ":" not in r["to"]], [r for r in learned if ":" in r["to"]])]
-    return Learned(*count[0], *count[1])
+    four, six = [r for r in learned if ":" not in r["to"]], [r for r in learned if ":" in r["to"]]
+    return Learned(len(four), _hops(four), len(six), _hops(six))
+
+
+def _hops(routes: list[Route]) -> int:
+    return sum(len(r.get("nexthops") or [0]) for r in routes)
 
 
 class Settle(NamedTuple):
