@@ -150,7 +150,7 @@ slurm-topology-check: setup
 
 # beonet's frr.conf read by FRR's own parser (vtysh --dryrun, Debian's FRR in the node
 # image's frr variant): every node of every shipped topology compiled with routing.engine
-# frr, a sample of nodes above 500.
+# frr, a sample of nodes above 500; the FRR testbed also with IPv6 beside IPv4 and alone.
 .PHONY: frr-check
 frr-check: setup
 	bash scripts/frr-check.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # FRR's own parser on beonet's frr.conf: every shipped topology compiled with
 # routing.engine frr, each node's frr.conf (a sample of nodes above 500) read by
-# `vtysh --dryrun --inputfile` in one container of the FRR node image, no network.
-#   scripts/frr-check.sh [TOPOLOGY...] [--sample N] [--huge N]
+# `vtysh --dryrun --inputfile` in one container of the FRR node image, no network;
+# the FRR testbed also with IPv6 beside IPv4 and alone (--ipv6 dual|only: named ones).
+#   scripts/frr-check.sh [TOPOLOGY...] [--ipv6 dual|only]... [--sample N] [--huge N]
 # (module_utils/beonet/labs/frrcheck.py; exit status 1 on any refusal).
 # BEONET_FRR_CHECK_VARIANT: the image variant to run it in (default frr; mpi has FRR too).
 set -euo pipefail

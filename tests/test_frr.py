@@ -446,3 +446,125 @@ def test_a_plan_that_leaves_frr_stops_it_before_its_files_go():
     assert frr.written_by_beonet(frr.FRR_CONF, ours) and frr.written_by_beonet(frr.FRR_DAEMONS, frr.daemons())
     assert not frr.written_by_beonet(frr.FRR_CONF, "frr defaults traditional\n")
     assert frr.written_by_beonet("/etc/sysctl.d/90-beonet.conf", None)
+
+
+# -- IPv6: OSPFv3 beside OSPFv2 (dual stack) or alone (IPv6-only) ---------------------
+
+DUAL, ONLY = {"ipv6": True}, {"ipv4": False, "ipv6": True}
+_TESTBEDS: dict = {}
+
+
+def _testbed(addressing: dict | None) -> dict:
+    """The FRR testbed's plan (36 nodes, four LANs and point-to-point links) with addressing."""
+    key = yaml.safe_dump(addressing)
+    if key not in _TESTBEDS:
+        topo = yaml.safe_load((ROOT / "topologies" / "metanode-testbed-frr.yml").read_text())
+        if addressing:
+            topo["addressing"] = addressing
+        _TESTBEDS[key] = render.plan(pipeline.compile_text(yaml.safe_dump(topo, sort_keys=False), "t.yml"))
+    return _TESTBEDS[key]
+
+
+@pytest.mark.parametrize("variant,addressing", [("dual", DUAL), ("only", ONLY)])
+def test_ipv6_frr_conf_golden(variant, addressing):
+    # node36: a gateway, on its group's LAN and a point-to-point link
+    n = _testbed(addressing)["nodes"]["node36"]
+    files = frr.frr_files(n)
+    golden(GOLDEN / ("metanode-testbed-frr-%s-node36.conf" % variant), files[frr.FRR_CONF])
+    golden(GOLDEN / "daemons-ipv6", files[frr.FRR_DAEMONS])
+
+
+def test_dual_stack_adds_ospfv3_and_changes_no_line_of_the_ipv4_configuration():
+    ipv4, dual = _testbed(None)["nodes"], _testbed(DUAL)["nodes"]
+    for name in ("node01", "node27", "node36"):
+        # the IPv4 file's lines, each found in the dual stack's in the same order
+        lines = iter(frr.frr_conf(dual[name], dual[name]["routing"]).splitlines())
+        ipv4_lines = frr.frr_conf(ipv4[name], ipv4[name]["routing"]).splitlines()
+        assert all(line in lines for line in ipv4_lines), name
+
+
+@pytest.mark.parametrize("addressing", [DUAL, ONLY])
+def test_every_cluster_nic_runs_ospfv3_lans_point_to_multipoint_links_broadcast(addressing):
+    for n in _testbed(addressing)["nodes"].values():
+        conf = frr.frr_conf(n, n["routing"])
+        for iface in frr.ospf_nics(n):
+            block = conf.split("interface %s\n" % iface["name"])[1].split("exit\n")[0]
+            network = "broadcast" if "peer" in iface else "point-to-multipoint"
+            assert " ipv6 ospf6 area 0\n ipv6 ospf6 cost 10\n" in block
+            assert (" ipv6 ospf6 network %s\n ipv6 ospf6 bfd\n ipv6 ospf6 bfd profile beonet\n"
+                    % network) in block
+            assert (" ip ospf area 0\n" in block) == ("loopback" in n["routing"])
+        assert "interface lo\n" in conf and " ipv6 address %s\n ipv6 ospf6 area 0\n ipv6 ospf6 passive\n" % (
+            n["routing"]["loopback6"]) in conf
+
+
+def test_the_router_id_is_the_ipv4_loopback_or_on_ipv6_only_the_nodes_index_plus_one():
+    dual = _testbed(DUAL)["nodes"]["node36"]
+    assert frr.router_id(dual, dual["routing"]) == "10.254.0.36"
+    ids = []
+    for n in _testbed(ONLY)["nodes"].values():
+        conf = frr.frr_conf(n, n["routing"])
+        rid = str(ipaddress.IPv4Address(n["index"] + 1))
+        assert " ospf router-id %s\n" % rid in conf and " ospf6 router-id %s\n" % rid in conf
+        ids.append(rid)
+    assert len(set(ids)) == len(ids) == 36 and "0.0.0.0" not in ids
+
+
+@pytest.mark.parametrize("addressing", [DUAL, ONLY])
+def test_ipv6_routes_leave_from_the_nodes_lan_address_or_its_ipv6_loopback(addressing):
+    n = _testbed(addressing)["nodes"]["node36"]
+    conf = frr.frr_conf(n, n["routing"])
+    lan = next(a for a in n["interfaces"][0]["addresses"] if ":" in a)
+    network = ipaddress.ip_interface(lan).network
+    assert "ipv6 prefix-list beonet-src6-lan1 seq 5 permit %s le 128\n" % network in conf
+    clauses = conf.split("route-map beonet-src6 permit ")[1:]
+    assert [c.split("\n")[0] for c in clauses] == ["1", "10"]
+    assert " match ipv6 address prefix-list beonet-src6-lan1\n set src %s\n" % lan.split("/")[0] in clauses[0]
+    assert " set src %s\n" % n["address6"] in clauses[1] and "match" not in clauses[1]
+    assert "ipv6 protocol ospf6 route-map beonet-src6\n" in conf
+    assert ("ip protocol ospf route-map beonet-src\n" in conf) == (addressing is DUAL)
+    # every learned IPv6 route's source is one of the two the route map gives
+    assert {r["src"] for r in n["learned"] if ":" in r["to"]} == {lan.split("/")[0], n["address6"]}
+
+
+@pytest.mark.parametrize("addressing,on", [(None, False), (DUAL, True), (ONLY, True)])
+def test_ospf6d_runs_only_where_the_plan_has_ipv6(addressing, on):
+    n = _testbed(addressing)["nodes"]["node01"]
+    text = frr.frr_files(n)[frr.FRR_DAEMONS]
+    assert ("ospf6d=yes\n" in text, "ospf6d=no\n" in text) == (on, not on)
+    assert "ospfd=yes\n" in text and "bfdd=yes\n" in text
+    assert ("router ospf6\n" in frr.frr_conf(n, n["routing"])) == on
+
+
+@pytest.mark.parametrize("addressing", [None, DUAL, ONLY])
+def test_the_wait_counts_each_familys_learned_routes(addressing):
+    n = _testbed(addressing)["nodes"]["node36"]
+    got = frr.learned_counts(n)
+    six = [r for r in n["learned"] if ":" in r["to"]]
+    assert got.routes + got.routes6 == len(n["learned"]) and got.routes6 == len(six)
+    assert got.hops6 == sum(len(r.get("nexthops") or [0]) for r in six)
+    assert (got.routes6 > 0) == (addressing is not None) and (got.routes > 0) == (addressing is not ONLY)
+
+
+@pytest.mark.parametrize("addressing", [DUAL, ONLY])
+def test_a_plan_that_leaves_frr_removes_every_loopback_zebra_put_on_lo(addressing):
+    from beonet.agent import apply
+
+    n = _testbed(addressing)["nodes"]["node01"]
+    static = render.plan(compiled("mesh", {"dims": [2, 2]}, routing={"engine": "static"}))
+    static = static["nodes"]["node-0-0"]
+    conf = frr.frr_conf(n, n["routing"])
+    loops = [n["routing"][k] for k in ("loopback", "loopback6") if k in n["routing"]]
+    assert frr.loopbacks_of(conf) == loops
+    on_lo = [{"local": "127.0.0.1", "prefixlen": 8}, {"local": "::1", "prefixlen": 128}]
+    lo = [{"ifname": "lo", "addr_info": on_lo + [{"local": a.split("/")[0], "prefixlen": int(a.split("/")[1])}
+                                                 for a in loops]}]
+    live = dict(apply.blank_live_state(static), frr_conf=conf, frr_running=False, systemd=False, addrs=lo)
+    assert apply.leave_actions(static, live) == [["ip", "address", "del", a, "dev", "lo"] for a in loops]
+
+
+def test_loopbacks_are_read_only_from_los_own_block():
+    assert frr.loopbacks_of("interface eth1\n ip address 10.0.0.1/24\nexit\n") == []
+    text = ("interface lo\n ipv6 address fd00::1/128\n ipv6 ospf6 passive\nexit\n"
+            "interface eth1\n ip address 10.0.0.1/24\n")
+    assert frr.loopbacks_of(text) == ["fd00::1/128"]

@@ -183,3 +183,66 @@ def test_a_topology_too_big_for_an_frr_plan_is_left_out_with_the_reason(tmp_path
     done = frrcheck.render_topology(_topology(tmp_path, "mesh", MESH), str(tmp_path / "out"))
     assert not done.files
     assert done.skipped.startswith("4 nodes, more than 3: the plan with routing.engine frr")
+
+
+# -- IPv6 variants: dual stack and IPv6-only ----------------------------------------
+
+@pytest.mark.parametrize("given,variant,want", [
+    (None, "dual", {"ipv6": True}),
+    (None, "only", {"ipv4": False, "ipv6": True}),
+    ({"ipv4": False, "ipv6": True}, "dual", {"ipv6": True}),
+    ({"loopback": "10.253.0.0/16", "ipv6": {"lan": "fd00:1::/48"}}, "only",
+     {"loopback": "10.253.0.0/16", "ipv6": {"lan": "fd00:1::/48"}, "ipv4": False}),
+])
+def test_a_variant_merges_its_addressing_and_keeps_the_topologys_pools(given, variant, want):
+    doc = dict(MESH, **({"addressing": given} if given else {}))
+    text = frrcheck.with_frr(yaml.safe_dump(doc), "t.yml", variant=variant)
+    assert yaml.safe_load(text)["addressing"] == want
+    assert "addressing" not in yaml.safe_load(frrcheck.with_frr(yaml.safe_dump(MESH), "t.yml"))
+
+
+def test_a_variant_refuses_addressing_that_is_not_a_mapping():
+    with pytest.raises(LabError, match="t.yml: addressing: must be a mapping"):
+        frrcheck.with_frr("name: t\naddressing: [a]\n", "t.yml", variant="dual")
+
+
+def test_the_shipped_check_adds_the_frr_testbed_in_both_ipv6_variants():
+    found = frrcheck.jobs([], [], str(ROOT))
+    assert [j for j in found if j[1]] == [("topologies/metanode-testbed-frr.yml", "dual"),
+                                          ("topologies/metanode-testbed-frr.yml", "only")]
+    assert [t for t, v in found if not v] == frrcheck.shipped(str(ROOT))
+    assert [j for j in frrcheck.jobs([], ["only"], str(ROOT)) if j[1]] == [
+        ("topologies/metanode-testbed-frr.yml", "only")]
+    assert frrcheck.jobs(["a.yml"], ["only", "dual", "only"]) == [("a.yml", ""), ("a.yml", "only"),
+                                                                 ("a.yml", "dual")]
+    assert frrcheck.jobs(["a.yml"], []) == [("a.yml", "")]
+
+
+@pytest.mark.parametrize("variant,v4", [("dual", True), ("only", False)])
+def test_each_variant_is_rendered_into_a_folder_of_its_own(tmp_path, variant, v4):
+    path = _topology(tmp_path, "mesh", dict(MESH, routing={"engine": "frr"}))
+    plain = frrcheck.render_topology(path, str(tmp_path / "out"))
+    done = frrcheck.render_topology(path, str(tmp_path / "out"), variant=variant)
+    assert done.nodes == 4 and not done.skipped
+    assert done.topology == path + (" (IPv4 and IPv6)" if v4 else " (IPv6 only)")
+    assert {os.path.dirname(f) for f in done.files} == {os.path.dirname(plain.files[0]) + "-" + variant}
+    text = (tmp_path / "out" / done.files[0]).read_text()
+    assert "router ospf6\n" in text and (" ip ospf area 0\n" in text) == v4
+
+
+def test_main_checks_the_variants_asked_for_and_names_them(tmp_path, capsys):
+    fake = FakeDocker(refuse="ipv6 ospf6 network broadcast")
+    meta = {"name": "m", "family": "metagraph",
+            "metagraph": {"groups": 4, "nodes_per_group": 3, "p2p_per_node": 1}}
+    assert frrcheck.main([_topology(tmp_path, "meta", meta), "--ipv6", "only"], runner=fake) == 1
+    out = capsys.readouterr().out
+    assert "meta.yml: 12 nodes, 12 accepted, 0 refused" in out
+    assert re.search(r"meta.yml \(IPv6 only\): 12 nodes, 0 accepted, 12 refused", out)
+    assert re.search(r"REFUSED \S+-only/node\d+\.conf", out)
+    assert "2 topologies (0 skipped), 24 frr.conf" in out
+
+
+def test_main_refuses_an_unknown_variant(capsys):
+    with pytest.raises(SystemExit):
+        frrcheck.main(["t.yml", "--ipv6", "both"], runner=FakeDocker())
+    assert "invalid choice: 'both'" in capsys.readouterr().err

@@ -4,9 +4,14 @@ by the node agent (agent/frr.py) into a folder, and each file read by
 ``vtysh --dryrun --inputfile FILE`` in one container of the FRR node image
 (scripts/build-image.sh frr), with no network. A topology of more than ``--huge``
 nodes (default 500) is checked on ``--sample`` nodes spread over its node order;
-one of more than COMPILE_MAX nodes is left out, named with its reason.
+one of more than COMPILE_MAX nodes is left out, named with its reason. With
+``--ipv6 dual`` or ``--ipv6 only`` each topology is also checked with IPv6 turned on
+beside IPv4 or instead of it (``addressing: {ipv6: true}``, ``{ipv4: false, ipv6:
+true}``); without topologies named, the shipped ones are checked as they are and
+IPV6_SHIPPED in both.
 
-    python -m beonet.labs.frrcheck [TOPOLOGY ...] [--sample N] [--huge N] [--image IMAGE]
+    python -m beonet.labs.frrcheck [TOPOLOGY ...] [--ipv6 dual|only]... [--sample N] [--huge N]
+        [--image IMAGE]
 
 Exit status 0 when FRR accepts every file; 1 on a refusal (the file, FRR's message
 and the refused line are printed) or when the check itself cannot run.
@@ -39,6 +44,12 @@ HUGE = 500              # nodes; above it only a sample of nodes is rendered
 SAMPLE = 16             # nodes of a huge topology that are checked
 COMPILE_MAX = 1000      # nodes; above it a topology is left out (its frr plan is N x (segments + N) routes)
 SHIPPED = ("topologies/*.yml", "topologies/benchmarks/*.yml", "topologies/benchmarks/compile/*.yml")
+# IPv6 beside IPv4 (dual) or instead of it (only): the addressing keys merged in, what each
+# is called in the report
+VARIANTS: dict[str, tuple[str, dict[str, bool]]] = {
+    "dual": ("IPv4 and IPv6", {"ipv6": True}),
+    "only": ("IPv6 only", {"ipv4": False, "ipv6": True})}
+IPV6_SHIPPED = ("topologies/metanode-testbed-frr.yml",)   # also checked in every variant
 MARK = "@@beonet-frr-check"
 MOUNT = "/check"
 LIST = "files.txt"
@@ -88,9 +99,10 @@ def shipped(root: str = ".") -> list[str]:
     return sorted(found)
 
 
-def with_frr(text: str, file: str, engine: str = "frr") -> str:
+def with_frr(text: str, file: str, engine: str = "frr", variant: str = "") -> str:
     """The topology text with routing.engine frr merged in (its other routing keys kept);
-    engine static: with the static engine, the settings only frr reads left out."""
+    engine static: with the static engine, the settings only frr reads left out; variant
+    (VARIANTS): its addressing merged in too (IPv6 pools the topology gives are kept)."""
     doc = yaml.safe_load(text)
     if not isinstance(doc, dict):
         raise LabError("%s: not a topology (a YAML mapping)" % file)
@@ -98,11 +110,23 @@ def with_frr(text: str, file: str, engine: str = "frr") -> str:
     if not isinstance(routing, dict):
         raise LabError("%s: routing: must be a mapping" % file)
     doc["routing"] = {**routing, "engine": engine}
+    if variant:
+        doc["addressing"] = _addressing(doc.get("addressing"), file, variant)
     if engine != "frr":
         for section, key in FRR_ONLY:
             if isinstance(doc.get(section), dict):
                 doc[section].pop(key, None)
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _addressing(addressing: Any, file: str, variant: str) -> dict[str, Any]:
+    """The topology's addressing with the variant's families: IPv6 pools it gives kept."""
+    if not isinstance(addressing, (dict, type(None))):
+        raise LabError("%s: addressing: must be a mapping" % file)
+    out: dict[str, Any] = {k: v for k, v in (addressing or {}).items() if k != "ipv4"}
+    keys = VARIANTS[variant][1]
+    out.update({k: v for k, v in keys.items() if not (k == "ipv6" and isinstance(out.get(k), dict))})
+    return out
 
 
 def sample(names: list[str], k: int) -> list[str]:
@@ -114,25 +138,25 @@ def sample(names: list[str], k: int) -> list[str]:
     return [names[round(i * (len(names) - 1) / (k - 1))] for i in range(k)]
 
 
-def render_topology(path: str, folder: str, huge: int = HUGE, k: int = SAMPLE) -> Rendered:
-    """Compile path with routing.engine frr and write each (sampled) node's frr.conf
-    as folder/<path without .yml, / as ->/<node>.conf."""
-    out = Rendered(path)
+def render_topology(path: str, folder: str, huge: int = HUGE, k: int = SAMPLE, variant: str = "") -> Rendered:
+    """Compile path with routing.engine frr (and the variant's addressing) and write each
+    (sampled) node's frr.conf as folder/<path without .yml, / as -[, -variant]>/<node>.conf."""
+    out = Rendered(path + (" (%s)" % VARIANTS[variant][0] if variant else ""))
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     try:
-        size = len(pipeline.compile_text(with_frr(text, path, "static"), path).graph.nodes)
+        size = len(pipeline.compile_text(with_frr(text, path, "static", variant), path).graph.nodes)
         if size > COMPILE_MAX:   # the frr compile holds every node's OSPF routes: N x (segments + N)
             out.skipped = ("%d nodes, more than %d: the plan with routing.engine frr holds every "
                            "node's OSPF routes" % (size, COMPILE_MAX))
             return out
-        nodes = render.plan(pipeline.compile_text(with_frr(text, path), path))["nodes"]
+        nodes = render.plan(pipeline.compile_text(with_frr(text, path, "frr", variant), path))["nodes"]
     except (CompileError, LabError, yaml.YAMLError) as exc:
         out.skipped = "does not compile with routing.engine frr: %s" % str(exc).strip().splitlines()[0]
         return out
     out.nodes = len(nodes)
     names = list(nodes) if len(nodes) <= huge else sample(list(nodes), k)
-    base = clean(os.path.splitext(os.path.normpath(path))[0]).strip("-")
+    base = clean(os.path.splitext(os.path.normpath(path))[0] + ("-" + variant if variant else "")).strip("-")
     os.makedirs(os.path.join(folder, base), exist_ok=True)
     for name in names:
         rel = os.path.join(base, "%s.conf" % name)
@@ -193,11 +217,25 @@ def _docker(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
-def check(topologies: list[str], image: str, folder: str, huge: int = HUGE, k: int = SAMPLE,
+Job = tuple[str, str]        # a topology file and its variant ("": as it is)
+
+
+def jobs(topologies: list[str], variants: list[str], root: str = ".") -> list[Job]:
+    """What to check: each topology as it is and in each variant; without topologies, the
+    shipped ones under root as they are and IPV6_SHIPPED in every variant."""
+    variants = list(dict.fromkeys(variants))        # each once
+    if topologies:
+        return [(t, v) for t in topologies for v in [""] + variants]
+    found = shipped(root)
+    return [(t, "") for t in found] + [(t, v) for t in IPV6_SHIPPED if t in found
+                                       for v in variants or list(VARIANTS)]
+
+
+def check(topologies: list[Job], image: str, folder: str, huge: int = HUGE, k: int = SAMPLE,
           runner: Runner = _docker, say: Callable[[str], Any] = print) -> bool:
-    """Render every topology's files into folder and have FRR read them; whether
-    every file was accepted. Says one line per topology and one per refusal."""
-    done = [render_topology(t, folder, huge, k) for t in topologies]
+    """Render every topology's files (each in its variant) into folder and have FRR read
+    them; whether every file was accepted. Says one line per topology and one per refusal."""
+    done = [render_topology(t, folder, huge, k, v) for t, v in topologies]
     files = [f for r in done for f in r.files]
     version, verdicts = parse(run_vtysh(image, folder, files, runner), files)
     by_file = {v.file: v for v in verdicts}
@@ -222,8 +260,11 @@ def check(topologies: list[str], image: str, folder: str, huge: int = HUGE, k: i
 
 def main(argv: list[str] | None = None, runner: Runner = _docker) -> int:
     ap = argparse.ArgumentParser(prog="python -m beonet.labs.frrcheck", description=__doc__.split("\n\n")[0])
-    ap.add_argument("topologies", nargs="*", help="topology files (default: the shipped ones, %s)"
-                    % ", ".join(SHIPPED))
+    ap.add_argument("topologies", nargs="*",
+                    help="topology files (default: the shipped ones, %s, and %s in every --ipv6 variant, "
+                    "both without one)" % (", ".join(SHIPPED), ", ".join(IPV6_SHIPPED)))
+    ap.add_argument("--ipv6", action="append", default=[], choices=sorted(VARIANTS),
+                    help="also check each topology with IPv6 beside IPv4 (dual) or alone (only)")
     ap.add_argument("--huge", type=int, default=HUGE, help="above this many nodes, check a sample")
     ap.add_argument("--sample", type=int, default=SAMPLE, help="nodes checked of a huge topology")
     ap.add_argument("--image", default=None,
@@ -231,7 +272,7 @@ def main(argv: list[str] | None = None, runner: Runner = _docker) -> int:
     args = ap.parse_args(argv)
     if args.huge < 1 or args.sample < 1:
         ap.error("--huge and --sample must be 1 or more")
-    topologies = args.topologies or shipped()
+    topologies = jobs(args.topologies, args.ipv6)
     if not topologies:
         ap.error("no topology files (run it from the project's root or name them)")
     try:
