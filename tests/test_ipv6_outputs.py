@@ -288,3 +288,24 @@ def test_the_ipv4_part_of_a_dual_stack_node_is_its_ipv4_plan():
     for name, n in dual["nodes"].items():
         part, six = plan6.split(n)
         assert part == four["nodes"][name] and plan6.problems6(name, six) == []
+
+
+# --- what the playbooks are given ---------------------------------------------
+
+
+def test_the_paths_given_to_verify_are_ipv6_on_an_ipv6_only_plan():
+    from beonet import controller
+    from beonet.outputs import topology_task
+    results = [controller.run("beonet_topology", topology_task.ARGUMENT_SPEC, topology_task.compile_task,
+                              {"topology": t, "paths": True}, False, False) for t in (DUAL, ONLY)]
+    dual, only = (r["paths"]["node-0-0"]["node-3-3"] for r in results)
+    assert dual == [["10.0.3.1", "10.0.3.4"], ["10.0.0.4", "10.0.3.4"]]
+    assert only == [["fd76:db0c:60c:3::1", "fd76:db0c:60c:3::4"], ["fd76:db0c:60c::4", "fd76:db0c:60c:3::4"]]
+
+
+def test_a_rolling_push_asks_the_neighbours_at_the_plans_addresses():
+    from beonet.outputs import rolling
+    dual, only, four = (rolling.node_neighbours(render.plan(pipeline.compile_file(t)), "node-0-0")
+                        for t in (DUAL, ONLY, "topologies/routed-mesh.yml"))
+    assert dual == four and [t["node"] for t in only] == [t["node"] for t in four]
+    assert only[0] == {"nic": "eth1", "address": "fd76:db0c:60c::2", "node": "node-1-0"}
