@@ -309,3 +309,11 @@ def test_a_rolling_push_asks_the_neighbours_at_the_plans_addresses():
                         for t in (DUAL, ONLY, "topologies/routed-mesh.yml"))
     assert dual == four and [t["node"] for t in only] == [t["node"] for t in four]
     assert only[0] == {"nic": "eth1", "address": "fd76:db0c:60c::2", "node": "node-1-0"}
+
+
+def test_a_whole_slurm_conf_of_an_ipv6_only_plan_turns_slurms_ipv6_on():
+    from beonet.outputs import slurm
+    only = slurm.slurm_conf(render.plan(pipeline.compile_file(TREE_ONLY)), "node01")
+    assert "SlurmctldHost=node01(fdd5:5b69:622d::1)\n" in only
+    assert "\nCommunicationParameters=EnableIPv6,DisableIPv4\n" in only
+    assert "CommunicationParameters" not in slurm.slurm_conf(render.plan(pipeline.compile_file(DUAL)))

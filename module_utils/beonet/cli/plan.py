@@ -104,8 +104,9 @@ def populate(name: str, s: argparse.ArgumentParser) -> None:
                        help="destination node (with --from; default: every other node)")
         s.add_argument("--format", choices=["text", "json"], default="text",
                        help="text: one line per allowed hop list of a pair, the preferred "
-                       "first (default); json: {destination: [hops, ...]}, with --all "
-                       "{source: {destination: [hops, ...]}}")
+                       "first, the IPv4 ones then the IPv6 ones (-6) (default); json: "
+                       "{destination: [hops, ...]}, with --all {source: {destination: [hops, "
+                       "...]}}, each hop {node, address, address6} as the plan has them")
     else:
         _metrics_options(s)
 
