@@ -317,3 +317,25 @@ def test_a_whole_slurm_conf_of_an_ipv6_only_plan_turns_slurms_ipv6_on():
     assert "SlurmctldHost=node01(fdd5:5b69:622d::1)\n" in only
     assert "\nCommunicationParameters=EnableIPv6,DisableIPv4\n" in only
     assert "CommunicationParameters" not in slurm.slurm_conf(render.plan(pipeline.compile_file(DUAL)))
+
+
+def _mixed(p: dict) -> None:
+    p["nodes"]["node-0-1"]["address"] = "10.0.1.1"
+
+
+def _neither(p: dict) -> None:
+    del p["nodes"]["node-0-1"]["address6"]
+
+
+@pytest.mark.parametrize("spoil,message", [
+    (_mixed, "nodes.node-0-0.address: missing, while node node-0-1 has one"),
+    (_neither, "nodes.node-0-1: no address nor address6"),
+])
+def test_a_plan_json_with_families_that_differ_by_node_is_refused(capsys, tmp_path, spoil, message):
+    assert run(capsys, "build", ONLY, "-o", str(tmp_path / "b"))[0] == 0
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    spoil(plan)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan))
+    code, out, err = run(capsys, "diff", ONLY, str(bad))
+    assert code == 2 and out == "" and message in err and "Traceback" not in err

@@ -59,14 +59,16 @@ Plan = Mapping[str, Any]
 
 def shape_problems(plan: Mapping[str, Any]) -> list[str]:
     """Why diff cannot read this plan (empty: it can): each node's interfaces and
-    routes lists, a mapping of segments, each a mapping whose prefix, where given,
-    is an IPv4 network, and whose prefix6 and members' address6 are IPv6 ones."""
+    routes lists, the same IP families on every node, a mapping of segments, each a
+    mapping whose prefix, where given, is an IPv4 network, and whose prefix6 and
+    members' address6 are IPv6 ones."""
     segments = plan.get("segments")
     if not isinstance(segments, Mapping):
         return ["segments: must be a mapping of segments, not %s" % type_word(segments)]
     out = ["%s: plan.%s: must be a list, not %s" % (escaped(name), key, type_word(n.get(key)))
            for name, n in plan["nodes"].items() if isinstance(n, Mapping)
            for key in ("interfaces", "routes") if not isinstance(n.get(key, []), list)][:5]
+    out += plan6.family_problems(plan["nodes"])
     for name, seg in segments.items():
         prefix = seg.get("prefix") if isinstance(seg, Mapping) else None
         if not isinstance(seg, Mapping):

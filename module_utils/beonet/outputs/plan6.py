@@ -102,6 +102,20 @@ def problems6(node: str, six: list[Text6]) -> list[str]:
             if (why := problem6(value, kind)) is not None]
 
 
+def family_problems(nodes: Mapping[str, Any]) -> list[str]:
+    """A plan is IPv4 on every node or on none, and a node without an IPv4 address has
+    an IPv6 one: the first node that breaks either, with the node that shows the rule."""
+    plans = {name: n for name, n in nodes.items() if isinstance(n, Mapping)}
+    four = [name for name, n in plans.items() if "address" in n]
+    if four and len(four) < len(plans):
+        lack = next(name for name in plans if name not in four)
+        return ["nodes.%s.address: missing, while node %s has one: a plan has IPv4 on every "
+                "node or on none" % (escaped(lack), escaped(four[0]))]
+    lack6 = next((name for name, n in plans.items() if not four and "address6" not in n), None)
+    return [] if lack6 is None else [
+        "nodes.%s: no address nor address6: a node has an IPv4 or an IPv6 address" % escaped(lack6)]
+
+
 def segment_problems6(name: str, seg: Mapping[str, Any]) -> list[str]:
     """A segment's IPv6 prefix (prefix6) and its members' IPv6 addresses (address6)."""
     out = []
