@@ -188,40 +188,56 @@ def renumbered(old: NodePlan, new: NodePlan, name: str) -> list[dict[str, Any]]:
     return out
 
 
-class _Walker:
-    """One plan's route tables and, per destination, the nodes each node forwards to."""
+NO_ROUTE = "(no route)"
+
+
+class _Walk:
+    """A plan's route tables walked: ``hops`` gives, per node and destination, the nodes
+    the node hands a packet to, the preferred first (None: no route)."""
+
+    names: list[str]
+
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
+        raise NotImplementedError
+
+    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
+        """The nodes src hands a packet for dst to (dst: it is on a shared segment,
+        "!": no route), every branch."""
+        found = self.hops(src, dst)
+        return ("!",) if found is None else tuple(sorted(found))
+
+    def path(self, src: str, dst: str) -> list[str]:
+        """The preferred branch's nodes from src to dst (src and dst included)."""
+        out, at = [src], src
+        while at != dst and len(out) <= len(self.names):
+            found = self.hops(at, dst)
+            at = found[0] if found and found[0] != "!" else NO_ROUTE
+            out.append(at)
+            if at == NO_ROUTE:
+                break
+        return out
+
+
+class _Walker(_Walk):
+    """One plan's IPv4 route tables (livestate.tables, the proof's walk)."""
 
     def __init__(self, plan: Plan) -> None:
         self.net = planned_net(plan, prefixes(plan))
         self.names, self.address = self.net.names, self.net.address
         self.index = {n: k for k, n in enumerate(self.names)}
 
-    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
-        """The nodes src hands a packet for dst to ("" : dst is on a shared segment,
-        "!": no route), every branch."""
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
         found = tables.lookup(self.net, self.index[src], self.address[self.index[dst]])
         if found is None:
-            return ("!",)
-        return tuple(sorted(dst if c == ON_LINK else self.names[c] if c >= 0 else "!"
-                            for c in tables.codes(found[2])))
-
-    def path(self, src: str, dst: str) -> list[str]:
-        """The preferred branch's nodes from src to dst (src and dst included)."""
-        out, at = [src], src
-        while at != dst and len(out) <= len(self.names):
-            found = tables.lookup(self.net, self.index[at], self.address[self.index[dst]])
-            code = tables.codes(found[2])[0] if found else -1
-            at = dst if code == ON_LINK else self.names[code] if code >= 0 else "(no route)"
-            out.append(at)
-            if at == "(no route)":
-                break
-        return out
+            return None
+        return tuple(dst if c == ON_LINK else self.names[c] if c >= 0 else "!"
+                     for c in tables.codes(found[2]))
 
 
-class _Walker6:
-    """An IPv6-only plan's route tables as _Walker walks the IPv4 ones: each node's
-    connected prefixes and routes (learned ones too), longest prefix first; an entry
-    holds the nodes its next hops are on ("": on-link, "!": no node has that address)."""
+class _Walker6(_Walk):
+    """An IPv6-only plan's route tables: each node's connected prefixes and routes
+    (learned ones too), longest prefix first; an entry holds the nodes its next hops
+    are on ("": on-link, "!": no node has that address)."""
 
     def __init__(self, plan: Plan) -> None:
         nodes = plan["nodes"]
@@ -251,7 +267,7 @@ class _Walker6:
                     int(net.network_address), tuple(owner.get(int(IPv6Address(v)), "!") for v in vias))
         return sorted(by_len.items(), reverse=True)
 
-    def _lookup(self, src: str, dst: str) -> tuple[str, ...] | None:
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
         addr = self.address[dst]
         for plen, bucket in self.tables[self.index[src]]:
             found = bucket.get(addr >> (128 - plen) << (128 - plen))
@@ -259,24 +275,8 @@ class _Walker6:
                 return tuple(dst if c == "" else c for c in found)
         return None
 
-    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
-        """As _Walker.next_names."""
-        found = self._lookup(src, dst)
-        return ("!",) if found is None else tuple(sorted(found))
 
-    def path(self, src: str, dst: str) -> list[str]:
-        """As _Walker.path."""
-        out, at = [src], src
-        while at != dst and len(out) <= len(self.names):
-            found = self._lookup(at, dst)
-            at = found[0] if found and found[0] != "!" else "(no route)"
-            out.append(at)
-            if at == "(no route)":
-                break
-        return out
-
-
-def _walker(plan: Plan) -> _Walker | _Walker6:
+def _walker(plan: Plan) -> _Walk:
     """The plan's walker: of its IPv4 tables (a dual-stack plan's IPv6 routes are its
     IPv4 routes relabelled: the same next hops), of its IPv6 ones on an IPv6-only plan."""
     if all("address" in n for n in plan["nodes"].values()):
@@ -307,7 +307,7 @@ def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLE
             "examples": shown}
 
 
-def _changed(a: _Walker | _Walker6, b: _Walker | _Walker6, s: str, d: str, memo: dict[str, bool]) -> bool:
+def _changed(a: _Walk, b: _Walk, s: str, d: str, memo: dict[str, bool]) -> bool:
     """Whether the nodes of any path from s to d differ between the plans: a
     depth-first walk of the new plan's next hops with a list, not recursion (a
     chain of thousands of nodes is as deep); a loop counts as changed."""
