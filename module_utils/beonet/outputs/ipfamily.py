@@ -36,11 +36,6 @@ def cluster_address(node: Mapping[str, Any]) -> str:
     return str(node["address"] if "address" in node else node["address6"])
 
 
-def is_v6(text: str) -> bool:
-    """Whether an address or prefix in a plan is an IPv6 one (the contract: a ':' in it)."""
-    return ":" in text
-
-
 class Paths:
     """Compiled.path() in the plan's families: each hop's IPv4 address (``address``,
     absent on an IPv6-only plan) and the IPv6 address of the same interface, or the
