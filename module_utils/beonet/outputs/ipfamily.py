@@ -74,6 +74,6 @@ class Paths:
         out = []
         for key, lists in self.addresses(src, dst).items():
             flag = " -6" if key == "address6" else ""
-            out += ["%s -> %s%s (%d hop%s): %s" % (src, dst, flag, len(hops), "" if len(hops) == 1 else "s",
-                                                    " ".join(hops)) for hops in lists]
+            out += ["%s -> %s%s (%d hop%s): %s" % (
+                src, dst, flag, len(hops), "" if len(hops) == 1 else "s", " ".join(hops)) for hops in lists]
         return out

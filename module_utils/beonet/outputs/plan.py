@@ -208,7 +208,7 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     if failover is not None:
         cast("dict[str, Any]", out)["failover"] = failover
     if bfd is not None and node.loopback is not None:
-        out["routing"] = cast("Routing", {
+        out["routing"] = cast(Routing, {
             "engine": "frr", **({"loopback": net_text(node.loopback, 32)} if v4 else {}),
             "bfd": bfd, "home": physical.get(node.home.name, node.home.name)})
         if node.loopback6 is not None:
