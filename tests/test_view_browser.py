@@ -10,6 +10,7 @@ import json
 
 import pytest
 from browser import chrome, click_node, console_errors, may_skip, missing, node_index, open_page
+from conftest import ROOT
 from test_view import TOPO, compiled, miswired_reports, page_data, results_folder, run, verify_report
 
 from beonet.compiler import pipeline, prove
@@ -184,6 +185,22 @@ def test_a_table_without_a_route_or_with_a_loop_shows_no_path(driver, tmp_path, 
     shown_paths(driver, names[1], names[5])
     assert texts(driver, "#path p") == ["no path: the walk loops (more than %d hops)" % len(names)]
     assert count(driver, "g.edge.onpath") == 0 and console_errors(driver) == []
+
+
+def test_an_ipv6_only_page_shows_ipv6_addresses_and_hops(driver, tmp_path, capsys):
+    from beonet.outputs.ipfamily import Paths
+    topo = ROOT / "tests" / "ipv6" / "routed-mesh-only.yml"
+    out = tmp_path / "six.html"
+    code, _, err = run(capsys, "view", topo, "-o", out)
+    assert code == 0, err
+    open_page(driver, str(out), "#from=node-0-0&to=node-3-3")
+    lists = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#path ol')).map(function (ol) {"
+        " return Array.from(ol.children).map(function (li) { return li.dataset.address; }); })")
+    assert lists == Paths(pipeline.compile_file(str(topo))).addresses("node-0-0", "node-3-3")["address6"]
+    click_node(driver, "node-1-0")
+    assert "address fd76:db0c:60c::2, forwarding" in driver.find_element("id", "info").text
+    assert console_errors(driver) == []
 
 
 def test_paths_of_a_mesh_over_128_nodes_are_the_compilers(driver, tmp_path, capsys):

@@ -14,12 +14,19 @@ PLAN_DEPTH = 12
 
 def _problems(path: str, data: dict[str, object], nodes: dict[str, object], fmt: int) -> list[str]:
     """What is wrong with a plan.json's contents: the format, the segments as diff
-    reads them, every node plan as the node module checks it."""
+    reads them, every node plan as the node module checks it (its IPv6 texts as
+    plan6 checks them)."""
     from ..agent.nodeplan import plan_format_problem, plan_problems
-    from ..outputs import diff
+    from ..outputs import diff, plan6
     why = plan_format_problem(path, fmt)
     problems = ([why] if why else []) + diff.shape_problems(data)
-    return problems + [p for name, n in nodes.items() for p in plan_problems(name, n)]
+    for name, n in nodes.items():
+        if not isinstance(n, dict):
+            problems += plan_problems(name, n)
+            continue
+        four, six = plan6.split(n)          # the node module's checks read the IPv4 part
+        problems += plan_problems(name, four) + plan6.problems6(name, six)
+    return problems
 
 
 def plan_file(path: str) -> Plan | None:

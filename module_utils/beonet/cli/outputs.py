@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .common import (
     MAX_SLOTS,
@@ -49,6 +50,7 @@ def cmd_view(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     from ..outputs import export
+    from ..outputs.mpi import MpiError
     if args.format and args.what != "cabling":
         raise UsageError("--format goes with 'cabling' only")
     result, plan = compile_plan(args)
@@ -58,22 +60,26 @@ def cmd_export(args: argparse.Namespace) -> None:
         write(cabling.render(sheet.sheet(result), args.format or "md", build.title(plan),
                              cabling.physical_names(plan)), args.output)
         return
-    if args.what in export.SLOTS_EXPORTS:
-        write(export.EXPORTS[args.what](plan, args.slots), args.output)
-        return
-    if args.slots != 1:
+    if args.what not in export.SLOTS_EXPORTS and args.slots != 1:
         raise UsageError("--slots goes with %s only" % ", ".join(sorted(export.SLOTS_EXPORTS)))
-    write(export.EXPORTS[args.what](plan), args.output)
+    extra = (args.slots,) if args.what in export.SLOTS_EXPORTS else ()
+    try:
+        text = export.EXPORTS[args.what](plan, *extra)
+    except MpiError as exc:
+        raise UsageError("%s: %s" % (args.what, exc)) from None
+    write(text, args.output)
 
 
 def cmd_build(args: argparse.Namespace) -> None:
     from ..compiler.heal import DownError
     from ..outputs import build
     try:
-        plan, written = build.build(args.topology, args.output, args.backend,
-                                    lambda graph: physical(args, graph), down=args.down)
+        plan, written, refused = build.build(args.topology, args.output, args.backend,
+                                             lambda graph: physical(args, graph), down=args.down)
     except DownError as exc:
         raise down_refused(exc) from None
+    for name, why in refused.items():
+        print("beonet: not written: %s: %s" % (name, why), file=sys.stderr)
     if "components" in plan:
         warn_partition(plan["down"], plan["components"])
     print("beonet: wrote %s and %s files of %d nodes to %s/"

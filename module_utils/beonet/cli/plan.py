@@ -11,12 +11,14 @@ from .common import Plan, UsageError, compile_plan, compiled, count, every_pair,
 
 def cmd_compile(args: argparse.Namespace) -> None:
     from ..outputs import plan as render
+    from ..outputs.ipfamily import Paths
     result, plan = compile_plan(args)
     if args.paths:
-        plan["paths"] = {}
+        # "paths": the IPv4 hop lists, "paths6": the IPv6 ones (the plan's families)
+        paths = Paths(result)
         for a, b in every_pair(plan):
-            plan["paths"].setdefault(a, {})[b] = [[h["address"] for h in hops]
-                                                  for hops in result.path(a, b) or []]
+            for key, lists in paths.addresses(a, b).items():
+                plan.setdefault(key.replace("address", "paths"), {}).setdefault(a, {})[b] = lists
     write(render.dumps(plan, args.format), args.output)
 
 
@@ -56,22 +58,19 @@ def _pairs(plan: Plan, args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def cmd_paths(args: argparse.Namespace) -> None:
+    from ..outputs.ipfamily import Paths
     result, plan = compile_plan(args)
     pairs = _pairs(plan, args)
+    paths = Paths(result)
     if args.format == "json":
         out: dict[str, dict[str, Any]] = {}
         for a, b in pairs:
-            out.setdefault(a, {})[b] = result.path(a, b)
+            out.setdefault(a, {})[b] = paths.path(a, b)
         # One source keeps the flat {destination: hops} form.
         flat = out if args.all else out.get(args.src, {})
         write(json.dumps(flat, indent=2) + "\n", args.output)
         return
-    lines = []
-    for a, b in pairs:
-        for hops in result.path(a, b) or []:
-            lines.append("%s -> %s (%d hop%s): %s" % (
-                a, b, len(hops), "" if len(hops) == 1 else "s",
-                " ".join(h["address"] for h in hops)))
+    lines = [line for a, b in pairs for line in paths.lines(a, b)]
     write("\n".join(lines) + "\n", args.output)
 
 
@@ -105,8 +104,9 @@ def populate(name: str, s: argparse.ArgumentParser) -> None:
                        help="destination node (with --from; default: every other node)")
         s.add_argument("--format", choices=["text", "json"], default="text",
                        help="text: one line per allowed hop list of a pair, the preferred "
-                       "first (default); json: {destination: [hops, ...]}, with --all "
-                       "{source: {destination: [hops, ...]}}")
+                       "first, the IPv4 ones then the IPv6 ones (-6) (default); json: "
+                       "{destination: [hops, ...]}, with --all {source: {destination: [hops, "
+                       "...]}}, each hop {node, address, address6} as the plan has them")
     else:
         _metrics_options(s)
 

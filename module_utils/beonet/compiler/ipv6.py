@@ -119,19 +119,21 @@ def relabel(graph: Graph) -> None:
     source replaced by its IPv6 counterpart (equal tuples stay shared)."""
     if not graph.v6:
         return
-    addr: dict[int, int] = {}
-    prefix: dict[tuple[int, int], tuple[int, int]] = {}
-    for seg in graph.segments:
-        if seg.routed:
-            prefix[seg.net, seg.plen] = (seg.net6, seg.plen6)
-            for _node, iface, _host in seg.members:
-                addr[iface.addresses[0]] = iface.addresses6[0]
-    for node in graph.nodes:
-        if node.loopback is not None and node.loopback6 is not None:
-            addr[node.loopback] = node.loopback6
+    addr = counterparts(graph)
+    prefix = {(seg.net, seg.plen): (seg.net6, seg.plen6) for seg in graph.segments if seg.routed}
     shared: dict[tuple[int, ...], tuple[int, ...]] = {}
     for node in graph.nodes:
         node.routes6 = [_relabelled(r, addr, prefix, shared) for r in node.routes]
+
+
+def counterparts(graph: Graph) -> dict[int, int]:
+    """Each IPv4 address of an IPv6 graph (an internal label on an IPv6-only one): a
+    member's address on its segment, a node's loopback, to its IPv6 counterpart."""
+    addr = {iface.addresses[0]: iface.addresses6[0]
+            for seg in graph.segments if seg.routed for _node, iface, _host in seg.members}
+    addr.update((node.loopback, node.loopback6) for node in graph.nodes
+                if node.loopback is not None and node.loopback6 is not None)
+    return addr
 
 
 def _relabelled(r: Route, addr: dict[int, int], prefix: dict[tuple[int, int], tuple[int, int]],

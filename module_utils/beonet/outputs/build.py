@@ -33,6 +33,7 @@ from ..compiler import pipeline
 from ..compiler.model import Graph
 from . import cabling, dryrun, export, tree
 from . import plan as render
+from .mpi import MpiError
 
 if TYPE_CHECKING:
     Plan = dict[str, Any]
@@ -191,10 +192,11 @@ def plain_names(graph: Graph, physical: render.Physical | None) -> None:
 
 
 def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
-          down: str | None = None) -> tuple[Plan, list[str]]:
+          down: str | None = None) -> tuple[Plan, list[str], dict[str, str]]:
     """Compile topology (with the nodes of down down, if any) and write everything
-    into output; the plan (its nodes without routes) and the names of the files
-    written beside nodes/."""
+    into output; the plan (its nodes without routes), the names of the files
+    written beside nodes/ and, by name, why an export could not be written for
+    this plan (an MPI file of an IPv6-only plan: an older one of that name is removed)."""
     _check_targets(output)
     created = not os.path.isdir(output)
     writer = _NodeWriter(output, backend, physical_of)
@@ -202,9 +204,12 @@ def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
         compiled = pipeline.compile_file(topology, writer.start, down)
         # The nodes' routes are the writer's to render; the exports do not read them.
         plan = cast("Plan", render.plan(compiled, writer.physical, routes=False))
-        texts = _texts(compiled, plan)
+        texts, refused = _texts(compiled, plan)
         for name, text in texts.items():
             atomic_write(os.path.join(output, name), text, durable=False)
+        for name in refused:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(output, name))
         writer.write_plan(os.path.join(output, "plan.json"), plan)
         writer.commit()
     except BaseException:
@@ -212,7 +217,7 @@ def build(topology: str, output: str, backend: str, physical_of: PhysicalOf,
         if created and os.path.isdir(output) and not os.listdir(output):
             os.rmdir(output)
         raise
-    return plan, ["plan.json", "routes.txt"] + list(texts)
+    return plan, ["plan.json", "routes.txt"] + list(texts), refused
 
 
 def _check_targets(output: str) -> None:
@@ -232,10 +237,16 @@ def _check_targets(output: str) -> None:
         raise OSError(errno.ENOTDIR, "not a folder", nodes)
 
 
-def _texts(compiled: pipeline.Compiled, plan: Plan) -> dict[str, str]:
-    """The exports and the cabling sheets, by file name."""
-    texts = {name: export.EXPORTS[what](plan) for name, what in EXPORT_FILES.items()}
+def _texts(compiled: pipeline.Compiled, plan: Plan) -> tuple[dict[str, str], dict[str, str]]:
+    """The exports and the cabling sheets, by file name; the exports refused for this
+    plan, with why."""
+    texts, refused = {}, {}
+    for name, what in EXPORT_FILES.items():
+        try:
+            texts[name] = export.EXPORTS[what](plan)
+        except MpiError as exc:
+            refused[name] = str(exc)
     sheet = cabling_sheet.sheet(compiled)
     for name, fmt in cabling.BUILD_FILES.items():
         texts[name] = cabling.render(sheet, fmt, title(plan), cabling.physical_names(plan))
-    return texts
+    return texts, refused

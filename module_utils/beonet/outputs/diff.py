@@ -32,7 +32,7 @@ import json
 import random
 import re
 from collections.abc import Iterator, Mapping
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Address, IPv6Interface, IPv6Network
 from typing import Any, cast
 
 from ..agent.names import escaped, shown, type_word
@@ -40,6 +40,8 @@ from ..agent.nodeplan import NodePlan
 from ..compiler.model import ON_LINK
 from ..livestate import tables
 from ..livestate.proof import planned_net
+from . import plan6
+from .ipfamily import KEYS
 from .plan import prefixes
 
 PATHS_ALL_UP_TO = 2048
@@ -50,26 +52,31 @@ IFACE_FIELDS = ("kind", "segment", "addresses", "mtu", "rate_mbit", "bond", "mem
 # The node plan's parts compared one by one above; every other part is a setting.
 # index, coords and learned do not reach a node's files (learned: what its routing
 # engine should learn, compared as paths).
-COMPARED = frozenset(("interfaces", "address", "forwarding", "routes", "index", "coords", "learned"))
+COMPARED = frozenset(("interfaces", "address", "address6", "forwarding", "routes", "index", "coords",
+                      "learned"))
 Plan = Mapping[str, Any]
 
 
 def shape_problems(plan: Mapping[str, Any]) -> list[str]:
     """Why diff cannot read this plan (empty: it can): each node's interfaces and
-    routes lists, a mapping of segments, each a mapping whose prefix, where given,
-    is an IPv4 network."""
+    routes lists, the same IP families on every node, a mapping of segments, each a
+    mapping whose prefix, where given, is an IPv4 network, and whose prefix6 and
+    members' address6 are IPv6 ones."""
     segments = plan.get("segments")
     if not isinstance(segments, Mapping):
         return ["segments: must be a mapping of segments, not %s" % type_word(segments)]
     out = ["%s: plan.%s: must be a list, not %s" % (escaped(name), key, type_word(n.get(key)))
            for name, n in plan["nodes"].items() if isinstance(n, Mapping)
            for key in ("interfaces", "routes") if not isinstance(n.get(key, []), list)][:5]
+    out += plan6.family_problems(plan["nodes"])
     for name, seg in segments.items():
         prefix = seg.get("prefix") if isinstance(seg, Mapping) else None
         if not isinstance(seg, Mapping):
             out.append("segments.%s: must be a mapping, not %s" % (escaped(name), type_word(seg)))
         elif prefix is not None and not _network(prefix):
             out.append("segments.%s.prefix: %s is not an IPv4 network" % (escaped(name), shown(prefix)))
+        else:
+            out += plan6.segment_problems6(name, seg)
         if len(out) > 5:
             break
     return out
@@ -151,8 +158,9 @@ def node_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
     settings = _setting_changes(old, new)
     if settings:
         out["settings"] = settings
-    if old["address"] != new["address"]:
-        out["address"] = [old["address"], new["address"]]
+    for key in KEYS:                    # the node's IPv4 and IPv6 addresses
+        if old.get(key) != new.get(key):
+            out[key] = [old.get(key), new.get(key)]
     if old["forwarding"] != new["forwarding"]:
         out["forwarding"] = [old["forwarding"], new["forwarding"]]
     was = {route_text(r) for r in old["routes"]}
@@ -167,8 +175,11 @@ def node_changes(old: NodePlan, new: NodePlan) -> dict[str, Any]:
 def renumbered(old: NodePlan, new: NodePlan, name: str) -> list[dict[str, Any]]:
     """The addresses of a node present in both plans that change."""
     out = []
-    if old["address"] != new["address"]:
-        out.append({"node": name, "what": "node address", "old": [old["address"]], "new": [new["address"]]})
+    was_: Mapping[str, Any] = old
+    now_: Mapping[str, Any] = new
+    for key, what in zip(KEYS, ("node address", "node address6")):
+        if key in was_ and key in now_ and was_[key] != now_[key]:
+            out.append({"node": name, "what": what, "old": [was_[key]], "new": [now_[key]]})
     was = {i["name"]: i["addresses"] for i in old["interfaces"]}
     for i in new["interfaces"]:
         before = was.get(i["name"])
@@ -177,34 +188,100 @@ def renumbered(old: NodePlan, new: NodePlan, name: str) -> list[dict[str, Any]]:
     return out
 
 
-class _Walker:
-    """One plan's route tables and, per destination, the nodes each node forwards to."""
+NO_ROUTE = "(no route)"
+
+
+class _Walk:
+    """A plan's route tables walked: ``hops`` gives, per node and destination, the nodes
+    the node hands a packet to, the preferred first (None: no route)."""
+
+    names: list[str]
+
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
+        raise NotImplementedError
+
+    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
+        """The nodes src hands a packet for dst to (dst: it is on a shared segment,
+        "!": no route), every branch."""
+        found = self.hops(src, dst)
+        return ("!",) if found is None else tuple(sorted(found))
+
+    def path(self, src: str, dst: str) -> list[str]:
+        """The preferred branch's nodes from src to dst (src and dst included)."""
+        out, at = [src], src
+        while at != dst and len(out) <= len(self.names):
+            found = self.hops(at, dst)
+            at = found[0] if found and found[0] != "!" else NO_ROUTE
+            out.append(at)
+            if at == NO_ROUTE:
+                break
+        return out
+
+
+class _Walker(_Walk):
+    """One plan's IPv4 route tables (livestate.tables, the proof's walk)."""
 
     def __init__(self, plan: Plan) -> None:
         self.net = planned_net(plan, prefixes(plan))
         self.names, self.address = self.net.names, self.net.address
         self.index = {n: k for k, n in enumerate(self.names)}
 
-    def next_names(self, src: str, dst: str) -> tuple[str, ...]:
-        """The nodes src hands a packet for dst to ("" : dst is on a shared segment,
-        "!": no route), every branch."""
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
         found = tables.lookup(self.net, self.index[src], self.address[self.index[dst]])
         if found is None:
-            return ("!",)
-        return tuple(sorted(dst if c == ON_LINK else self.names[c] if c >= 0 else "!"
-                            for c in tables.codes(found[2])))
+            return None
+        return tuple(dst if c == ON_LINK else self.names[c] if c >= 0 else "!"
+                     for c in tables.codes(found[2]))
 
-    def path(self, src: str, dst: str) -> list[str]:
-        """The preferred branch's nodes from src to dst (src and dst included)."""
-        out, at = [src], src
-        while at != dst and len(out) <= len(self.names):
-            found = tables.lookup(self.net, self.index[at], self.address[self.index[dst]])
-            code = tables.codes(found[2])[0] if found else -1
-            at = dst if code == ON_LINK else self.names[code] if code >= 0 else "(no route)"
-            out.append(at)
-            if at == "(no route)":
-                break
-        return out
+
+class _Walker6(_Walk):
+    """An IPv6-only plan's route tables: each node's connected prefixes and routes
+    (learned ones too), longest prefix first; an entry holds the nodes its next hops
+    are on ("": on-link, "!": no node has that address)."""
+
+    def __init__(self, plan: Plan) -> None:
+        nodes = plan["nodes"]
+        self.names = list(nodes)
+        self.index = {n: k for k, n in enumerate(self.names)}
+        owner: dict[int, str] = {}
+        for name, n in nodes.items():
+            owner.update((int(IPv6Interface(a).ip), name) for i in n["interfaces"]
+                         for a in i["addresses"] if plan6.is6(a))
+        self.address = {name: int(IPv6Address(n["address6"])) for name, n in nodes.items()}
+        owner.update((a, name) for name, a in self.address.items())
+        self.tables = [self._table(n, owner) for n in nodes.values()]
+
+    @staticmethod
+    def _table(n: NodePlan, owner: Mapping[int, str]) -> list[tuple[int, dict[int, tuple[str, ...]]]]:
+        by_len: dict[int, dict[int, tuple[str, ...]]] = {}
+        for i in n["interfaces"]:
+            for a in i["addresses"]:
+                if plan6.is6(a):
+                    net = IPv6Interface(a).network
+                    by_len.setdefault(net.prefixlen, {})[int(net.network_address)] = ("",)
+        for r in n["routes"] + n.get("learned", []):
+            if plan6.is6(r["to"]):
+                net = IPv6Network(r["to"])
+                vias = [h["via"] for h in r.get("nexthops") or [r]]
+                by_len.setdefault(net.prefixlen, {}).setdefault(
+                    int(net.network_address), tuple(owner.get(int(IPv6Address(v)), "!") for v in vias))
+        return sorted(by_len.items(), reverse=True)
+
+    def hops(self, src: str, dst: str) -> tuple[str, ...] | None:
+        addr = self.address[dst]
+        for plen, bucket in self.tables[self.index[src]]:
+            found = bucket.get(addr >> (128 - plen) << (128 - plen))
+            if found is not None:
+                return tuple(dst if c == "" else c for c in found)
+        return None
+
+
+def _walker(plan: Plan) -> _Walk:
+    """The plan's walker: of its IPv4 tables (a dual-stack plan's IPv6 routes are its
+    IPv4 routes relabelled: the same next hops), of its IPv6 ones on an IPv6-only plan."""
+    if all("address" in n for n in plan["nodes"].values()):
+        return _Walker(plan6.ipv4_plan(plan))
+    return _Walker6(plan)
 
 
 def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLES) -> dict[str, Any]:
@@ -217,7 +294,7 @@ def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLE
     if old["nodes"] == new["nodes"] and old["segments"] == new["segments"]:
         # the same route tables: every path is the same, no walk needed
         return {"count": 0, "compared": compared, "sampled": sampled, "examples": []}
-    a, b = _Walker(old), _Walker(new)
+    a, b = _walker(old), _walker(new)
     count, shown = 0, cast("list[dict[str, Any]]", [])
     for d in dests:
         memo: dict[str, bool] = {}
@@ -230,7 +307,7 @@ def paths_changed(old: Plan, new: Plan, both: list[str], examples: int = EXAMPLE
             "examples": shown}
 
 
-def _changed(a: _Walker, b: _Walker, s: str, d: str, memo: dict[str, bool]) -> bool:
+def _changed(a: _Walk, b: _Walk, s: str, d: str, memo: dict[str, bool]) -> bool:
     """Whether the nodes of any path from s to d differ between the plans: a
     depth-first walk of the new plan's next hops with a list, not recursion (a
     chain of thousands of nodes is as deep); a loop counts as changed."""
@@ -306,9 +383,9 @@ def _node_lines(name: str, c: Mapping[str, Any]) -> list[str]:
     out += ["  NIC %s removed" % nic for nic in c.get("interfaces_removed", [])]
     for nic, fields in c.get("interfaces_changed", {}).items():
         out += ["  %s %s: %s -> %s" % (nic, f, _v(old), _v(new)) for f, (old, new) in fields.items()]
-    for key in ("address", "forwarding"):
+    for key in ("address", "address6", "forwarding"):
         if key in c:
-            out.append("  %s: %s -> %s" % (key, c[key][0], c[key][1]))
+            out.append("  %s: %s -> %s" % (key, _v(c[key][0]), _v(c[key][1])))
     out += ["  %s: %s -> %s" % (k, _v(old), _v(new)) for k, (old, new) in c.get("settings", {}).items()]
     out += ["  + %s" % r for r in c.get("routes_added", [])]
     out += ["  - %s" % r for r in c.get("routes_removed", [])]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cabling.sheet import NicEnd, PortEnd, Sheet
+from .ipfamily import node_addresses, segment_prefixes
 
 Plan = dict[str, Any]
 
@@ -27,7 +28,7 @@ SWITCH_FILL = "#eeeeee"
 @dataclass
 class Node:
     name: str
-    address: str
+    addresses: list[str]            # IPv4, then IPv6 (each where the plan has it)
     gateway: bool
 
 
@@ -111,7 +112,7 @@ def _lan_parts(parts: Parts, seg: str, s: dict[str, Any],
     """One LAN hub and its members' edges; members on bonds make it a bonded LAN."""
     members = s["members"]
     nics = [bonds.get((m["node"], m["interface"]), []) for m in members]
-    lines = [seg, s.get("prefix") or "channel of %s" % s.get("carries")]
+    lines = [seg, *(segment_prefixes(s) or ["channel of %s" % s.get("carries")])]
     if any(nics):
         lines.append("bonded, %d channels" % max(len(n) for n in nics))
     parts.hubs.append(Hub("seg:" + seg, HUB_BONDED if any(nics) else HUB_LAN, lines))
@@ -136,7 +137,7 @@ def _segment_parts(parts: Parts, plan: Plan) -> None:
                 continue
             a, b = s["members"]
             parts.edges.append(Edge("p2p", a["node"], b["node"], a["interface"], b["interface"],
-                                    s["prefix"],
+                                    " ".join(segment_prefixes(s)),
                                     cables=_labels(parts, a["node"], [a["interface"]])))
         elif not ((s["kind"] == "lan" and switched)
                   or (s["kind"] == "channel" and s.get("carries") in plan["segments"])):
@@ -150,7 +151,7 @@ def _switch_parts(parts: Parts, plan: Plan) -> None:
         return
     lans = [(seg, s) for seg, s in plan["segments"].items() if s["kind"] == "lan"]
     nic = {m["node"]: m["interface"] for _name, s in lans for m in s["members"]}
-    parts.title += "".join(": LAN %s %s" % (seg, s["prefix"]) for seg, s in lans)
+    parts.title += "".join(": LAN %s %s" % (seg, " ".join(segment_prefixes(s))) for seg, s in lans)
     for name, sw in switches.items():
         parts.hubs.append(Hub("sw:" + name, "switch", [name]))
         if sw["parent"]:
@@ -167,7 +168,7 @@ def parts(plan: Plan, sheet: Sheet | None = None) -> Parts:
     """What both drawings show, read from the plan and the cabling sheet."""
     topo = plan["topology"]
     out = Parts("%s (%s)" % (topo["name"], topo["family"]), cables=_cable_labels(plan, sheet))
-    out.nodes = [Node(name, n["address"], bool(n["forwarding"]))
+    out.nodes = [Node(name, node_addresses(n), bool(n["forwarding"]))
                  for name, n in plan["nodes"].items()]
     _segment_parts(out, plan)
     _switch_parts(out, plan)
@@ -187,7 +188,7 @@ def _attrs(**attrs: str | int) -> str:
 
 
 def _dot_node(n: Node, ident: str = "") -> str:
-    label = "%s\\n%s" % (n.name, n.address)
+    label = "\\n".join([n.name, *n.addresses])
     if n.gateway:
         attrs = _attrs(label=label, color=GATEWAY_COLOR, penwidth=2)
     else:
@@ -297,9 +298,9 @@ def _dot_legend(p: Parts) -> list[str]:
     out = ["  subgraph cluster_legend {",
            "    graph [label=\"Legend\", style=dashed, fontsize=12];",
            "    node [fontsize=10];",
-           "  " + _dot_node(Node("node", "address", False), "legend:node")]
+           "  " + _dot_node(Node("node", ["address"], False), "legend:node")]
     if any(n.gateway for n in p.nodes):
-        out.append("  " + _dot_node(Node("gateway", "(forwards)", True), "legend:gateway"))
+        out.append("  " + _dot_node(Node("gateway", ["(forwards)"], True), "legend:gateway"))
     for kind, lines in (("lan", ["LAN segment", "prefix"]), ("bonded", ["bonded LAN"]),
                         ("switch", ["switch"])):
         if p.has(kind):
@@ -338,8 +339,8 @@ def mermaid(plan: Plan, sheet: Sheet | None = None) -> str:
                 for i, h in enumerate(p.hubs)})
     out = ["graph LR"]
     for n in p.nodes:
-        out.append('  %s["%s<br/>%s"]%s' % (ids[n.name], n.name, n.address,
-                                           ":::gateway" if n.gateway else ""))
+        out.append('  %s["%s"]%s' % (ids[n.name], "<br/>".join([n.name, *n.addresses]),
+                                     ":::gateway" if n.gateway else ""))
     for h in p.hubs:
         text = "<br/>".join(h.lines)
         shape = '{"%s"}' if h.kind == "switch" else '(("%s"))'

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 from ..agent.names import one_line
+from .ipfamily import cluster_address
 
 Plan = dict[str, Any]
 Slots = Union[int, Mapping[str, int]]  # noqa: UP007 (ansible-test's pylint reads no X | Y alias)
@@ -52,11 +53,29 @@ def cluster_interface(node: dict[str, Any]) -> dict[str, Any]:
     is a loopback, the NIC it would be on with static routes."""
     if "routing" in node:
         return next(i for i in node["interfaces"] if i["name"] == node["routing"]["home"])
+    address = cluster_address(node)
     return next(i for i in node["interfaces"]
-                if any(a.split("/")[0] == node["address"] for a in i["addresses"]))
+                if any(a.split("/")[0] == address for a in i["addresses"]))
 
 
-def cluster_nic_names(plan: Plan) -> tuple[list[str], str]:
+# Why NIC names must mean the same on every node, by the consumer of the names.
+PRTE_NAMES_WHY = ("the runtime of Open MPI 5.0.0-5.0.7 can only be held to the cluster "
+                  "networks by NIC names that mean the same on every node")
+IPV6_NAMES_WHY = ("Open MPI and its runtime take networks only as IPv4 (a.b.c.d/n): an "
+                  "IPv6-only cluster can only hold them to its cluster NICs by NIC names that "
+                  "mean the same on every node")
+
+
+class MpiError(ValueError):
+    """No settings keep MPI on the cluster NICs of this plan (the message says why)."""
+
+
+def ipv6_only(plan: Plan) -> bool:
+    """Whether the plan is IPv6-only (its nodes have no IPv4 address)."""
+    return not any("address" in n for n in plan["nodes"].values())
+
+
+def cluster_nic_names(plan: Plan, why: str = PRTE_NAMES_WHY) -> tuple[list[str], str]:
     """The names of the NICs that hold the nodes' cluster addresses, and "" when no node
     has another NIC of one of those names; else [] and the first node that has one."""
     names = sorted({cluster_interface(node)["name"] for node in plan["nodes"].values()})
@@ -64,11 +83,26 @@ def cluster_nic_names(plan: Plan) -> tuple[list[str], str]:
         own = cluster_interface(node)["name"]
         other = [i["name"] for i in node["interfaces"] if i["name"] in names and i["name"] != own]
         if other:
-            return [], ("%s: its NIC %s has a name another node's cluster address is on (%s); "
-                        "the runtime of Open MPI 5.0.0-5.0.7 can only be held to the cluster "
-                        "networks by NIC names that mean the same on every node"
-                        % (node_name, other[0], ", ".join(names)))
+            return [], ("%s: its NIC %s has a name another node's cluster address is on (%s); %s"
+                        % (node_name, other[0], ", ".join(names), why))
     return names, ""
+
+
+def include_value(plan: Plan, by_name: bool = False) -> str:
+    """What *_if_include takes: the node networks, or (by_name, or on an IPv6-only plan,
+    whose networks no Open MPI component parses) the cluster NICs' names; MpiError when
+    an IPv6-only plan's names do not mean the same on every node."""
+    if not (by_name or ipv6_only(plan)):
+        return ",".join(node_networks(plan))
+    names, problem = cluster_nic_names(plan, IPV6_NAMES_WHY if ipv6_only(plan) else PRTE_NAMES_WHY)
+    if problem and ipv6_only(plan):
+        raise MpiError(problem)
+    return ",".join(names)
+
+
+IPV6_NOTE = ("# IPv6-only: Open MPI and PRRTE parse a network (a.b.c.d/n) only as IPv4, so the\n"
+             "# cluster NICs by name; TCP over IPv6 needs an Open MPI and PRRTE built with\n"
+             "# --enable-ipv6 (ompi_info: \"IPv6 support: yes\").\n")
 
 
 PRTE_WHAT = "prte-mca-params.conf"
@@ -80,17 +114,18 @@ def prte_mca(plan: Plan, by_name: bool = False) -> str:
     every daemon, so the value is one for all nodes: networks, not NIC names; by_name:
     the names of the cluster NICs instead (PRRTE before 3.0.9, in Open MPI up to 5.0.7,
     matches a network against the wrong NIC; cluster_nic_names says when names are safe)."""
-    value = ",".join(cluster_nic_names(plan)[0] if by_name else node_networks(plan))
+    value = include_value(plan, by_name)
     return ("# PRRTE (Open MPI 5) MCA parameters for %s (beonet): prterun and the prted\n"
             "# daemons talk out of band only on the NICs that hold a node's cluster\n"
             "# address%s. File: <prefix>/etc/prte-mca-params.conf (Debian 13: %s).\n"
-            "prte_if_include = %s\n"
+            "%sprte_if_include = %s\n"
             "# A daemon reaches another node over whichever NIC its routes name, from its\n"
             "# cluster address: the netlink component would call such a peer unreachable.\n"
             "prtereachable = weighted\n"
             % (one_line(plan["topology"]["name"], PRTE_WHAT),
                ", by name (Open MPI 5.0.0-5.0.7 matches networks against the wrong NIC)"
-               if by_name else "", PRTE_FILE, one_line(value, PRTE_WHAT)))
+               if by_name and not ipv6_only(plan) else "", PRTE_FILE,
+               IPV6_NOTE if ipv6_only(plan) else "", one_line(value, PRTE_WHAT)))
 
 
 def mpich_env_files(plan: Plan) -> dict[str, str]:
@@ -106,8 +141,8 @@ def mpich_env_files(plan: Plan) -> dict[str, str]:
                        "# the NIC of its cluster address %s. ch4:ucx reads UCX_NET_DEVICES,\n"
                        "# ch4:ofi libfabric's tcp provider and FI_TCP_IFACE.\n"
                        "UCX_NET_DEVICES=%s\nFI_PROVIDER=tcp\nFI_TCP_IFACE=%s\n"
-                       % (one_line(name, "mpich.env"), topology, nic, one_line(node["address"], "mpich.env"),
-                          nic, nic))
+                       % (one_line(name, "mpich.env"), topology, nic,
+                          one_line(cluster_address(node), "mpich.env"), nic, nic))
     return files
 
 

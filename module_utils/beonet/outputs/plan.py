@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from ipaddress import IPv6Interface, IPv6Network
 from typing import Any, TypedDict, cast
 
 from ..agent.nodeplan import Bfd, NodePlan, Routing
@@ -351,29 +352,47 @@ def prefixes(plan_: Mapping[str, Any]) -> list[str]:
     """The topology's address space as the fewest prefixes: what forwarding nodes
     forward between. Exactly the union of the segments' prefixes and the nodes'
     loopbacks (adjacent and nested ones merged), so its length follows the pools,
-    not the number of links."""
-    spans = []
+    not the number of links: the IPv4 ones, then the IPv6 ones (the plan's families)."""
+    spans: list[tuple[int, int]] = []
+    spans6: list[tuple[int, int]] = []
     for seg in plan_["segments"].values():
         if seg.get("prefix"):
             net, plen = parse_net(seg["prefix"])
             spans.append((net, net + (1 << (32 - plen))))
-    for node in plan_["nodes"].values():     # routing.engine frr: the nodes' IPv4 loopbacks
-        if "loopback" in node.get("routing", {}):
-            net, _plen = parse_net(node["routing"]["loopback"])
+        if seg.get("prefix6"):
+            net6 = IPv6Network(seg["prefix6"])
+            spans6.append((int(net6.network_address), int(net6.broadcast_address) + 1))
+    for node in plan_["nodes"].values():     # routing.engine frr: the nodes' loopbacks
+        routing = node.get("routing", {})
+        if "loopback" in routing:
+            net, _plen = parse_net(routing["loopback"])
             spans.append((net, net + 1))
-    return [net_text(net, plen) for net, plen in aggregate(spans)]
+        if "loopback6" in routing:
+            net = int(IPv6Interface(routing["loopback6"]).ip)
+            spans6.append((net, net + 1))
+    return _texts(spans, spans6)
 
 
 def graph_prefixes(graph: Graph) -> list[str]:
     """``prefixes`` of the plan of graph, read from the graph itself."""
-    spans = [(s.net, s.net + (1 << (32 - s.plen))) for s in graph.segments if s.prefix_text()]
-    spans += [(n.loopback, n.loopback + 1) for n in graph.nodes if n.loopback is not None]
-    return [net_text(net, plen) for net, plen in aggregate(spans)]
+    spans: list[tuple[int, int]] = []
+    if graph.v4:            # an IPv6-only graph's IPv4 addresses are labels, never shown
+        spans = [(s.net, s.net + (1 << (32 - s.plen))) for s in graph.segments if s.prefix_text()]
+        spans += [(n.loopback, n.loopback + 1) for n in graph.nodes if n.loopback is not None]
+    spans6 = [(s.net6, s.net6 + (1 << (128 - s.plen6))) for s in graph.segments if s.prefix6_text()]
+    spans6 += [(n.loopback6, n.loopback6 + 1) for n in graph.nodes if n.loopback6 is not None]
+    return _texts(spans, spans6)
 
 
-def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _texts(spans: list[tuple[int, int]], spans6: list[tuple[int, int]]) -> list[str]:
+    return [net_text(net, plen) for net, plen in aggregate(spans)] + \
+        [net6_text(net, plen) for net, plen in aggregate(spans6, 128)]
+
+
+def aggregate(spans: list[tuple[int, int]], bits: int = 32) -> list[tuple[int, int]]:
     """(network, prefix length) of the fewest CIDR blocks whose union is that of
-    the half-open address ranges [start, end), in address order."""
+    the half-open address ranges [start, end), in address order (addresses of
+    bits bits: 32 IPv4, 128 IPv6)."""
     out: list[tuple[int, int]] = []
     merged: list[list[int]] = []
     for start, end in sorted(spans):
@@ -383,10 +402,10 @@ def aggregate(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
             merged.append([start, end])
     for start, end in merged:
         while start < end:
-            size = start & -start if start else 1 << 32
+            size = start & -start if start else 1 << bits
             while size > end - start:
                 size >>= 1
-            out.append((start, 33 - size.bit_length()))
+            out.append((start, bits + 1 - size.bit_length()))
             start += size
     return out
 

@@ -12,7 +12,8 @@ they cross have changed too.
 Neighbours: on each cluster NIC, the gateways the node's routes use through it
 first, then the other members of its segment in the plan's order, at most
 PER_NIC of them (a LAN of a thousand nodes is asked through a few, not all);
-dead nodes (the plan's ``down``) are never asked.
+dead nodes (the plan's ``down``) are never asked. A neighbour is asked at its IPv4
+address, on an IPv6-only plan at its IPv6 one.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ def node_neighbours(plan: Mapping[str, Any], name: str) -> list[dict[str, str]]:
     for iface in n["interfaces"]:
         if not iface["addresses"] or iface.get("segment") not in segments:
             continue
-        members = [m for m in segments[iface["segment"]]["members"]
-                   if m["node"] != name and m["node"] not in down and m.get("address")]
+        # a member's IPv4 address; on an IPv6-only plan its IPv6 one
+        members = [(m.get("address") or m["address6"], m) for m in segments[iface["segment"]]["members"]
+                   if m["node"] != name and m["node"] not in down and (m.get("address") or m.get("address6"))]
         first = gateways.get(iface["name"], [])
-        members.sort(key=lambda m: first.index(m["address"]) if m["address"] in first else len(first))
-        out += [{"nic": iface["name"], "address": m["address"], "node": m["node"]} for m in members[:PER_NIC]]
+        members.sort(key=lambda am: first.index(am[0]) if am[0] in first else len(first))
+        out += [{"nic": iface["name"], "address": a, "node": m["node"]} for a, m in members[:PER_NIC]]
     return out
 
 

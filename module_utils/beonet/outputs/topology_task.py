@@ -18,6 +18,7 @@ try:
     from ..livestate import readout
     from . import dryrun, inventory, rolling
     from . import plan as render
+    from .ipfamily import Paths
     IMPORT_ERROR = load.missing_libraries()
 except ImportError as exc:  # beonet's module_utils incomplete on the controller
     IMPORT_ERROR = str(exc)
@@ -99,7 +100,9 @@ def compile_task(p: dict[str, Any], check_mode: bool, diff: bool) -> dict[str, A
                    for k, v in plan["nodes"].items() if "routing" in v}}
     result["digests"] = _digests(plan, result["prefixes"], result["agent"])
     if p["paths"]:
-        result["paths"] = {a: {b: [[h["address"] for h in hops] for hops in compiled.path(a, b) or []]
+        paths = Paths(compiled)
+        key = "address" if compiled.graph.v4 else "address6"    # an IPv6-only plan's hops are IPv6
+        result["paths"] = {a: {b: paths.addresses(a, b)[key]
                                for b in plan["nodes"] if b != a and compiled.reachable(a, b)}
                            for a in plan["nodes"]}
     if p["verify"]:

@@ -14,8 +14,11 @@ from typing import Any
 
 from ..cabling.sheet import Sheet
 from ..compiler import failures, prove
+from ..compiler.ipv6 import counterparts
+from ..compiler.model import ip6_text
 from ..compiler.pipeline import Compiled
 from ..outputs import dryrun
+from ..outputs.ipfamily import node_addresses
 from .layout import Layout, Plan, family_style, layout
 
 WALK_STEPS = 20000        # the page's walk of one pair stops after this many steps
@@ -89,7 +92,7 @@ def _drawing(m: Model, plan: Plan, compiled: Compiled) -> None:
            if s["kind"] == "p2p"}
     tree_lan = next((seg for seg, s in plan["segments"].items() if s["kind"] == "lan"), "")
     groups = lay.groups
-    m.data["nodes"] = [[n, plan["nodes"][n]["address"], bool(plan["nodes"][n]["forwarding"]),
+    m.data["nodes"] = [[n, " ".join(node_addresses(plan["nodes"][n])), bool(plan["nodes"][n]["forwarding"]),
                         _round(lay.at[n][0]), _round(lay.at[n][1]), groups.get(n, -1),
                         el.names.index(n) if n in el.names[:el.n] else -1] for n in names]
     m.data["hubs"] = [[h.ident, h.kind, h.lines, _round(lay.at[h.ident][0]), _round(lay.at[h.ident][1]),
@@ -141,6 +144,8 @@ def _routing(m: Model, compiled: Compiled) -> None:
         address[page[n.index]] = n.address
     m.data["routing"] = {"prefixes": [list(p) for p in prefixes], "tables": tables,
                          "address": address, "branches": prove.PATHS_CAP, "steps": WALK_STEPS}
+    if not compiled.graph.v4:       # the walk's IPv4 labels, shown as their IPv6 addresses
+        m.data["routing"]["six"] = {str(a): ip6_text(b) for a, b in counterparts(compiled.graph).items()}
 
 
 def _groups(plan: Plan, compiled: Compiled) -> dict[str, Any]:

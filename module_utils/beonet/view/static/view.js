@@ -171,7 +171,8 @@
     return null;
   }
   function source(i, row) { return R.tables[i][0][row[2]]; }
-  function ipText(a) { return [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join("."); }
+  /* R.six: an IPv6-only plan's address of each internal IPv4 label */
+  function ipText(a) { return R.six ? R.six[a] : [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join("."); }
   /* { branches: [[addresses, nodes]...] or null (no route, or a loop), cut: why a bound cut it } */
   function walk(src, dst) {
     var target = R.address[dst], first = lookup(src, target);
