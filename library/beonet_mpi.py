@@ -182,7 +182,7 @@ def main() -> None:
                                   p["environment"])
         module.exit_json(changed=True, result=result,
                          summary=open(p["dest"] + "/summary.md", encoding="utf-8").read())
-    except UnsafeText as exc:
+    except (UnsafeText, mpi_files.MpiError) as exc:
         module.fail_json(msg="beonet mpi: %s" % exc)
     except bench.BenchError as exc:
         problems = exc.problems
