@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+import yaml
 from conftest import ROOT, golden
 from test_node import _blank_node, _Exit, _FakeModule, beonet_node  # noqa: F401 (fixture)
 
@@ -64,7 +65,6 @@ def test_each_backend_renders_a_bond_and_forwarded_routes(small, backend, render
 
 
 def test_netplan_file_is_valid_yaml_with_source_addresses(small):
-    yaml = pytest.importorskip("yaml")
     n = small["nodes"]["a1"]
     doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]
     bond = doc["bonds"]["bond0"]
@@ -207,7 +207,6 @@ def test_ifupdown_extra_ipv6_addresses_are_added_without_dad(square):
 
 
 def test_netplan_ipv6_addresses_and_routes_with_their_source(square):
-    yaml = pytest.importorskip("yaml")
     n = square["only"]["nodes"]["a1"]
     doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]
     bond = doc["bonds"]["bond0"]
@@ -215,6 +214,18 @@ def test_netplan_ipv6_addresses_and_routes_with_their_source(square):
     assert "link-local" not in bond and bond["dhcp4"] is False
     assert bond["routes"] == [{"to": r["to"], "via": r["via"], "from": n["address6"]}
                               for r in n["routes"] if r["dev"] == "bond0" and "nexthops" not in r]
+    assert "networkmanager" not in bond
+
+
+def test_netplan_for_networkmanager_turns_ipv4_off_on_an_ipv6_only_plan(square):
+    """netplan would write ipv4.method=link-local (an IPv4 link-local address) for a NIC
+    without an IPv4 address: its keyfile passthrough turns IPv4 off instead."""
+
+    def bond(stack):
+        files = netplan.netplan_files(square[stack]["nodes"]["a1"], "networkmanager")
+        return yaml.safe_load(files[netplan.NETPLAN])["network"]["bonds"]["bond0"]
+    assert bond("only")["networkmanager"] == {"passthrough": {"ipv4.method": "disabled"}}
+    assert "networkmanager" not in bond("dual")
 
 
 def test_link_local_addresses_and_routes_are_ignored_by_apply_and_verify(small):
