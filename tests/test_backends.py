@@ -206,6 +206,18 @@ def test_ifupdown_extra_ipv6_addresses_are_added_without_dad(square):
     assert text.index("10.9.0.1/24") < text.index("iface eth3 inet6") < text.index("fd00:0:0:9::1")
 
 
+def test_a_nic_without_an_address_on_an_ipv6_only_plan_keeps_only_ipv6_link_local(square):
+    n = copy.deepcopy(square["only"]["nodes"]["c1"])
+    n["interfaces"].append({"name": "eth9", "kind": "ethernet", "segment": "spare", "addresses": [],
+                            "mtu": 9000})
+    text = ifupdown.ifupdown_files(n)[ifupdown.IFUPDOWN]
+    assert text.endswith("\nauto eth9\niface eth9 inet6 manual\n    mtu 9000\n")
+    keyfile = networkmanager.nm_files(n)["%s/beonet-eth9.nmconnection" % networkmanager.NM]
+    assert keyfile.endswith("\n[ipv4]\nmethod=disabled\n\n[ipv6]\nmethod=link-local\n")
+    assert networkd.networkd_files(n)["%s/60-beonet-eth9.network" % base.NETWORKD].endswith(
+        "[Network]\nIPv6AcceptRA=no\n")
+
+
 def test_netplan_ipv6_addresses_and_routes_with_their_source(square):
     n = square["only"]["nodes"]["a1"]
     doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]

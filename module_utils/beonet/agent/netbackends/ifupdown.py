@@ -1,7 +1,9 @@
 """ifupdown: /etc/network/interfaces.d/60-beonet, bonds through ifenslave.
 
 Standard library only (runs on the nodes). A multipath route is an ``up ip route
-replace ... nexthop ...`` line in the stanza of each of its NICs.
+replace ... nexthop ...`` line in the stanza of each of its NICs. IPv6 addresses
+and routes are in an ``inet6 static`` stanza of the NIC (the only one on an
+IPv6-only plan).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """systemd-networkd: ``.netdev``/``.network`` files in /etc/systemd/network.
 
 Standard library only (runs on the nodes). A multipath route is a ``[Route]``
-section with ``MultiPathRoute=`` lines (one per next hop, ADDR@NIC).
+section with ``MultiPathRoute=`` lines (one per next hop, ADDR@NIC). An IPv6
+address is an ``[Address]`` section without duplicate address detection.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Standard library only (runs on the nodes). A keyfile cannot hold a multipath route
 (1.42 installs IPv4 routes with a ``weight`` both merged and singly, two routes where
-the plan has one): a dispatcher script puts them in place. ``unmanaged_file`` tells
-a running NetworkManager to leave the cluster NICs to another backend.
+the plan has one): a dispatcher script puts them in place. IPv6 is ``[ipv6]
+method=manual`` with the plan's IPv6 addresses (``[ipv4] method=disabled`` on an
+IPv6-only plan). ``unmanaged_file`` tells a running NetworkManager to leave the
+cluster NICs to another backend.
 """
 
 from __future__ import annotations
