@@ -1,5 +1,6 @@
 """The four persistent backends, stale files, IPv6, and the module's use of them."""
 
+import configparser
 import copy
 import json
 import re
@@ -184,6 +185,18 @@ def test_networkmanager_ipv6_is_manual_and_ipv4_off_on_an_ipv6_only_plan(square)
     assert "\n[ipv6]\nmethod=manual\naddress1=%s/64\nroute1=%s,%s\nroute1_options=src=%s\n" % (
         n["address6"], r["to"], r["via"], n["address6"]) in only
     assert "\n[ipv4]\nmethod=disabled\n\n[ipv6]\n" in only
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_networkmanager_keyfile_has_one_section_and_key_of_each_name(square, stack):
+    """A keyfile is a GLib key file: a second [ipv6] section or a second address1= in one
+    would be merged or refused; every node's keyfiles read strictly as INI files."""
+    for n in square[stack]["nodes"].values():
+        for path, text in networkmanager.nm_files(n).items():
+            if path.endswith(".nmconnection"):
+                cp = configparser.ConfigParser(interpolation=None, strict=True)
+                cp.read_string(text.split("\n", 1)[1])
+                assert ("ipv4" in cp) == ("ipv6" in cp) == ("master=" not in text), path
 
 
 def test_ifupdown_writes_an_inet6_stanza_without_dad_or_router_advertisement(square):
