@@ -1,8 +1,12 @@
 """The four persistent backends, stale files, IPv6, and the module's use of them."""
 
+import configparser
+import copy
 import json
+import re
 
 import pytest
+import yaml
 from conftest import ROOT, golden
 from test_node import _blank_node, _Exit, _FakeModule, beonet_node  # noqa: F401 (fixture)
 
@@ -62,7 +66,6 @@ def test_each_backend_renders_a_bond_and_forwarded_routes(small, backend, render
 
 
 def test_netplan_file_is_valid_yaml_with_source_addresses(small):
-    yaml = pytest.importorskip("yaml")
     n = small["nodes"]["a1"]
     doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]
     bond = doc["bonds"]["bond0"]
@@ -109,6 +112,145 @@ def test_ipv6_link_local_is_kept_unless_the_topology_turns_ipv6_off(small, tmp_p
     assert "disable_ipv6" not in ifupdown.ifupdown_files(on)[ifupdown.IFUPDOWN]
     assert "up echo 1 > /proc/sys/net/ipv6/conf/bond0/disable_ipv6\n" in \
         ifupdown.ifupdown_files(off)[ifupdown.IFUPDOWN]
+
+
+# A bonded LAN and a square of links: forwarding, a /127 link, a multipath /128 (a1 to
+# b1's link address, through a2 or c1), compiled dual stack and IPv6-only.
+SQUARE = """name: square
+family: custom
+custom:
+  nodes: [a1, a2, b1, c1]
+  segments:
+    - {name: lan, members: [a1, a2], channels: 2, mode: balance-rr}
+  links:
+    - ends: [a2, b1]
+    - ends: [a1, c1]
+    - ends: [c1, b1]
+"""
+STACKS = {"dual": "addressing: {ipv6: true}\n", "only": "addressing: {ipv4: false, ipv6: true}\n"}
+RENDERED = [("networkd", "networkd"), ("networkmanager", "networkd"), ("netplan", "networkd"),
+            ("netplan", "networkmanager"), ("ifupdown", "networkd")]
+IPV4 = re.compile(r"(?<![\w.:])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")
+
+
+@pytest.fixture(scope="module")
+def square(tmp_path_factory):
+    """{stack: plan} of SQUARE, dual stack and IPv6-only."""
+    return {stack: _plan(tmp_path_factory.mktemp(stack), SQUARE + text) for stack, text in STACKS.items()}
+
+
+def _six_routes(n):
+    return [r for r in n["routes"] if ":" in r["to"]]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("backend,renderer", RENDERED)
+def test_each_backend_renders_ipv6_dual_stack_and_ipv6_only(square, stack, backend, renderer):
+    """a1 and a2 of the square: every IPv6 address and route of the plan is in the files
+    (the multipath one too), and an IPv6-only plan's files hold no IPv4 address."""
+    plan = square[stack]
+    n = plan["nodes"]["a1"]
+    assert any("nexthops" in r for r in _six_routes(n)) and plan["nodes"]["a2"]["forwarding"]
+    assert ("address" in n) == (stack == "dual")
+    text = ""
+    for host in ("a1", "a2"):
+        files = backends.backend_files(plan["nodes"][host], backend, renderer)
+        text += "#### %s\n%s" % (host, _dump(files))
+        every = "".join(files.values())
+        six = [a.split("/")[0] for i in plan["nodes"][host]["interfaces"] for a in i["addresses"] if ":" in a]
+        assert six and all(a in every for a in six)
+        assert all(r["to"] in every and r["src"] in every for r in _six_routes(plan["nodes"][host]))
+        assert (IPV4.findall(every) == []) == (stack == "only")
+    name = backend if backend != "netplan" else "netplan-" + renderer
+    golden(ROOT / "tests/golden" / ("square-%s.%s" % (stack, name)), text)
+
+
+def test_networkd_ipv6_addresses_skip_dad_and_take_no_router_advertisement(square):
+    for stack, plan in square.items():
+        n = plan["nodes"]["a1"]
+        text = networkd.networkd_files(n)["%s/60-beonet-eth3.network" % base.NETWORKD]
+        six = [a for a in n["interfaces"][-1]["addresses"] if ":" in a]
+        assert "[Address]\nAddress=%s\nDuplicateAddressDetection=none\n" % six[0] in text
+        assert "IPv6AcceptRA=no\n" in text and "LinkLocalAddressing" not in text
+        assert ("\nAddress=10." in text) == (stack == "dual")
+
+
+def test_networkmanager_ipv6_is_manual_and_ipv4_off_on_an_ipv6_only_plan(square):
+    keyfile = "%s/beonet-bond0.nmconnection" % networkmanager.NM
+    dual = networkmanager.nm_files(square["dual"]["nodes"]["a1"])[keyfile]
+    only = networkmanager.nm_files(square["only"]["nodes"]["a1"])[keyfile]
+    n = square["only"]["nodes"]["a1"]
+    r = next(r for r in n["routes"] if r["dev"] == "bond0" and "nexthops" not in r)
+    assert "\n[ipv4]\nmethod=manual\naddress1=10.0.0.1/30\n" in dual
+    assert "\n[ipv6]\nmethod=manual\naddress1=%s/64\nroute1=%s,%s\nroute1_options=src=%s\n" % (
+        n["address6"], r["to"], r["via"], n["address6"]) in only
+    assert "\n[ipv4]\nmethod=disabled\n\n[ipv6]\n" in only
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_networkmanager_keyfile_has_one_section_and_key_of_each_name(square, stack):
+    """A keyfile is a GLib key file: a second [ipv6] section or a second address1= in one
+    would be merged or refused; every node's keyfiles read strictly as INI files."""
+    for n in square[stack]["nodes"].values():
+        for path, text in networkmanager.nm_files(n).items():
+            if path.endswith(".nmconnection"):
+                cp = configparser.ConfigParser(interpolation=None, strict=True)
+                cp.read_string(text.split("\n", 1)[1])
+                assert ("ipv4" in cp) == ("ipv6" in cp) == ("master=" not in text), path
+
+
+def test_ifupdown_writes_an_inet6_stanza_without_dad_or_router_advertisement(square):
+    dual = ifupdown.ifupdown_files(square["dual"]["nodes"]["a1"])[ifupdown.IFUPDOWN]
+    only = ifupdown.ifupdown_files(square["only"]["nodes"]["a1"])[ifupdown.IFUPDOWN]
+    six = square["only"]["nodes"]["a1"]["address6"]
+    inet6 = "    address %s/64\n    accept_ra 0\n    autoconf 0\n    dad-attempts 0\n" % six
+    assert "\niface bond0 inet static\n    address 10.0.0.1/30\n" in dual
+    assert "\niface bond0 inet6 static\n" + inet6 in dual
+    assert "\nauto bond0\niface bond0 inet6 static\n" + inet6 + "    hwaddress ether" in only
+    assert " inet " not in only and "bond-slaves eth1 eth2\n" in only
+
+
+def test_ifupdown_extra_ipv6_addresses_are_added_without_dad(square):
+    n = copy.deepcopy(square["dual"]["nodes"]["a1"])
+    n["interfaces"][-1]["addresses"] += ["fd00:0:0:9::1/64", "10.9.0.1/24"]
+    text = ifupdown.ifupdown_files(n)[ifupdown.IFUPDOWN]
+    assert "    up ip addr replace 10.9.0.1/24 dev eth3\n" in text
+    assert "    up ip addr replace fd00:0:0:9::1/64 dev eth3 nodad\n" in text
+    assert text.index("10.9.0.1/24") < text.index("iface eth3 inet6") < text.index("fd00:0:0:9::1")
+
+
+def test_a_nic_without_an_address_on_an_ipv6_only_plan_keeps_only_ipv6_link_local(square):
+    n = copy.deepcopy(square["only"]["nodes"]["c1"])
+    n["interfaces"].append({"name": "eth9", "kind": "ethernet", "segment": "spare", "addresses": [],
+                            "mtu": 9000})
+    text = ifupdown.ifupdown_files(n)[ifupdown.IFUPDOWN]
+    assert text.endswith("\nauto eth9\niface eth9 inet6 manual\n    mtu 9000\n")
+    keyfile = networkmanager.nm_files(n)["%s/beonet-eth9.nmconnection" % networkmanager.NM]
+    assert keyfile.endswith("\n[ipv4]\nmethod=disabled\n\n[ipv6]\nmethod=link-local\n")
+    assert networkd.networkd_files(n)["%s/60-beonet-eth9.network" % base.NETWORKD].endswith(
+        "[Network]\nIPv6AcceptRA=no\n")
+
+
+def test_netplan_ipv6_addresses_and_routes_with_their_source(square):
+    n = square["only"]["nodes"]["a1"]
+    doc = yaml.safe_load(netplan.netplan_files(n)[netplan.NETPLAN])["network"]
+    bond = doc["bonds"]["bond0"]
+    assert bond["addresses"] == ["%s/64" % n["address6"]] and bond["accept-ra"] is False
+    assert "link-local" not in bond and bond["dhcp4"] is False
+    assert bond["routes"] == [{"to": r["to"], "via": r["via"], "from": n["address6"]}
+                              for r in n["routes"] if r["dev"] == "bond0" and "nexthops" not in r]
+    assert "networkmanager" not in bond
+
+
+def test_netplan_for_networkmanager_turns_ipv4_off_on_an_ipv6_only_plan(square):
+    """netplan would write ipv4.method=link-local (an IPv4 link-local address) for a NIC
+    without an IPv4 address: its keyfile passthrough turns IPv4 off instead."""
+
+    def bond(stack):
+        files = netplan.netplan_files(square[stack]["nodes"]["a1"], "networkmanager")
+        return yaml.safe_load(files[netplan.NETPLAN])["network"]["bonds"]["bond0"]
+    assert bond("only")["networkmanager"] == {"passthrough": {"ipv4.method": "disabled"}}
+    assert "networkmanager" not in bond("dual")
 
 
 def test_link_local_addresses_and_routes_are_ignored_by_apply_and_verify(small):

@@ -74,7 +74,28 @@ def is_bond_member(iface: Interface) -> bool:
 
 
 def ipv6(n: NodePlan) -> bool:
+    """Whether the cluster NICs keep IPv6 (link-local at least): false only with ``ipv6: false``."""
     return n.get("ipv6", True)
+
+
+def ipv6_only(n: NodePlan) -> bool:
+    """Whether the plan is IPv6-only (``addressing: {ipv4: false}``: the node has no IPv4 address)."""
+    return "address" not in n
+
+
+def is_ipv6(text: str) -> bool:
+    """Whether an address, ADDR/LEN or route destination of the plan is IPv6 (it holds a ':')."""
+    return ":" in text
+
+
+def by_family(texts: list[str]) -> tuple[list[str], list[str]]:
+    """(the IPv4 ones, the IPv6 ones) of addresses or ADDR/LEN, each in the plan's order."""
+    return [t for t in texts if not is_ipv6(t)], [t for t in texts if is_ipv6(t)]
+
+
+def of_family(routes: list[Route], six: bool) -> list[Route]:
+    """The IPv6 routes (six) or the IPv4 ones, in the plan's order."""
+    return [r for r in routes if is_ipv6(r["to"]) == six]
 
 
 def nic_routes(n: NodePlan, iface: Interface) -> list[Route]:

@@ -18,6 +18,7 @@ from .base import (
     NETWORKD,
     Backend,
     ipv6,
+    ipv6_only,
     is_bond_member,
     is_multipath,
     nic_routes,
@@ -34,13 +35,17 @@ FOLDER = "/etc/netplan"
 NETPLAN = FOLDER + "/60-beonet.yaml"
 NETPLAN_DROPIN = NETWORKD + "/10-netplan-%s.network.d/60-beonet-multipath.conf"
 PROGRAMS = ("/usr/sbin/netplan", "/sbin/netplan", "/usr/bin/netplan")
+# For NetworkManager, netplan writes ipv4.method=link-local on a device without an IPv4
+# address (an IPv4 link-local address on an IPv6-only NIC); its keyfile passthrough
+# (netplan 0.102 and later) turns IPv4 off instead.
+_NO_IPV4 = 'networkmanager:\n          passthrough:\n            ipv4.method: "disabled"\n'
 
 
 def _yaml_list(items: Iterable[str]) -> str:
     return "[%s]" % ", ".join('"%s"' % x for x in items)
 
 
-def _common(n: NodePlan, iface: Interface) -> list[str]:
+def _common(n: NodePlan, iface: Interface, renderer: str) -> list[str]:
     """The keys every netplan device of the plan has (8 spaces deep)."""
     pad = " " * 8
     out = [pad + "optional: true\n"]
@@ -53,6 +58,8 @@ def _common(n: NodePlan, iface: Interface) -> list[str]:
         out.append(pad + "link-local: []\n")
     if iface["addresses"]:
         out.append(pad + "addresses: %s\n" % _yaml_list(iface["addresses"]))
+    if renderer == "networkmanager" and ipv6_only(n):
+        out.append(pad + _NO_IPV4)
     routes = single(nic_routes(n, iface))
     if routes:
         out.append(pad + "routes:\n")
@@ -61,14 +68,14 @@ def _common(n: NodePlan, iface: Interface) -> list[str]:
     return out
 
 
-def _bond(n: NodePlan, iface: Interface) -> list[str]:
+def _bond(n: NodePlan, iface: Interface, renderer: str) -> list[str]:
     pad = " " * 8
     out = ["    %s:\n" % iface["name"], pad + "interfaces: %s\n" % _yaml_list(iface.get("members", []))]
     if iface.get("mac"):
         out.append(pad + 'macaddress: "%s"\n' % iface["mac"])
     out.append(pad + "parameters:\n%s  mode: %s\n%s  mii-monitor-interval: %d\n"
                % (pad, iface["mode"], pad, iface["miimon"]))
-    return out + _common(n, iface)
+    return out + _common(n, iface, renderer)
 
 
 def netplan_files(n: NodePlan, renderer: str = "networkd") -> dict[str, str]:
@@ -81,11 +88,11 @@ def netplan_files(n: NodePlan, renderer: str = "networkd") -> dict[str, str]:
         out.append("  ethernets:\n")
         for iface in ethernets:
             out.append("    %s:\n" % iface["name"])
-            out += _common(n, iface)
+            out += _common(n, iface, renderer)
     if bonds:
         out.append("  bonds:\n")
         for iface in bonds:
-            out += _bond(n, iface)
+            out += _bond(n, iface, renderer)
     files = {NETPLAN: "".join(out)}
     files.update(tso_link_files(n))
     if renderer == "networkmanager":

@@ -1,7 +1,8 @@
 """systemd-networkd: ``.netdev``/``.network`` files in /etc/systemd/network.
 
 Standard library only (runs on the nodes). A multipath route is a ``[Route]``
-section with ``MultiPathRoute=`` lines (one per next hop, ADDR@NIC).
+section with ``MultiPathRoute=`` lines (one per next hop, ADDR@NIC). An IPv6
+address is an ``[Address]`` section without duplicate address detection.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .base import (
     HEADER,
     NETWORKD,
     Backend,
+    by_family,
     enabled,
     ipv6,
     is_bond_member,
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 
 UNIT = "systemd-networkd.service"
 _ROUTE = "\n[Route]\nDestination=%%s\nGateway=%%s\nPreferredSource=%%s\nProtocol=%d\n" % PROTO
+# An IPv6 address without duplicate address detection (the kernel's nodad): usable at once,
+# as beonet adds it live, so its routes are not held back while it is tentative.
+_ADDRESS6 = "\n[Address]\nAddress=%s\nDuplicateAddressDetection=none\n"
 
 
 def route_section(r: Route) -> str:
@@ -56,8 +61,9 @@ def _network(n: NodePlan, iface: Interface) -> str:
         lines.append("Bond=%s\n" % iface["bond"])
     else:
         lines.append("IPv6AcceptRA=no\n" if ipv6(n) else "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-        for a in iface["addresses"]:
-            lines.append("Address=%s\n" % a)
+        four, six = by_family(iface["addresses"])
+        lines += ["Address=%s\n" % a for a in four]
+        lines += [_ADDRESS6 % a for a in six]
         lines += [route_section(r) if "nexthops" in r else _ROUTE % (r["to"], r["via"], r["src"])
                   for r in nic_routes(n, iface)]
     return "".join(lines)

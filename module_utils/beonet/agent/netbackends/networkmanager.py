@@ -2,8 +2,10 @@
 
 Standard library only (runs on the nodes). A keyfile cannot hold a multipath route
 (1.42 installs IPv4 routes with a ``weight`` both merged and singly, two routes where
-the plan has one): a dispatcher script puts them in place. ``unmanaged_file`` tells
-a running NetworkManager to leave the cluster NICs to another backend.
+the plan has one): a dispatcher script puts them in place. IPv6 is ``[ipv6]
+method=manual`` with the plan's IPv6 addresses (``[ipv4] method=disabled`` on an
+IPv6-only plan). ``unmanaged_file`` tells a running NetworkManager to leave the
+cluster NICs to another backend.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from typing import TYPE_CHECKING
 
 from ..nodeplan import Interface, NodePlan
 from ..routes import next_hops, planned_key, shell_line
-from .base import HEADER, Backend, enabled, ipv6, is_bond_member, is_multipath
+from .base import (
+    HEADER,
+    Backend,
+    by_family,
+    enabled,
+    ipv6,
+    ipv6_only,
+    is_bond_member,
+    is_multipath,
+    of_family,
+)
 
 if TYPE_CHECKING:
     from ..netmanager import Snapshot
@@ -31,21 +43,30 @@ def nm_id(nic: str) -> str:
     return "beonet-" + nic
 
 
-def _nm_routes(n: NodePlan, nic: str) -> list[str]:
-    """Keyfile route lines ('route%d=...' templates) of the single-path routes
-    leaving through nic (the multipath ones are the dispatcher script's)."""
+def _nm_routes(n: NodePlan, nic: str, six: bool) -> list[str]:
+    """Keyfile route lines ('route%d=...' templates) of the single-path routes of one
+    family (IPv6: six) leaving through nic (the multipath ones are the dispatcher script's)."""
     return ["route%%d=%s,%s\nroute%%d_options=src=%s\n" % (r["to"], r["via"], r["src"])
-            for r in n["routes"] if r["dev"] == nic and not is_multipath(r)]
+            for r in of_family(n["routes"], six) if r["dev"] == nic and not is_multipath(r)]
+
+
+def _nm_family(n: NodePlan, iface: Interface, addresses: list[str], six: bool, method: str) -> str:
+    """One [ipv4] or [ipv6] section: its method, addresses and single-path routes."""
+    out = ["\n[%s]\nmethod=%s\n" % ("ipv6" if six else "ipv4", method)]
+    out += ["address%d=%s\n" % (k, a) for k, a in enumerate(addresses, 1)]
+    out += [line % (k, k) for k, line in enumerate(_nm_routes(n, iface["name"], six), 1)]
+    return "".join(out)
 
 
 def _nm_ip(n: NodePlan, iface: Interface) -> str:
-    out = ["\n[ipv4]\nmethod=manual\n"]
-    for k, a in enumerate(iface["addresses"], 1):
-        out.append("address%d=%s\n" % (k, a))
-    for k, line in enumerate(_nm_routes(n, iface["name"]), 1):
-        out.append(line % (k, k))
-    out.append("\n[ipv6]\nmethod=%s\n" % ("link-local" if ipv6(n) else "disabled"))
-    return "".join(out)
+    """[ipv4] (disabled on an IPv6-only plan) and [ipv6]: manual with the plan's IPv6
+    addresses (no router advertisement, no SLAAC address; the link-local address stays),
+    else link-local only, or disabled with ``ipv6: false``."""
+    four, six = by_family(iface["addresses"])
+    v4 = _nm_family(n, iface, four, False, "disabled" if ipv6_only(n) else "manual")
+    if six:
+        return v4 + _nm_family(n, iface, six, True, "manual")
+    return v4 + "\n[ipv6]\nmethod=%s\n" % ("link-local" if ipv6(n) else "disabled")
 
 
 def _nm_keyfile(n: NodePlan, iface: Interface) -> str:
