@@ -103,6 +103,26 @@ def test_the_mpi_module_refuses_a_line_break_in_its_ssh_arguments(tmp_path: path
     assert good["rc"] == 0 and "0.0.0.0/0" not in good["mca"]
 
 
+def test_the_mpi_module_refuses_nic_names_an_ipv6_only_plan_cannot_use(tmp_path: pathlib.Path):
+    """Open MPI takes an IPv6-only cluster's NICs by name: a name that is one node's
+    cluster NIC and another node's other NIC is refused, naming the node."""
+    text = (ROOT / "topologies" / "metanode-fig2.yml").read_text() + "addressing: {ipv4: false, ipv6: true}\n"
+    compiled = pipeline.compile_text(text, "fig2.yml")
+    plan = json.loads(json.dumps(render.plan(compiled)))
+    name, node = next((k, v) for k, v in plan["nodes"].items()
+                      if {"eth1", "eth2"} <= {i["name"] for i in v["interfaces"]})
+    swap = {"eth1": "eth2", "eth2": "eth1"}
+    for iface in node["interfaces"]:
+        iface["name"] = swap.get(iface["name"], iface["name"])
+    for route in node["routes"]:
+        route["dev"] = swap.get(route["dev"], route["dev"])
+        for hop in route.get("nexthops", []):
+            hop["dev"] = swap.get(hop["dev"], hop["dev"])
+    (result,) = run_modules("beonet_mpi", [{"action": "plan", "plan": plan,
+                                            "paths": expected_paths(compiled, plan)}], tmp_path)
+    assert result["rc"] == 1 and result["msg"].startswith("beonet mpi: %s: its NIC eth" % name), result
+
+
 def test_the_mpi_module_names_a_sample_that_is_not_a_number(tmp_path: pathlib.Path, plan_and_paths):
     plan, _paths = plan_and_paths
     samples = "phase,class,a,b,bytes,usec\nfixed,1-hop,0,1,four,1.5\nfixed,1-hop,0,1,8,nan\n"
