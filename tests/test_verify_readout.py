@@ -273,4 +273,5 @@ def test_a_trace_is_judged_by_the_paths_the_live_tables_allow_as_well_as_the_pla
                                {"node10": ["10.255.0.26", "10.254.0.9", "10.254.0.10"]}, [],
                                lambda _p: None, {}, [], [])
     assert [r["pair"] for r in wrong["mismatches"]] == ["node32 -> node10"]
-    assert controller.allowed_by_tables(nets, {"nodeX": {"node10": planned}}) == {"nodeX": {"node10": planned}}
+    assert controller.allowed_by_tables(nets, {"nodeX": {"node10": planned}}) == \
+        {"nodeX": {"node10": planned}}

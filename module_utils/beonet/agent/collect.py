@@ -200,7 +200,8 @@ def links_gap(raw: dict[str, Any]) -> str | None:
     if not isinstance(raw.get("links"), list):
         return None
     routes = reduce_routes(_listed(raw.get("routes"))) + reduce_routes(_listed(raw.get("routes6")), 6)
-    addrs = list(reduce_addrs(_listed(raw.get("addrs")))) + list(reduce_addrs(_listed(raw.get("addrs6")), "inet6"))
+    addrs = list(reduce_addrs(_listed(raw.get("addrs"))))
+    addrs += list(reduce_addrs(_listed(raw.get("addrs6")), "inet6"))
     return gap(reduce_links(raw["links"]), addrs, [h.get("dev") for r in routes for h in r["hops"]])
 
 

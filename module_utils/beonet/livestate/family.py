@@ -134,7 +134,8 @@ def paths(fam: Family, names: list[str], address: list[int], tables: list[RouteT
     first = tables[src].lookup(target)
     if first is None:
         return None
-    sender, out = first[1], []
+    sender = first[1]
+    out: list[list[dict[str, Any]]] = []
     todo: list[tuple[int, list[dict[str, Any]]]] = [(src, [])]
     arrive = {"node": names[dst], "address": fam.text(target)}
     while todo and len(out) < PATHS_CAP:

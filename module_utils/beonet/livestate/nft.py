@@ -50,9 +50,11 @@ def rule_set(rule: Any, proto: str) -> str | None:
     names = []
     for stmt, name in zip(rule[:2], ("saddr", "daddr")):
         m = stmt.get("match") if isinstance(stmt, dict) and len(stmt) == 1 else None
-        right = m.get("right") if isinstance(m, dict) else None
-        if (not isinstance(right, str) or not right.startswith("@") or m.get("op") != "=="
-                or m.get("left") != {"payload": {"protocol": proto, "field": name}}):
+        if not isinstance(m, dict) or m.get("op") != "==" \
+                or m.get("left") != {"payload": {"protocol": proto, "field": name}}:
+            return None
+        right = m.get("right")
+        if not isinstance(right, str) or not right.startswith("@"):
             return None
         names.append(right[1:])
     return names[0] if names[0] == names[1] else None

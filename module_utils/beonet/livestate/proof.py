@@ -109,7 +109,11 @@ def families(plan_nodes: Mapping[str, NodePlan]) -> list[Family]:
 
 
 def _address(n: NodePlan, fam: Family) -> int:
-    text = n["address" if fam is V4 else "address6"]
+    """The node's address of the family (``address``, ``address6``)."""
+    return _parsed(n["address" if fam is V4 else "address6"], fam)
+
+
+def _parsed(text: Any, fam: Family) -> int:
     found = fam.parse(text) if isinstance(text, str) else None
     if found is None:
         raise PlanError("plan: %s is not an %s address" % (escaped(str(text)), fam.name))
@@ -118,7 +122,7 @@ def _address(n: NodePlan, fam: Family) -> int:
 
 def _fallback(n: NodePlan, fam: Family = V4) -> list[int]:
     """The node's planned interface addresses of the family."""
-    return [_address({"address" if fam is V4 else "address6": a.split("/")[0]}, fam)
+    return [_parsed(a.split("/")[0], fam)
             for i in n["interfaces"] for a in i["addresses"] if family_of(a) is fam]
 
 
@@ -129,7 +133,8 @@ def cluster_prefixes(plan: Mapping[str, Any], prefixes: list[str]) -> list[str]:
         return list(prefixes)
     six = [seg["prefix6"] for seg in (plan.get("segments") or {}).values()
            if isinstance(seg, dict) and isinstance(seg.get("prefix6"), str)]
-    six += [n["routing"]["loopback6"] for n in _plan_nodes(plan).values() if "loopback6" in n.get("routing", {})]
+    six += [n["routing"]["loopback6"] for n in _plan_nodes(plan).values()
+            if "loopback6" in n.get("routing", {})]
     return list(prefixes) + six
 
 
@@ -148,8 +153,10 @@ class _Family:
         self.fam = fam
         self.address = [_address(plan_nodes[n], fam) for n in names]
         fallback = [_fallback(plan_nodes[n], fam) for n in names]
-        live_states = [None if i in unread or st is None else _view(st, fam) for i, st in enumerate(read.live)]
-        self.planned = tables.build(names, self.address, [_view(st, fam) for st in read.planned], fallback, fam)
+        live_states = [None if i in unread or st is None else _view(st, fam)
+                       for i, st in enumerate(read.live)]
+        planned = [_view(st, fam) for st in read.planned]
+        self.planned = tables.build(names, self.address, planned, fallback, fam)
         self.live = tables.build(names, self.address, live_states, fallback, fam)
         self.cluster = sorted({a for f in fallback for a in f})
 
@@ -158,39 +165,60 @@ def _view(st: state.NodeState, fam: Family) -> state.NodeState | None:
     return st if fam is V4 else st.six
 
 
-def prove_live(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
-               keep: int = 100, traceroute_sample: bool = True) -> tuple[dict[str, Any], dict[str, tables.Net]]:
+def prove_live(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any], keep: int = 100,
+               traceroute_sample: bool = True) -> tuple[dict[str, Any], dict[str, tables.Net]]:
     """``prove``'s result, and the live tables it walked of each family (by its name, for
     the traces' allowed paths). Each family is walked apart; the causes of IPv6 name it."""
     start = time.monotonic()
     plan_nodes = _plan_nodes(plan)
-    names = list(plan_nodes)
-    read = _states(names, plan_nodes, cluster_prefixes(plan, prefixes), raw)
-    dead = {i for i, st in enumerate(read.live) if st is None} - read.unread
-    component = _components(names, plan)
-    total, rows, nets, picked = Tally(), [], {}, {}
-    unread_all = set(read.unread)
+    run = _Run(plan, plan_nodes, _states(list(plan_nodes), plan_nodes, cluster_prefixes(plan, prefixes), raw),
+               keep, traceroute_sample)
     for k, fam in enumerate(families(plan_nodes)):
-        unread = read.unread | _unread6(names, read, fam)
-        unread_all |= unread
-        one = _Family(fam, names, plan_nodes, read, unread)
-        live = nets[fam.name] = one.live
+        run.walk(fam, k == 0)
+    names = run.names
+    lost = (sorted(names[i] for i in run.dead), sorted(names[i] for i in run.unread))
+    result = _result(run.tally, names, lost, run.rows, run.read.problems, run.unjudged, run.picked,
+                     time.monotonic() - start)
+    return result, run.nets
+
+
+class _Run:
+    """The walks of every family and what they found, together."""
+
+    def __init__(self, plan: Mapping[str, Any], plan_nodes: dict[str, NodePlan], read: _States, keep: int,
+                 traceroute_sample: bool) -> None:
+        self.plan_nodes, self.names, self.read = plan_nodes, list(plan_nodes), read
+        self.keep, self.traceroute_sample = keep, traceroute_sample
+        self.dead = {i for i, st in enumerate(read.live) if st is None} - read.unread
+        self.component = _components(self.names, plan)
+        self.tally = Tally()
+        self.rows: list[dict[str, Any]] = []
+        self.nets: dict[str, tables.Net] = {}
+        self.picked: dict[str, dict[str, list[list[str]]]] = {}
+        self.unread = set(read.unread)
+        self.unjudged: list[str] = []
+
+    def walk(self, fam: Family, first: bool) -> None:
+        """Walk one family (first: the plan's first, which names what is the node's, not
+        the family's: links, what could not be read, the filter's absence)."""
+        names, plan_nodes = self.names, self.plan_nodes
+        unread = self.read.unread | _unread6(names, self.read, fam)
+        self.unread |= unread
+        one = _Family(fam, names, plan_nodes, self.read, unread)
+        live = self.nets[fam.name] = one.live
         refused = _refused(live, one.cluster)
         suspects = _suspects(live, [plan_nodes[n] for n in names], refused)
-        walk = LiveWalk(one.planned, live, component, dead | suspects, keep, frozenset(unread),
-                        "" if fam is V4 else fam.name + ": ")
-        tally = walk.run()
-        total.merge(tally)
-        rows += [report.row(live, one.planned.tables, f) for f in tally.rows][:max(0, keep - len(rows))]
-        read.problems += report.state_problems(live, plan_nodes, refused, k == 0)
-        if k == 0:
-            unjudged = report.unjudged_nodes(live, [bool(plan_nodes[n]["forwarding"]) for n in names])
-        if traceroute_sample:
-            picked.update(_keyed(names, fam, sample(tables.skeleton(names, one.address), one.planned.tables,
-                                                    component, dead, fam)))
-    result = _result(total, names, (sorted(names[i] for i in dead), sorted(names[i] for i in unread_all)),
-                     rows, read.problems, unjudged, picked, time.monotonic() - start)
-    return result, nets
+        tally = LiveWalk(one.planned, live, self.component, self.dead | suspects, self.keep,
+                         frozenset(unread), "" if fam is V4 else fam.name + ": ").run()
+        self.tally.merge(tally)
+        room = max(0, self.keep - len(self.rows))
+        self.rows += [report.row(live, one.planned.tables, f) for f in tally.rows[:room]]
+        self.read.problems += report.state_problems(live, plan_nodes, refused, first)
+        if first:
+            self.unjudged = report.unjudged_nodes(live, [bool(plan_nodes[n]["forwarding"]) for n in names])
+        if self.traceroute_sample:
+            _keyed(self.picked, names, fam, sample(tables.skeleton(names, one.address), one.planned.tables,
+                                                   self.component, self.dead, fam))
 
 
 def _unread6(names: list[str], read: _States, fam: Family) -> set[int]:
@@ -205,10 +233,12 @@ def _unread6(names: list[str], read: _States, fam: Family) -> set[int]:
     return out
 
 
-def _keyed(names: list[str], fam: Family, picked: dict[int, dict[int, list[list[str]]]]
-           ) -> dict[str, dict[str, list[list[str]]]]:
-    """A family's sample by node name, each destination by its target key (verify.target_key)."""
-    return {names[s]: {target_key(names[d], fam is not V4): e for d, e in ds.items()} for s, ds in picked.items()}
+def _keyed(out: dict[str, dict[str, list[list[str]]]], names: list[str], fam: Family,
+           picked: dict[int, dict[int, list[list[str]]]]) -> None:
+    """Add a family's sample to out by node name, each destination by its target key
+    (verify.target_key)."""
+    for s, ds in picked.items():
+        out.setdefault(names[s], {}).update((target_key(names[d], fam is not V4), e) for d, e in ds.items())
 
 
 def planned_net(plan: Mapping[str, Any], prefixes: list[str], fam: Family | None = None) -> tables.Net:
@@ -233,9 +263,8 @@ def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
     out: dict[str, dict[str, list[list[str]]]] = {}
     for fam in families(plan_nodes):
         one = _Family(fam, names, plan_nodes, read, set())
-        picked = sample(tables.skeleton(names, one.address), one.planned.tables, component, set(), fam)
-        for src, dests in _keyed(names, fam, picked).items():
-            out.setdefault(src, {}).update(dests)
+        _keyed(out, names, fam, sample(tables.skeleton(names, one.address), one.planned.tables, component,
+                                       set(), fam))
     return {"sample": out, "sampled": sum(len(ds) for ds in out.values()),
             "seconds": round(time.monotonic() - start, 3)}
 

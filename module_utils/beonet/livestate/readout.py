@@ -31,7 +31,8 @@ def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths:
         return {n: dict(sample.get(n, {})) for n in plan["nodes"]}
     out = {}
     for n in plan["nodes"]:
-        mine = paths.get(n, {}) if "address" in plan["nodes"][n] else dict.fromkeys(p for p in plan["nodes"] if p != n)
+        mine = paths.get(n, {}) if "address" in plan["nodes"][n] else \
+            dict.fromkeys(p for p in plan["nodes"] if p != n)
         names = list(mine)
         if len(names) > max_targets:
             random.Random(n).shuffle(names)
@@ -68,7 +69,7 @@ def _targets(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> list[tuple
     out = []
     for key in sorted(expected):
         node = plan["nodes"].get(verify.target_node(key))
-        address = node.get("address6" if key.endswith(verify.SIX) else "address") if node is not None else None
+        address = None if node is None else node.get("address6" if key.endswith(verify.SIX) else "address")
         if address is not None:
             out.append((key, address))
     return out

@@ -136,7 +136,8 @@ class _Checker:
     def ip(self, value: Any, where: str) -> int:
         found = self.fam.parse(value) if isinstance(value, str) else None
         if found is None:
-            raise self.fail(where, "%s is not an %s address" % (shown(self.text(value, where)), self.fam.name))
+            raise self.fail(where, "%s is not an %s address"
+                            % (shown(self.text(value, where)), self.fam.name))
         return found
 
     def prefix(self, value: Any, where: str, network: bool) -> tuple[int, int]:
@@ -144,7 +145,8 @@ class _Checker:
         found = _slashed(self.fam, value) if isinstance(value, str) and len(value) <= 49 else None
         if found is None:
             what = "network" if network else "address with a prefix length"
-            raise self.fail(where, "%s is not an %s %s" % (shown(self.text(value, where)), self.fam.name, what))
+            raise self.fail(where, "%s is not an %s %s"
+                            % (shown(self.text(value, where)), self.fam.name, what))
         a, n = found
         if network and a & ~self.fam.mask(n):
             raise self.fail(where, "%s has host bits set" % shown(value))

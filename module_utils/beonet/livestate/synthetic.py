@@ -62,7 +62,8 @@ def plan_state(n: NodePlan, prefixes: Iterable[str]) -> dict[str, Any]:
     routes6 = _connected(n, six, 6)
     for r in n["routes"] + n.get("learned", []):          # OSPF's routes under FRR
         (routes6 if ":" in r["to"] else routes).append(
-            {"dst": r["to"], "type": "unicast", "src": r["src"], "proto": "250" if "routing" not in n else "ospf",
+            {"dst": r["to"], "type": "unicast", "src": r["src"],
+             "proto": "250" if "routing" not in n else "ospf",
              "hops": [{"via": via, "dev": dev} for via, dev in next_hops(r)]})
     fwd = 1 if n["forwarding"] else 0
     skip = 1 if n.get("failover") else 0
