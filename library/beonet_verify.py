@@ -29,11 +29,11 @@ description:
     on the controller, which proves every ordered pair from all nodes' states. One call
     runs C(ip -j) (links, IPv4 and IPv6 addresses, the main tables' routes with every
     next hop, neighbours, policy rules, C(ip -j -6 netconf)) and C(nft -j list ruleset)
-    and reads the forwarding sysctls. A neighbour the kernel marks FAILED or INCOMPLETE is asked once more (one
-    C(ping) echo request out of its NIC, all at once, at most 1 s) and the table read
-    again, then once more after I(settle) seconds while one is still resolving; a FAILED
-    entry is what the kernel remembers of an earlier failure, and it asks again as soon
-    as traffic goes that way. Configuration is never changed.
+    and reads the forwarding sysctls. A neighbour the kernel marks FAILED or INCOMPLETE
+    is asked once more (one C(ping) echo request out of its NIC, all at once, at most
+    1 s) and the table read again, then once more after I(settle) seconds while one is
+    still resolving; a FAILED entry is what the kernel remembers of an earlier failure,
+    and it asks again as soon as traffic goes that way. Configuration is never changed.
 options:
   node:
     description: This node's name in the plan (required unless I(summarise=true) or I(collect=true)).

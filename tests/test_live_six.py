@@ -408,7 +408,8 @@ def test_the_traces_and_routes_of_a_node_are_judged_per_family(dual):
     states["node-0-0"]["routes6"].remove(dropped)
     outputs = {"node-0-0": _output(dual, "node-0-0", states, traces)}
     got = controller.judge(dual, _prefixes(dual), outputs, picked["expected"], [], 10, False)["traced"]
-    assert [r["pair"] for r in got["mismatches"]] == ["node-0-0 -> %s" % six_key]
+    assert [(r["pair"], r["destination"], r["family"]) for r in got["mismatches"]] == \
+        [("node-0-0 -> %s" % six_key, verify.target_node(six_key), "IPv6")]
     hop = dropped["hops"][0]
     assert [p for p in got["problems"] if "route" in p] == [
         "node-0-0: route missing: %s via %s dev %s src %s"

@@ -196,14 +196,17 @@ def state_problems(name: str, plan: NodePlan, read: Reader, tso: dict[str, bool 
 def node_result(name: str, plan: NodePlan, expected: dict[str, Any], seen: dict[str, list[str]],
                 silent: list[str], read: Reader, tso: dict[str, bool | None],
                 routes: list[dict[str, Any]] | None, errors: list[str]) -> dict[str, Any]:
-    """One node's verify result: its traces (seen) against the allowed hop lists, its
-    forwarding, bonds and routes (None: unreadable, errors say why) against the plan."""
+    """One node's verify result: its traces (seen, by target key) against the allowed hop
+    lists, its forwarding, bonds and routes (None: unreadable, errors say why) against the
+    plan. A pair traced over IPv6 is named so (``pair``, ``family``); its ``destination``
+    is the node."""
     mismatches = []
     for dst in sorted(seen):
         want = expected.get(dst, [])
         if not on_allowed_path(want, seen[dst]):
-            mismatches.append({"pair": "%s -> %s" % (name, dst), "source": name, "destination": dst,
-                               "expected": allowed_paths(want), "seen": seen[dst]})
+            row = {"pair": "%s -> %s" % (name, dst), "source": name, "destination": target_node(dst),
+                   "expected": allowed_paths(want), "seen": seen[dst]}
+            mismatches.append(dict(row, family="IPv6") if dst != target_node(dst) else row)
     problems = state_problems(name, plan, read, tso)
     route_diff: list[str] = []
     if routes is None:              # failed twice, or cut short: not every planned route missing

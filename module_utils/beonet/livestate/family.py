@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -46,9 +46,10 @@ def six(text: str) -> int | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Family:
-    """What a walk needs to know of its address family (see the module docstring)."""
+    """What a walk needs to know of its address family (see the module docstring); one
+    object a family (compared and hashed as itself: a key of the parsers' caches)."""
 
     name: str                                   # "IPv4" or "IPv6"
     bits: int
@@ -56,10 +57,14 @@ class Family:
     text: Callable[[int], str]                  # integer -> address text
     local: tuple[tuple[int, int], ...]          # (network, length): addresses no node owns
     kernel: tuple[tuple[int, int], ...]         # (network, length): routes the kernel adds, not walked
+    masks: tuple[int, ...] = field(init=False)  # prefix length -> its netmask
+
+    def __post_init__(self) -> None:
+        full = (1 << self.bits) - 1
+        object.__setattr__(self, "masks", tuple(full ^ (full >> plen) for plen in range(self.bits + 1)))
 
     def mask(self, plen: int) -> int:
-        full = (1 << self.bits) - 1
-        return full ^ (full >> plen)
+        return self.masks[plen]
 
     def within(self, addr: int, nets: tuple[tuple[int, int], ...]) -> bool:
         return any(addr & self.mask(plen) == net for net, plen in nets)

@@ -45,10 +45,6 @@ def _slashed(fam: Family, text: str) -> tuple[int, int] | None:
     return a, int(plen)
 
 
-def _network(fam: Family, text: str) -> tuple[int, int] | None:
-    """A network NET/LEN of the family with its host bits zero (None: not that)."""
-    found = _slashed(fam, text) if len(text) <= 49 else None
-    return found if found is not None and found[0] & ~fam.mask(found[1]) == 0 else None
 
 
 class StateError(Exception):
@@ -283,8 +279,8 @@ def _route_fast(fam: Family, r: Any) -> LiveRoute:
     if r.__class__ is not dict or len(r) > 16 or r.get("flags"):
         raise _Unread
     dst = r["dst"]
-    found = _network(fam, dst) if dst.__class__ is str else None
-    if found is None:
+    found = _slashed(fam, dst) if dst.__class__ is str and len(dst) <= 49 else None
+    if found is None or found[0] & ~fam.masks[found[1]]:
         raise _Unread
     kind, src, metric, hops = r.get("type", UNICAST), r.get("src"), r.get("metric", 0), r.get("hops", ())
     if kind.__class__ is not str or metric.__class__ is not int or metric < 0 or hops.__class__ is not list:

@@ -178,8 +178,8 @@ def _ignores_linkdown(st: NodeState, dev: str) -> bool:
 
 def _gateway(net: Net, i: int, st: NodeState, h: LiveHop, multipath: bool) -> tuple[int | None, str, bool]:
     name, dev, via = net.names[i], h.dev or "", h.via or 0
-    gw = net.fam.text(via)
-    if not h.onlink and not any((via ^ a) & net.fam.mask(p) == 0 for a, p in st.addrs.get(dev, [])):
+    gw, masks = net.fam.text(via), net.fam.masks
+    if not h.onlink and not any((via ^ a) & masks[p] == 0 for a, p in st.addrs.get(dev, [])):
         why = "next hop %s of node %s is on no network of NIC %s" % (gw, name, dev)
         return _dead(net, i, why), "", False
     state = st.unresolved.get((via, dev))
