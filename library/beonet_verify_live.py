@@ -20,9 +20,9 @@ description:
   - With IPv6 (a dual-stack or IPv6-only plan) each family is walked apart, from the
     node's own tables of it (its C(address6), its IPv6 addresses and routes, IPv6
     forwarding); C(pairs) counts the pairs of both families, and IPv6 findings name the
-    family (C(pair) C(node01 -> node02 (IPv6)), causes C(IPv6: ...)). A node that sent
-    no usable IPv6 state is named "IPv6 state unreadable" and its IPv6 pairs are counted
-    in C(unread_pairs).
+    family (C(pair) C(node01 -> node02 (IPv6)), each cause after C(IPv6) and a colon).
+    A node that sent no usable IPv6 state is named "IPv6 state unreadable" and its IPv6
+    pairs are counted in C(unread_pairs).
   - A node whose forward filter holds rules beonet does not write, or which routes by
     policy rules beside the main table, is not judged; the pairs through it are counted
     apart and do not fail the check.

@@ -557,8 +557,8 @@ def test_a_node_without_ipv6_state_is_unreadable_for_ipv6_only(dual):
     n = len(dual["nodes"])
     assert result["unreadable"] == ["node-1-1"] and result["mismatched"] == 0
     assert result["unread_pairs"] > 0 and result["proven"] + result["unread_pairs"] == 2 * n * (n - 1)
-    assert result["problems"] == ["node-1-1: IPv6 state unreadable: could not read its addrs6, routes6 "
-                                  "(it sent none); its IPv6 pairs are not proven, run verify again"]
+    assert result["problems"] == ["node-1-1: IPv6 state unreadable: could not read its addrs6, routes6, "
+                                  "netconf6 (it sent none); its IPv6 pairs are not proven, run verify again"]
 
 
 def test_on_an_ipv4_plan_what_a_node_could_not_read_of_ipv6_weighs_nothing():

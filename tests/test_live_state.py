@@ -217,7 +217,7 @@ def test_the_kernels_own_ipv6_routes_are_not_walked_and_link_local_is_no_ones():
     (lambda s: s["sysctl6"]["forwarding"].update(all="yes"),
      "node07: state.sysctl6.forwarding.all: must be 0, 1, 2 or null, not 'yes'"),
     (lambda s: s.update(unread6=["links"]),
-     "node07: state.unread6[0]: must be one of addrs6, routes6, not 'links'"),
+     "node07: state.unread6[0]: must be one of addrs6, routes6, netconf6, not 'links'"),
     (lambda s: s.update(routes6=[{"dst": "fd00::/64", "hops": []}] * (state.MAX_ROUTES + 1)),
      "node07: state.routes6: holds 200001 entries, more than 200000"),
 ])

@@ -31,8 +31,9 @@ compact state below (a pure function, tested on recorded kernel output):
 * ``sysctl6``: {"forwarding": {NIC | "all": 0 | 1}, "linkdown": {...}} of IPv6, from
   ``ip -j -6 netconf`` (netlink: one command, no file per NIC);
 * ``errors``: what could not be read;
-* ``unread6``: which of NEEDED6 (addrs6, routes6) failed, also on a second try: the
-  node's IPv6 forwarding cannot be judged (of no weight where the plan has no IPv6);
+* ``unread6``: which of NEEDED6 (addrs6, routes6, netconf6) failed, also on a second
+  try: the node's IPv6 forwarding cannot be judged (of no weight where the plan has no
+  IPv6);
 * ``unread``: which of the readings without which the node's forwarding cannot be
   judged (NEEDED: links, addrs, routes) failed, also on a second try: a command that
   failed or printed no JSON, or a link listing that is empty (``lo`` is always there)
@@ -69,8 +70,8 @@ COMMANDS = (("links", ["ip", "-j", "link", "show"]),
             ("neigh6", ["ip", "-j", "-6", "neigh", "show"]),
             ("netconf6", ["ip", "-j", "-6", "netconf", "show"]))
 NEEDED = ("links", "addrs", "routes")          # without these there is no state
-NEEDED6 = ("addrs6", "routes6")                # without these there is no IPv6 state
-SIX = NEEDED6 + ("neigh6", "netconf6")         # the IPv6 readings
+NEEDED6 = ("addrs6", "routes6", "netconf6")    # without these there is no IPv6 state
+SIX = NEEDED6 + ("neigh6",)                    # the IPv6 readings
 INTERRUPTED = "Dump was interrupted"           # ip's warning that a listing may be incomplete
 UNRESOLVED = ("FAILED", "INCOMPLETE")
 DEFAULT_RULES = (0, 32766, 32767)              # local, main, default

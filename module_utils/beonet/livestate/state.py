@@ -194,7 +194,8 @@ def parse(node: str, raw: Any) -> NodeState:
 def _six(node: str, state: dict[str, Any]) -> NodeState:
     """The IPv6 state (its links, filter and errors are the node's, set by parse): the
     routes the kernel adds on every NIC left out; its unread: which of NEEDED6 failed or
-    were not sent."""
+    were not sent (netconf6: also when it says nothing of IPv6 forwarding, whose switch
+    is that of "all")."""
     c = _Checker(node, V6)
     unread = c.items(state.get("unread6", []), ".unread6", 8)
     for k, key in enumerate(unread):
@@ -203,13 +204,15 @@ def _six(node: str, state: dict[str, Any]) -> NodeState:
     routes = [r for r in _routes(c, c.items(state.get("routes6", []), ".routes6", MAX_ROUTES), ".routes6")
               if not V6.within(r.net, V6.kernel)]
     sysctl = c.mapping(state.get("sysctl6", {}), ".sysctl6", 8)
+    forwarding = _forwarding6(_flags(c, sysctl.get("forwarding", {}), ".sysctl6.forwarding"))
+    sent = {"addrs6": "addrs6" in state, "routes6": "routes6" in state,
+            "netconf6": forwarding["all"] is not None}
     return NodeState(
         links={}, masters={}, addrs=_addrs(c, state.get("addrs6", {}), ".addrs6"), routes=routes,
-        unresolved=_neigh(c, state.get("neigh6", []), ".neigh6"),
-        forwarding=_forwarding6(_flags(c, sysctl.get("forwarding", {}), ".sysctl6.forwarding")),
+        unresolved=_neigh(c, state.get("neigh6", []), ".neigh6"), forwarding=forwarding,
         linkdown=_flags(c, sysctl.get("linkdown", {}), ".sysctl6.linkdown"),
         use_neigh=False, rules=[], filter={},
-        unread=[key for key in NEEDED6 if key in unread or key not in state])
+        unread=[key for key in NEEDED6 if key in unread or not sent[key]])
 
 
 def _forwarding6(flags: dict[str, int | None]) -> dict[str, int | None]:
