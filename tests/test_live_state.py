@@ -201,6 +201,17 @@ def test_the_kernels_own_ipv6_routes_are_not_walked_and_link_local_is_no_ones():
     assert st.links == {"lo": "up", "eth1": "up"} and st.filter == {"chains": [], "sets": {}, "legacy": []}
 
 
+def test_an_ipv6_state_that_lacks_a_reading_or_says_nothing_of_forwarding_is_unread():
+    no_all = [{"family": "inet6", "interface": "eth1", "forwarding": True}]      # "all" not listed
+    assert _parsed(netconf6=no_all).six.unread == ["netconf6"]
+    raw = ipv6_reading()
+    raw.pop("routes6")
+    assert state.parse("node07", raw).six.unread == ["routes6"]
+    raw["unread6"] = ["addrs6"]
+    assert state.parse("node07", raw).six.unread == ["addrs6", "routes6"]
+    assert state.parse("node07", raw).unread == []          # the node's IPv4 state stands
+
+
 @pytest.mark.parametrize(("change", "message"), [
     (lambda s: s["routes6"][0]["hops"][0].update(via="fe80::1%eth1"),
      "node07: state.routes6[0].hops[0].via: 'fe80::1%eth1' is not an IPv6 address"),
