@@ -2,7 +2,9 @@
 output recorded from network namespaces set up like a beonet node
 (tests/livestate/capture.py) reduced to the compact state, golden; the commands run
 once each and read-only; what goes wrong on a node (no nft, a failing command,
-output that is not JSON, junk of every shape) is said, never raised."""
+output that is not JSON, junk of every shape) is said, never raised. The IPv6 readings
+(written after iproute2 6.x's JSON, with both forms of an IPv6 multipath route) reduce
+the same way."""
 
 import json
 import subprocess

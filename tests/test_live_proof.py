@@ -5,7 +5,8 @@ faults put into that state (a wrong route, a filter drop, a dead node, a link do
 forwarding off, a neighbour that does not answer, a filter beonet cannot judge) are
 each found and named as traceroute's diagnosis names them; the traceroute sample
 covers every path length and every gateway; the recorded kernel state makes the
-tables the kernel would use."""
+tables the kernel would use. Dual-stack and IPv6-only plans prove every pair of each
+family, walked apart, and an IPv6 fault is named with its family while IPv4 passes."""
 
 import copy
 import json
