@@ -29,6 +29,7 @@ def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths:
     same destinations (of an IPv6-only plan: every other node's) over IPv6 too."""
     if mode == "live":
         return {n: dict(sample.get(n, {})) for n in plan["nodes"]}
+    index = {name: i for i, name in enumerate(six.names)} if six is not None else {}
     out = {}
     for n in plan["nodes"]:
         mine = paths.get(n, {}) if "address" in plan["nodes"][n] else \
@@ -39,15 +40,10 @@ def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths:
             names = names[:max_targets]
         out[n] = {d: mine[d] for d in names if mine[d] is not None}
         if six is not None:
-            out[n].update(_six_paths(six, n, names))
+            s = index[n]
+            out[n].update((verify.target_key(d, True), report.expected(six, six.tables, s, index[d]))
+                          for d in names if d in index and d != n)
     return out
-
-
-def _six_paths(six: tables.Net, source: str, dests: list[str]) -> dict[str, list[list[str]]]:
-    """{target key: the IPv6 hop lists the plan allows} of a source's destinations."""
-    index = {name: i for i, name in enumerate(six.names)}
-    return {verify.target_key(d, True): report.expected(six, six.tables, index[source], index[d])
-            for d in dests if d in index and d != source}
 
 
 def pick(plan: Mapping[str, Any], prefixes: list[str], mode: str, paths: Mapping[str, Any],
