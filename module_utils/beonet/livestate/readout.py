@@ -32,13 +32,13 @@ def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths:
     index = {name: i for i, name in enumerate(six.names)} if six is not None else {}
     out = {}
     for n in plan["nodes"]:
-        mine = paths.get(n, {}) if "address" in plan["nodes"][n] else \
-            dict.fromkeys(p for p in plan["nodes"] if p != n)
+        four = "address" in plan["nodes"][n]
+        mine = paths.get(n, {}) if four else dict.fromkeys(p for p in plan["nodes"] if p != n)
         names = list(mine)
         if len(names) > max_targets:
             random.Random(n).shuffle(names)
             names = names[:max_targets]
-        out[n] = {d: mine[d] for d in names if mine[d] is not None}
+        out[n] = {d: mine[d] for d in names} if four else {}
         if six is not None:
             s = index[n]
             out[n].update((verify.target_key(d, True), report.expected(six, six.tables, s, index[d]))
