@@ -45,8 +45,6 @@ def _slashed(fam: Family, text: str) -> tuple[int, int] | None:
     return a, int(plen)
 
 
-
-
 class StateError(Exception):
     """A collected state that cannot be used (the message says where and why)."""
 
