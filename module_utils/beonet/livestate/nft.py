@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..agent.names import escaped, shown
@@ -106,7 +107,19 @@ def _bounds(fam: Family, e: str) -> tuple[int, int] | None:
 
 def _ranges(fam: Family, elements: list[str]) -> tuple[list[tuple[int, int]], str | None]:
     """Set elements (ADDR, ADDR/LEN, FIRST-LAST) as merged ranges, and the first element
-    of another kind (None: every one is of these)."""
+    of another kind (None: every one is of these). Nodes hold the same set: each one is
+    read once (_read_ranges)."""
+    if all(e.__class__ is str for e in elements):
+        return _read_ranges(fam, tuple(elements))
+    return _merged(fam, elements)
+
+
+@lru_cache(maxsize=64)
+def _read_ranges(fam: Family, elements: tuple[str, ...]) -> tuple[list[tuple[int, int]], str | None]:
+    return _merged(fam, list(elements))
+
+
+def _merged(fam: Family, elements: list[str]) -> tuple[list[tuple[int, int]], str | None]:
     out = []
     for e in elements:
         found = _bounds(fam, e) if isinstance(e, str) and len(e) <= 100 else None

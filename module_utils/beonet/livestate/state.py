@@ -371,6 +371,8 @@ def _filter(c: _Checker, value: Any) -> dict[str, Any]:
         if not isinstance(chain.get("count", 0), int):
             raise c.fail(where + ".count", "must be a whole number")
     for name, elements in c.mapping(f.get("sets", {}), ".filter.sets", 64).items():
-        for k, e in enumerate(c.items(elements, ".filter.sets.%s" % name, 1 << 16)):
-            c.text(e, ".filter.sets.%s[%d]" % (name, k))
+        elements = c.items(elements, ".filter.sets.%s" % name, 1 << 16)
+        if not all(e.__class__ is str and len(e) <= MAX_TEXT for e in elements):
+            for k, e in enumerate(elements):      # the first that is not says why
+                c.text(e, ".filter.sets.%s[%d]" % (name, k))
     return f
