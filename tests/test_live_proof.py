@@ -562,6 +562,14 @@ def test_a_node_without_ipv6_state_is_unreadable_for_ipv6_only(dual):
                                   "netconf6 (it sent none); its IPv6 pairs are not proven, run verify again"]
 
 
+def test_a_plan_node_without_its_ipv6_address_is_named(dual):
+    plan = copy.deepcopy(dual)
+    del plan["nodes"]["node-0-1"]["address6"]
+    with pytest.raises(proof.PlanError) as exc:
+        _prove6(plan, {})
+    assert str(exc.value) == "plan.nodes.node-0-1.address6: None is not an IPv6 address"
+
+
 def test_on_an_ipv4_plan_what_a_node_could_not_read_of_ipv6_weighs_nothing():
     plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x2.yml")))
     states = six_healthy(plan)

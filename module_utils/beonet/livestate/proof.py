@@ -108,21 +108,23 @@ def families(plan_nodes: Mapping[str, NodePlan]) -> list[Family]:
     return [fam for fam, key in ((V4, "address"), (V6, "address6")) if any(key in n for n in nodes)]
 
 
-def _address(n: NodePlan, fam: Family) -> int:
+def _address(name: str, n: NodePlan, fam: Family) -> int:
     """The node's address of the family (``address``, ``address6``)."""
-    return _parsed(n["address" if fam is V4 else "address6"], fam)
+    key = "address" if fam is V4 else "address6"
+    return _parsed(n.get(key), fam, "%s.%s" % (name, key))
 
 
-def _parsed(text: Any, fam: Family) -> int:
+def _parsed(text: Any, fam: Family, where: str) -> int:
     found = fam.parse(text) if isinstance(text, str) else None
     if found is None:
-        raise PlanError("plan: %s is not an %s address" % (escaped(str(text)), fam.name))
+        raise PlanError("plan.nodes.%s: %s is not an %s address"
+                        % (escaped(where), escaped(str(text)), fam.name))
     return found
 
 
-def _fallback(n: NodePlan, fam: Family = V4) -> list[int]:
+def _fallback(name: str, n: NodePlan, fam: Family = V4) -> list[int]:
     """The node's planned interface addresses of the family."""
-    return [_parsed(a.split("/")[0], fam)
+    return [_parsed(a.split("/")[0], fam, "%s.interfaces" % name)
             for i in n["interfaces"] for a in i["addresses"] if family_of(a) is fam]
 
 
@@ -146,13 +148,14 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
 
 
 class _Family:
-    """One family's walk: its tables, tally, rows, problems and sample."""
+    """One family's tables of the plan and of the live states, its nodes' addresses and
+    every planned address of it (the cluster)."""
 
     def __init__(self, fam: Family, names: list[str], plan_nodes: Mapping[str, NodePlan],
                  read: _States, unread: set[int]) -> None:
         self.fam = fam
-        self.address = [_address(plan_nodes[n], fam) for n in names]
-        fallback = [_fallback(plan_nodes[n], fam) for n in names]
+        self.address = [_address(n, plan_nodes[n], fam) for n in names]
+        fallback = [_fallback(n, plan_nodes[n], fam) for n in names]
         live_states = [None if i in unread or st is None else _view(st, fam)
                        for i, st in enumerate(read.live)]
         planned = [_view(st, fam) for st in read.planned]
