@@ -203,6 +203,24 @@ def test_the_route_cap_counts_ipv6_routes_too():
         "lists %d routes, more than the %d its plan explains" % (limit + 1, limit))
 
 
+def _with_six(key: str, listing: str) -> str:
+    """node28's recorded output with an IPv6 reading added."""
+    return TEXT + "@@beonet@@ out %s -\n%s\n@@beonet@@ err %s 0\n\n" % (key, listing, key)
+
+
+def test_hostile_ipv6_readings_are_refused_by_name_and_add_no_line(plan):
+    routes = [{"dst": "fd00::/64\n" + FORGED, "gateway": "fe80::1%eth1\u2028" + FORGED, "dev": "eth1"}]
+    result = _verify(plan, _with_six("routes6", json.dumps(routes)))
+    assert all(s.isprintable() for s in _strings(result))
+    assert FORGED not in [line for s in _strings(result) for line in s.splitlines()]
+    many = json.dumps([{"dst": "fd00::%x" % k} for k in range(200_000)])
+    problems = _node28(_verify(plan, _with_six("routes6", many)))
+    assert any(p.startswith("node28: routes6 reading refused: lists 200000 routes") for p in problems)
+    problems = _node28(_verify(plan, _with_six("netconf6", '[{"interface": "all", "forwarding": {}}]')))
+    assert any(p.startswith("node28: netconf6 reading refused: its output is not of the shape")
+               for p in problems)
+
+
 def test_a_zone_id_or_an_ipv4_address_is_no_ipv6_address():
     assert six("fe80::1") == 0xFE80 << 112 | 1 and six("::1") == 1
     assert [six(t) for t in ("fe80::1%eth0", "10.0.0.1", "fd00::g", ":", "1:2:3:4:5:6:7:8:9", "x" * 60)] == \
