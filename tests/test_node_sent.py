@@ -211,6 +211,7 @@ def _with_six(key: str, listing: str) -> str:
 def test_hostile_ipv6_readings_are_refused_by_name_and_add_no_line(plan):
     routes = [{"dst": "fd00::/64\n" + FORGED, "gateway": "fe80::1%eth1\u2028" + FORGED, "dev": "eth1"}]
     result = _verify(plan, _with_six("routes6", json.dumps(routes)))
+    assert "node28" not in result["dead"] + result["unreadable"]        # a plan without IPv6 reads none
     assert all(s.isprintable() for s in _strings(result))
     assert FORGED not in [line for s in _strings(result) for line in s.splitlines()]
     many = json.dumps([{"dst": "fd00::%x" % k} for k in range(200_000)])

@@ -80,7 +80,7 @@ def _states(names: list[str], plan_nodes: dict[str, NodePlan], prefixes: list[st
             live.append(None)
             continue
         try:
-            st = state.parse(name, got)
+            st = state.parse(name, got, six)
         except state.StateError as exc:
             problems.append("%s (its pairs count as to or from a dead node)" % exc)
             live.append(None)

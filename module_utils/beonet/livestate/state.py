@@ -152,8 +152,9 @@ class _Checker:
         raise self.fail(where, "must be 0, 1, 2 or null, not %s" % shown(value))
 
 
-def parse(node: str, raw: Any) -> NodeState:
-    """The state one node sent (collect.collect's result); StateError when unusable."""
+def parse(node: str, raw: Any, read6: bool = True) -> NodeState:
+    """The state one node sent (collect.collect's result); StateError when unusable.
+    read6 false (a plan without IPv6): its IPv6 part is not read at all."""
     c = _Checker(node)
     state = c.mapping(raw, "", 64)
     fmt = c.key(state, "format", "")
@@ -166,7 +167,7 @@ def parse(node: str, raw: Any) -> NodeState:
     links, masters = _links(c, c.key(state, "links", ""))
     addrs = _addrs(c, c.key(state, "addrs", ""), ".addrs")
     routes = _routes(c, c.items(c.key(state, "routes", ""), ".routes", MAX_ROUTES), ".routes")
-    six = _six(node, state) if any(k in state for k in SIX_KEYS) else None
+    six = _six(node, state) if read6 and any(k in state for k in SIX_KEYS) else None
     devs = [h.dev for r in routes + (six.routes if six is not None else []) for h in r.hops]
     held = list(addrs) + list(six.addrs if six is not None else ())
     cut = gap(links, held, devs) if "links" not in unread else None
