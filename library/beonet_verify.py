@@ -25,15 +25,15 @@ description:
     gateway or one with forwarding off, pairs that arrive by another path and pairs
     that do not arrive.
   - With I(collect=true), reads, and changes nothing, what decides this node's IPv4
-    forwarding and returns it as C(state), for the beonet_verify_live module on the
-    controller, which proves every ordered pair from all nodes' states. One call runs
-    C(ip -j) (links, IPv4 addresses, the main table's routes with every next hop,
-    neighbours, policy rules) and C(nft -j list ruleset) and reads the forwarding
-    sysctls. A neighbour the kernel marks FAILED or INCOMPLETE is asked once more (one
-    C(ping) echo request out of its NIC, all at once, at most 1 s) and the table read
-    again, then once more after I(settle) seconds while one is still resolving; a FAILED
-    entry is what the kernel remembers of an earlier failure, and it asks again as soon
-    as traffic goes that way. Configuration is never changed.
+    and IPv6 forwarding and returns it as C(state), for the beonet_verify_live module
+    on the controller, which proves every ordered pair from all nodes' states. One call
+    runs C(ip -j) (links, IPv4 and IPv6 addresses, the main tables' routes with every
+    next hop, neighbours, policy rules, C(ip -j -6 netconf)) and C(nft -j list ruleset)
+    and reads the forwarding sysctls. A neighbour the kernel marks FAILED or INCOMPLETE
+    is asked once more (one C(ping) echo request out of its NIC, all at once, at most
+    1 s) and the table read again, then once more after I(settle) seconds while one is
+    still resolving; a FAILED entry is what the kernel remembers of an earlier failure,
+    and it asks again as soon as traffic goes that way. Configuration is never changed.
 options:
   node:
     description: This node's name in the plan (required unless I(summarise=true) or I(collect=true)).

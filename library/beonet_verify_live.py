@@ -17,6 +17,12 @@ description:
     carrier, a neighbour that does not answer, a gateway no node holds do not), and each
     next hop must be one the plan's tables have. Destinations are grouped as the proof
     groups them, so a healthy cluster of 1,024 nodes is proven in seconds.
+  - With IPv6 (a dual-stack or IPv6-only plan) each family is walked apart, from the
+    node's own tables of it (its C(address6), its IPv6 addresses and routes, IPv6
+    forwarding); C(pairs) counts the pairs of both families, and IPv6 findings name the
+    family (C(pair) C(node01 -> node02 (IPv6)), each cause after C(IPv6) and a colon).
+    A node that sent no usable IPv6 state is named "IPv6 state unreadable" and its IPv6
+    pairs are counted in C(unread_pairs).
   - A node whose forward filter holds rules beonet does not write, or which routes by
     policy rules beside the main table, is not judged; the pairs through it are counted
     apart and do not fail the check.
@@ -164,7 +170,8 @@ unreadable:
 mismatches:
   description:
     - The first I(keep) mismatches (pair, source, destination, expected (the plan's allowed
-      hop lists), seen (the branch that shows it, as traceroute would), why, kind).
+      hop lists), seen (the branch that shows it, as traceroute would), why, kind; an IPv6
+      pair's also family, C(IPv6)).
   returned: when prove
   type: list
   elements: dict
@@ -194,7 +201,9 @@ report:
   type: list
   elements: str
 sample:
-  description: Source to destination to allowed hop lists of the pairs for traceroute.
+  description: >-
+    Source to destination to allowed hop lists of the pairs for traceroute; a destination
+    traced over IPv6 is named with C( (IPv6)) after it.
   returned: when prove or mode is live
   type: dict
 sampled:

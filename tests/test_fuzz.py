@@ -509,26 +509,49 @@ NODE_TEXT = ["", "\x00" * 8, "@@beonet@@ out routes 0\n" + "[" * 100_000,
              '@@beonet@@ out nft 0\n{"nftables": [{"set": {"name": "cluster", "elem": [[1]]}}]}\n',
              "@@beonet@@ trace 0 0 1\n 1  x\nnode-0-0: 0 mismatches, every pair proven\n",
              "@@beonet@@ files - 0\n/proc/sys/net/ipv4/ip_forward:\u2028x\n"
-             "@@beonet@@ settle - 0\nsettled? \x1b[2J"]
+             "@@beonet@@ settle - 0\nsettled? \x1b[2J",
+             '@@beonet@@ out routes6 0\n[{"dst": "fe80::1%eth0\\n/64", "gateway": "fe80::1%eth0"}]\n',
+             '@@beonet@@ out addrs6 0\n[{"ifname": "eth1", "addr_info": [{"local": "::ffff:10.0.0.1", '
+             '"prefixlen": 999, "family": "inet6"}]}]\n'
+             '@@beonet@@ out netconf6 0\n[{"interface": "\\u2028"}]\n',
+             "@@beonet@@ out routes6 0\n" + '{"dst": "ff00::/8"},' * 50_000]
 NODE_STATES: list[Any] = ["[[[[", 5, {"routes": 5},
                           {"format": 2, "links": {"eth0": []}, "routes": [{"dst": None}]},
                           {"format": 2, "links": {}, "addrs": {}, "routes": [{"dst": "10.0.0.0/-100"}],
-                           "filter": {"chains": [], "sets": {"x": [1]}}}]
+                           "filter": {"chains": [], "sets": {"x": [1]}}},
+                          {"format": 1, "links": {"eth1": {"state": "up"}}, "addrs": {}, "routes": [],
+                           "sysctl": {}, "filter": {}, "routes6": [{"dst": "fe80::1%eth1/128", "hops": []}]},
+                          {"format": 1, "links": {}, "addrs": {}, "routes": [], "sysctl": {}, "filter": {},
+                           "addrs6": {"eth\n1": ["fd00::1/64"] * 5000},
+                           "sysctl6": {"forwarding": {"all": 7}}},
+                          {"format": 1, "links": {"eth1": {"state": "up"}}, "addrs": {}, "routes": [],
+                           "sysctl": {}, "filter": {}, "addrs6": {"eth1": ["fd00::1/64"]},
+                           "routes6": [{"dst": "::/0", "hops": [{"via": "fd00::1", "dev": "eth1"}] * 256}]}]
 
 
-def _plan_mesh() -> dict[str, Any]:
+def _plan_mesh(**addressing: bool) -> dict[str, Any]:
+    """The 2x2 routed mesh's plan (with addressing: its IPv6 or dual-stack one)."""
     from beonet.compiler import pipeline
     from beonet.outputs import plan as render
-    return render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x2.yml")))
+    text = (ROOT / "topologies/routed-mesh-2x2.yml").read_text()
+    if addressing:
+        text += "addressing: %s\n" % json.dumps(addressing)
+    return render.plan(pipeline.compile_text(text, "routed-mesh-2x2.yml"))
 
 
-def _verify_live(**args: Any) -> dict[str, Any]:
+def _verify_live(**args: Any) -> list[dict[str, Any]]:
+    """beonet_verify_live's results on the plain, the dual-stack and the IPv6-only mesh."""
     from beonet import controller
     from beonet.livestate import task
     from beonet.outputs import plan as render
-    plan = _plan_mesh()
-    args = dict({"plan": plan, "prefixes": render.prefixes(plan)}, **args)
-    return controller.run("beonet_verify_live", task.ARGUMENT_SPEC, task.prove_task, args, False, False)
+    out = []
+    for addressing in ({}, {"ipv6": True}, {"ipv4": False, "ipv6": True}):
+        plan = _plan_mesh(**addressing)
+        call = dict({"plan": plan, "prefixes": render.prefixes(plan) if "ipv4" not in addressing else []},
+                    **args)
+        out.append(controller.run("beonet_verify_live", task.ARGUMENT_SPEC, task.prove_task, call, False,
+                                  False))
+    return out
 
 
 def _printable(result: Any) -> bool:
@@ -543,14 +566,15 @@ def _printable(result: Any) -> bool:
 
 def _hostile_outputs() -> None:
     for text in NODE_TEXT:
-        result = _verify_live(outputs={n: text for n in ("node-0-0", "node-0-1", "node-1-0", "node-1-1")})
-        assert "failed" not in result and _printable(result), result
+        nodes = ("node-0-0", "node-0-1", "node-1-0", "node-1-1")
+        for result in _verify_live(outputs=dict.fromkeys(nodes, text)):
+            assert "failed" not in result and _printable(result), result
 
 
 def _hostile_states() -> None:
     for state in NODE_STATES:
-        result = _verify_live(states={"node-0-0": state, "node-1-1": state})
-        assert _printable(result) and ("failed" not in result or result["msg"]), result
+        for result in _verify_live(states={"node-0-0": state, "node-1-1": state}):
+            assert _printable(result) and ("failed" not in result or result["msg"]), result
 
 
 def _hostile_collects() -> None:

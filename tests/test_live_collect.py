@@ -2,7 +2,9 @@
 output recorded from network namespaces set up like a beonet node
 (tests/livestate/capture.py) reduced to the compact state, golden; the commands run
 once each and read-only; what goes wrong on a node (no nft, a failing command,
-output that is not JSON, junk of every shape) is said, never raised."""
+output that is not JSON, junk of every shape) is said, never raised. The IPv6 readings
+(written after iproute2 6.x's JSON, with both forms of an IPv6 multipath route) reduce
+the same way."""
 
 import json
 import subprocess
@@ -18,7 +20,12 @@ HERE = ROOT / "tests/livestate"
 
 
 def _raw(name):
-    return json.loads((HERE / name).read_text())
+    """A recording; one made before the IPv6 readings answers them as a node without IPv6
+    addresses, routes or neighbours does."""
+    raw = json.loads((HERE / name).read_text())
+    for key in collect.SIX:
+        raw["commands"].setdefault(key, [])
+    return raw
 
 
 def _state(name):
@@ -292,3 +299,117 @@ def test_asking_sends_one_echo_per_neighbour_out_of_its_nic_and_tells_who_answer
     assert started == [["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth0", "10.0.0.1"],
                        ["/bin/ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "eth1", "10.0.1.1"]]
     assert probe.ping_all([("10.0.0.1", "eth0"), ("10.0.1.1", "eth1")]) == {("10.0.0.1", "eth0")}
+
+
+# --- IPv6: the readings as iproute2 6.x prints them (written after its format), both
+# forms of a multipath route
+
+# `ip -j -6 addr show` of a node (iproute2 6.x): lo, eth1 with its planned address, a
+# link-local one and one that failed duplicate address detection
+ADDRS6 = [
+    {"ifindex": 1, "ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+     "addr_info": [{"family": "inet6", "local": "::1", "prefixlen": 128, "scope": "host"}]},
+    {"ifindex": 2, "ifname": "eth1", "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
+     "addr_info": [{"family": "inet6", "local": "fd00:0:0:1::1", "prefixlen": 64, "scope": "global"},
+                   {"family": "inet6", "local": "fd00:0:0:9::1", "prefixlen": 64, "scope": "global",
+                    "dadfailed": True, "tentative": True},
+                   {"family": "inet6", "local": "fe80::1", "prefixlen": 64, "scope": "link"}]}]
+# `ip -j -6 -d route show table main`: a connected /64, the kernel's link-local and
+# multicast routes, a default through a link-local router, a host route, and a multipath
+# route once as one entry (kernels from 4.11) and once as one entry per next hop
+ROUTES6 = [
+    {"type": "unicast", "dst": "fd00:0:0:1::/64", "dev": "eth1", "protocol": "kernel", "metric": 256,
+     "flags": [], "pref": "medium"},
+    {"type": "unicast", "dst": "fe80::/64", "dev": "eth1", "protocol": "kernel", "metric": 256, "flags": [],
+     "pref": "medium"},
+    {"type": "multicast", "dst": "ff00::/8", "dev": "eth1", "protocol": "kernel", "metric": 256, "flags": [],
+     "pref": "medium"},
+    {"type": "unicast", "dst": "default", "gateway": "fe80::99", "dev": "eth1", "protocol": "ra",
+     "metric": 1024, "flags": [], "expires": 1780, "pref": "medium"},
+    {"type": "unicast", "dst": "fd00:0:0:2::5", "gateway": "fd00:0:0:1::2", "dev": "eth1", "protocol": "250",
+     "metric": 1024, "flags": [], "pref": "medium"},
+    {"type": "unicast", "dst": "fd00:0:0:3::/64", "protocol": "250", "metric": 1024, "flags": [],
+     "pref": "medium", "nexthops": [{"gateway": "fd00:0:0:1::2", "dev": "eth1", "weight": 1, "flags": []},
+                                    {"gateway": "fd00:0:0:1::3", "dev": "eth1", "weight": 1, "flags": []}]},
+    {"type": "unicast", "dst": "fd00:0:0:4::/64", "gateway": "fd00:0:0:1::2", "dev": "eth1",
+     "protocol": "250", "metric": 1024, "flags": [], "pref": "medium"},
+    {"type": "unicast", "dst": "fd00:0:0:4::/64", "gateway": "fd00:0:0:1::3", "dev": "eth1",
+     "protocol": "250", "metric": 1024, "flags": [], "pref": "medium"}]
+# `ip -j -6 netconf show`: true/false from iproute2 5.x, "on"/"off" before
+NETCONF6 = [{"family": "inet6", "interface": "lo", "forwarding": True, "mc_forwarding": False,
+             "proxy_neigh": False, "ignore_routes_with_linkdown": False},
+            {"family": "inet6", "interface": "eth1", "forwarding": "on",
+             "ignore_routes_with_linkdown": "off"},
+            {"family": "inet6", "interface": "all", "forwarding": True, "ignore_routes_with_linkdown": True},
+            {"family": "inet6", "interface": "default", "forwarding": False}]
+LINKS6 = [{"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"]},
+         {"ifname": "eth1", "flags": ["BROADCAST", "UP", "LOWER_UP"]}]
+
+
+def _raw6(**more):
+    raw = {"links": LINKS6, "addrs": [], "routes": [], "neigh": [], "rules": [], "nft": {"nftables": []},
+           "addrs6": ADDRS6, "routes6": ROUTES6, "neigh6": [], "netconf6": NETCONF6}
+    raw.update(more)
+    return raw
+
+
+def ipv6_reading(**more):
+    """The state reduced from the IPv6 readings above (more: readings replaced)."""
+    return collect.state_of(_raw6(**more), lambda _path: None)
+
+
+def test_the_ipv6_readings_reduce_to_the_state():
+    got = ipv6_reading()
+    assert got["addrs6"] == {"lo": ["::1/128"], "eth1": ["fd00:0:0:1::1/64", "fe80::1/64"]}
+    routes = {r["dst"]: r for r in got["routes6"]}
+    assert routes["::/0"]["hops"] == [{"via": "fe80::99", "dev": "eth1"}] and routes["::/0"]["proto"] == "ra"
+    assert routes["fd00:0:0:2::5/128"]["hops"] == [{"via": "fd00:0:0:1::2", "dev": "eth1"}]
+    both = [{"via": "fd00:0:0:1::2", "dev": "eth1"}, {"via": "fd00:0:0:1::3", "dev": "eth1"}]
+    assert routes["fd00:0:0:3::/64"]["hops"] == both
+    assert routes["fd00:0:0:4::/64"]["hops"] == both            # listed once per next hop: one route
+    assert [r["dst"] for r in got["routes6"]].count("fd00:0:0:4::/64") == 1
+    assert got["sysctl6"] == {"forwarding": {"lo": 1, "eth1": 1, "all": 1},
+                              "linkdown": {"lo": 0, "eth1": 0, "all": 1}}
+    assert got["unread6"] == [] and got["unread"] == [] and got["errors"] == []
+
+
+def test_routes_to_one_place_by_other_means_stay_apart():
+    # the same destination and metric through another source, or on-link, is no sibling
+    routes = [{"dst": "fd00::/64", "gateway": "fd00:1::1", "dev": "eth1", "metric": 5},
+              {"dst": "fd00::/64", "gateway": "fd00:1::2", "dev": "eth1", "metric": 5,
+               "prefsrc": "fd00:1::9"},
+              {"dst": "fd00::/64", "dev": "eth2", "metric": 5}]
+    assert len(collect.reduce_routes(routes, 6)) == 3
+
+
+def test_the_ipv6_readings_that_fail_twice_are_unread6_not_unread():
+    run_log = []
+
+    def run(argv):
+        run_log.append(argv)
+        key = next(k for k, a in collect.COMMANDS if a == argv)
+        if key in ("addrs6", "neigh6"):
+            return 1, "", "Error: Address family not supported by protocol\n"
+        return 0, json.dumps(_raw6()[key]), ""
+    got = collect.collect(run, lambda _path: None, settle=0)
+    assert got["unread6"] == ["addrs6"] and got["unread"] == []
+    assert run_log.count(dict(collect.COMMANDS)["addrs6"]) == 2       # tried twice, as NEEDED
+    assert run_log.count(dict(collect.COMMANDS)["neigh6"]) == 1
+    assert got["errors"] == ["ip -j -6 addr show: Error: Address family not supported by protocol",
+                             "ip -j -6 neigh show: Error: Address family not supported by protocol"]
+    assert all(collect.six_error(e) for e in got["errors"]) and not collect.six_error("links: x")
+
+
+def test_ipv6_neighbours_that_failed_are_asked_again_with_the_ipv4_ones():
+    failed = [{"dst": "fd00:0:0:1::2", "dev": "eth1", "state": ["FAILED"]},
+              {"dst": "fe80::1%eth1", "dev": "eth1", "state": ["FAILED"]}]
+    asked = []
+    reads = []
+
+    def run(argv):
+        key = next(k for k, a in collect.COMMANDS if a == argv)
+        reads.append(key)
+        return 0, json.dumps(failed if key == "neigh6" and reads.count(key) == 1 else _raw6()[key]), ""
+    got = collect.collect(run, lambda _path: None, settle=0, ask=asked.append)
+    assert asked == [[("fd00:0:0:1::2", "eth1")]] and reads.count("neigh6") == 2 and reads.count("neigh") == 1
+    assert got["neigh6"] == []

@@ -19,6 +19,8 @@ from beonet.livestate import synthetic
 from beonet.outputs import plan as render
 
 RAW = json.loads((ROOT / "tests/livestate/raw-node.json").read_text())
+for _key in collect.SIX:                # recorded before the IPv6 readings: a node without IPv6
+    RAW["commands"].setdefault(_key, [])
 
 
 def _load(name):

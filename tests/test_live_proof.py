@@ -5,20 +5,25 @@ faults put into that state (a wrong route, a filter drop, a dead node, a link do
 forwarding off, a neighbour that does not answer, a filter beonet cannot judge) are
 each found and named as traceroute's diagnosis names them; the traceroute sample
 covers every path length and every gateway; the recorded kernel state makes the
-tables the kernel would use."""
+tables the kernel would use. Dual-stack and IPv6-only plans prove every pair of each
+family, walked apart, and an IPv6 fault is named with its family while IPv4 passes."""
 
 import copy
 import json
 
 import pytest
+import yaml
 from conftest import ROOT, golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import custom_topologies, dump
 
+from beonet.agent import verify
 from beonet.compiler import pipeline
 from beonet.compiler.model import ON_LINK, ip_int
-from beonet.livestate import proof, state, synthetic, tables
+from beonet.livestate import nft, proof, state, synthetic, tables
+from beonet.livestate.family import V6, six
+from beonet.livestate.report import expected
 from beonet.outputs import plan as render
 
 TOPOLOGIES = sorted(p.stem for p in (ROOT / "topologies").glob("*.yml"))
@@ -80,13 +85,11 @@ def test_the_plans_tables_from_its_state_give_beonet_plans_paths(name):
     address = [ip_int(plan["nodes"][n]["address"]) for n in names]
     states = [state.parse(n, synthetic.plan_state(plan["nodes"][n], render.prefixes(plan))) for n in names]
     net = tables.build(names, address, states, [[] for _n in names])
-    skel = tables.skeleton(names, address)
-    from beonet.livestate.report import expected
     for s, a in enumerate(names):
         for d, b in enumerate(names):
             if a != b:
-                assert expected(skel, net.tables, s, d) == [[h["address"] for h in branch]
-                                                            for branch in compiled.path(a, b)], (a, b)
+                assert expected(net, net.tables, s, d) == [[h["address"] for h in branch]
+                                                           for branch in compiled.path(a, b)], (a, b)
 
 
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -453,3 +456,151 @@ def test_a_dead_node_breaks_exactly_the_pairs_with_a_branch_through_it(topo, dat
     assert all(r["kind"] == "broken" and r["why"] == "%s (dead)" % dead for r in result["mismatches"])
     n = len(names)
     assert (result["dead_pairs"], result["proven"]) == (2 * (n - 1), (n - 1) * (n - 2) - len(broken))
+
+
+# --- each family walked apart: dual-stack and IPv6-only plans
+
+def six_plan(name, **addressing):
+    """The plan of a shipped topology with IPv6 turned on (dual stack, or IPv6-only)."""
+    doc = yaml.safe_load((ROOT / "topologies" / ("%s.yml" % name)).read_text())
+    doc["addressing"] = dict(doc.get("addressing") or {}, **addressing)
+    return render.plan(pipeline.compile_text(yaml.safe_dump(doc), name + ".yml"))
+
+
+@pytest.fixture(scope="module", name="dual")
+def dual_plan():
+    return six_plan("routed-mesh", ipv6=True)
+
+
+@pytest.fixture(scope="module", name="only")
+def only_plan():
+    return six_plan("routed-mesh", ipv4=False, ipv6=True)
+
+
+def six_prefixes(plan):
+    return render.prefixes(plan) if any("address" in n for n in plan["nodes"].values()) else []
+
+
+def six_healthy(plan):
+    """Every node's state as it would report the plan applied, IPv6 too."""
+    prefixes = proof.cluster_prefixes(plan, six_prefixes(plan))
+    return json.loads(json.dumps({n: synthetic.plan_state(p, prefixes) for n, p in plan["nodes"].items()}))
+
+
+def _prove6(plan, states, **kw):
+    return proof.prove(plan, six_prefixes(plan), states, **kw)
+
+
+@pytest.mark.parametrize("name", ["routed-mesh", "metanode-testbed-frr", "bonded-dual-net", "switch-tree"])
+@pytest.mark.parametrize("addressing", [{"ipv6": True}, {"ipv4": False, "ipv6": True}])
+def test_dual_stack_and_ipv6_only_plans_applied_prove_every_pair_of_each_family(name, addressing):
+    plan = six_plan(name, **addressing)
+    n = len(plan["nodes"])
+    result = _prove6(plan, six_healthy(plan))
+    per_family = n * (n - 1)
+    families = 2 if addressing.get("ipv4", True) else 1
+    assert (result["pairs"], result["proven"], result["mismatched"]) == (families * per_family,) * 2 + (0,), \
+        result["summary"]
+    assert result["problems"] == [] and result["dead"] == [] and result["unreadable"] == []
+    keys = [d for dests in result["sample"].values() for d in dests]
+    assert any(k.endswith(verify.SIX) for k in keys)
+    assert any(not k.endswith(verify.SIX) for k in keys) == (families == 2)
+
+
+def _six_of(plan):
+    """{IPv4 address: the IPv6 address of the same NIC, or loopback} of a dual-stack plan."""
+    out = {}
+    for n in plan["nodes"].values():
+        for iface in n["interfaces"]:
+            four = [a.split("/")[0] for a in iface["addresses"] if ":" not in a]
+            sixes = [a.split("/")[0] for a in iface["addresses"] if ":" in a]
+            out.update(zip(four, sixes))
+        if "routing" in n:
+            out[n["routing"]["loopback"].split("/")[0]] = n["routing"]["loopback6"].split("/")[0]
+    return out
+
+
+@pytest.mark.parametrize("name", ["routed-mesh", "metanode-testbed-frr"])
+def test_the_ipv6_hop_lists_are_the_ipv4_ones_on_the_same_nics(name):
+    plan = six_plan(name, ipv6=True)
+    four = proof.planned_net(plan, six_prefixes(plan))
+    sixes = proof.planned_net(plan, six_prefixes(plan), V6)
+    relabel = _six_of(plan)
+    for s in range(0, len(four.names), 5):
+        for d in range(len(four.names)):
+            if s != d:
+                want = [[relabel[h] for h in branch] for branch in expected(four, four.tables, s, d)]
+                assert expected(sixes, sixes.tables, s, d) == want
+
+
+def test_a_missing_ipv6_route_is_found_and_named_while_ipv4_passes(dual):
+    states = six_healthy(dual)
+    gone = next(r for r in states["node-0-0"]["routes6"] if r["dst"].endswith("/64") and r["proto"] == "250")
+    states["node-0-0"]["routes6"].remove(gone)
+    result = _prove6(dual, states)
+    n = len(dual["nodes"])
+    assert result["mismatched"] == 4 and result["proven"] == 2 * n * (n - 1) - 4
+    assert {r["why"] for r in result["mismatches"]} == {"IPv6: no route on node node-0-0"}
+    assert all(r["pair"].endswith(" (IPv6)") and r["family"] == "IPv6" for r in result["mismatches"])
+    assert result["mismatches"][0]["expected"][0][-1].startswith("fd")
+    assert "  IPv6: no route on node node-0-0: 4 pairs, e.g. " in "\n".join(result["summary"])
+    four = copy.deepcopy(states)
+    for reported in four.values():
+        reported.pop("routes6")
+    assert "IPv6 state unreadable" in "\n".join(_prove6(dual, four)["problems"])
+
+
+def test_a_node_without_ipv6_state_is_unreadable_for_ipv6_only(dual):
+    states = six_healthy(dual)
+    for key in ("addrs6", "routes6", "neigh6", "sysctl6"):
+        states["node-1-1"].pop(key)
+    result = _prove6(dual, states)
+    n = len(dual["nodes"])
+    assert result["unreadable"] == ["node-1-1"] and result["mismatched"] == 0
+    assert result["unread_pairs"] > 0 and result["proven"] + result["unread_pairs"] == 2 * n * (n - 1)
+    assert result["problems"] == ["node-1-1: IPv6 state unreadable: could not read its addrs6, routes6, "
+                                  "netconf6 (it sent none); its IPv6 pairs are not proven, run verify again"]
+
+
+def test_a_plan_node_without_its_ipv6_address_is_named(dual):
+    plan = copy.deepcopy(dual)
+    del plan["nodes"]["node-0-1"]["address6"]
+    with pytest.raises(proof.PlanError) as exc:
+        _prove6(plan, {})
+    assert str(exc.value) == "plan.nodes.node-0-1.address6: None is not an IPv6 address"
+
+
+def test_on_an_ipv4_plan_what_a_node_could_not_read_of_ipv6_weighs_nothing():
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x2.yml")))
+    states = six_healthy(plan)
+    states["node-0-0"].update(unread6=["addrs6"], errors=["ip -j -6 addr show: Error: not supported"])
+    result = _prove6(plan, states)
+    assert result["problems"] == [] and result["unreadable"] == [] and result["mismatched"] == 0
+
+
+def test_ipv6_forwarding_off_and_a_filter_without_an_ipv6_rule_are_named(dual):
+    states = six_healthy(dual)
+    states["node-0-1"]["sysctl6"]["forwarding"]["all"] = 0
+    chain = states["node-1-0"]["filter"]["chains"][0]
+    chain["rules"], chain["count"] = chain["rules"][:1], 1
+    result = _prove6(dual, states)
+    problems = "\n".join(result["problems"])
+    assert "node-0-1: IPv6 forwarding off, the plan says on" in problems
+    assert ("node-1-0: beonet's forward filter drops cluster traffic: it has no rule for IPv6: its policy "
+            "drops every forwarded IPv6 packet") in problems
+    whys = {r["why"] for r in result["mismatches"]}
+    assert whys == {"IPv6: node-0-1 (forwarding off)", "IPv6: filter drop on node node-1-0"}
+    assert all(r["pair"].endswith("(IPv6)") for r in result["mismatches"])
+
+
+def test_beonets_ipv6_rule_is_judged_by_its_own_set():
+    f = synthetic.forward_filter(["10.0.0.0/16", "fd00::/48"])
+    v4, v6 = nft.judge(f), nft.judge(f, 128)
+    assert v4.accepts(10 << 24 | 5, 10 << 24 | 6) and not v4.accepts(11 << 24, 10 << 24)
+    assert v6.accepts(six("fd00::1"), six("fd00:0:0:7::1")) and not v6.accepts(six("fd01::1"), six("fd00::1"))
+    f["sets"][nft.SET6].append("10.0.0.0/8")
+    assert nft.judge(f, 128).refused == ("beonet's forward filter's set cluster6 holds '10.0.0.0/8', not an "
+                                         "IPv6 address, prefix or range: its filter is refused")
+    f["chains"][0]["rules"].append(nft.RULE6)
+    f["chains"][0]["count"] = 3
+    assert nft.judge(f, 128).unjudged == "beonet's forward chain holds rules beonet does not write"

@@ -11,10 +11,12 @@ import pytest
 from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_live_collect import ipv6_reading
 
 from beonet.agent import collect
 from beonet.compiler.model import ip_int
 from beonet.livestate import nft, state
+from beonet.livestate.family import V6
 
 RAW = json.loads((ROOT / "tests/livestate/raw-node.json").read_text())
 GOOD = collect.state_of(RAW["commands"], RAW["files"].get)
@@ -182,3 +184,57 @@ def test_no_filter_passes_everything_and_ranges_of_every_kind_are_read():
     f["sets"]["inet beonet cluster"] = ["10.0.0.1", "10.0.0.2-10.0.0.9", "10.0.1.0/24"]
     v = nft.judge(f)
     assert v.ranges == [(ip_int("10.0.0.1"), ip_int("10.0.0.9")), (ip_int("10.0.1.0"), ip_int("10.0.1.255"))]
+
+
+# --- IPv6: the state parsed apart, the kernel's own routes left out, hostile values refused
+
+def _parsed(**more):
+    return state.parse("node07", ipv6_reading(**more))
+
+
+def test_the_kernels_own_ipv6_routes_are_not_walked_and_link_local_is_no_ones():
+    st = _parsed().six
+    assert st is not None and st.unread == []
+    nets = {(V6.text(r.net), r.plen) for r in st.routes}
+    assert ("fe80::", 64) not in nets and ("ff00::", 8) not in nets and ("::", 0) in nets
+    assert st.forwarding == {"all": 1}          # IPv6 forwards by the switch of all alone
+    assert st.links == {"lo": "up", "eth1": "up"} and st.filter == {"chains": [], "sets": {}, "legacy": []}
+
+
+def test_an_ipv6_state_that_lacks_a_reading_or_says_nothing_of_forwarding_is_unread():
+    no_all = [{"family": "inet6", "interface": "eth1", "forwarding": True}]      # "all" not listed
+    assert _parsed(netconf6=no_all).six.unread == ["netconf6"]
+    raw = ipv6_reading()
+    raw.pop("routes6")
+    assert state.parse("node07", raw).six.unread == ["routes6"]
+    raw["unread6"] = ["addrs6"]
+    assert state.parse("node07", raw).six.unread == ["addrs6", "routes6"]
+    assert state.parse("node07", raw).unread == []          # the node's IPv4 state stands
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: s["routes6"][0]["hops"][0].update(via="fe80::1%eth1"),
+     "node07: state.routes6[0].hops[0].via: 'fe80::1%eth1' is not an IPv6 address"),
+    (lambda s: s["routes6"][0].update(dst="10.0.0.0/24"),
+     "node07: state.routes6[0].dst: '10.0.0.0/24' is not an IPv6 network"),
+    (lambda s: s["routes6"][0].update(dst="fd00::1/64"),
+     "node07: state.routes6[0].dst: 'fd00::1/64' has host bits set"),
+    (lambda s: s["routes6"][0].update(dst="fd00::/129"),
+     "node07: state.routes6[0].dst: 'fd00::/129' is not an IPv6 network"),
+    (lambda s: s["addrs6"].update(eth1=["fd00::1%eth1/64"]),
+     "node07: state.addrs6.eth1[0]: 'fd00::1%eth1/64' is not an IPv6 address with a prefix length"),
+    (lambda s: s["neigh6"].append({"dst": "fd00::1", "dev": "eth1", "state": 5}),
+     "node07: state.neigh6[0].state: must be a string, not a number"),
+    (lambda s: s["sysctl6"]["forwarding"].update(all="yes"),
+     "node07: state.sysctl6.forwarding.all: must be 0, 1, 2 or null, not 'yes'"),
+    (lambda s: s.update(unread6=["links"]),
+     "node07: state.unread6[0]: must be one of addrs6, routes6, netconf6, not 'links'"),
+    (lambda s: s.update(routes6=[{"dst": "fd00::/64", "hops": []}] * (state.MAX_ROUTES + 1)),
+     "node07: state.routes6: holds 200001 entries, more than 200000"),
+])
+def test_an_ipv6_state_that_cannot_be_used_says_where_and_why(change, message):
+    raw = json.loads(json.dumps(ipv6_reading()))
+    change(raw)
+    with pytest.raises(state.StateError) as exc:
+        state.parse("node07", raw)
+    assert str(exc.value) == message

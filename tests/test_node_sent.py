@@ -13,6 +13,7 @@ from beonet.agent import discover
 from beonet.compiler import pipeline
 from beonet.gate import node as gate_node
 from beonet.livestate import nft, report, task
+from beonet.livestate.family import six
 from beonet.outputs import plan as render
 
 TEXT = (ROOT / "tests/livestate/read-node28.txt").read_text()
@@ -175,3 +176,53 @@ def test_golden_refusals_of_hostile_node_output(plan, name):
     from conftest import golden
     result = _verify(plan, _with_routes(HOSTILE_ROUTES[name]))
     golden(ROOT / "tests/errors/node" / ("%s.txt" % name), "\n".join(_node28(result)) + "\n")
+
+
+# --- IPv6 readings are as untrusted as the IPv4 ones
+
+@pytest.mark.parametrize(("key", "text", "why"), [
+    ("routes6", '[{"dst": "fd00::/64", "pref": 5}]', "[0].pref: must be text"),
+    ("routes6", '[{"dst": "fd00::/64", "nexthops": [{"gateway": 7}]}]',
+     "[0].nexthops[0].gateway: must be text"),
+    ("addrs6", '[{"ifname": "eth1", "addr_info": [{"local": "fd00::1", "dadfailed": "yes"}]}]',
+     "[0].addr_info[0].dadfailed: must be bool"),
+    ("netconf6", '[{"interface": "eth1", "forwarding": []}]',
+     "[0].forwarding: must be bool or text or an integer"),
+    ("neigh6", '[{"dst": "fd00::1", "dst": "fd00::2"}]', "the key 'dst' is given twice"),
+])
+def test_ipv6_readings_of_an_unexpected_shape_are_refused(key, text, why):
+    got = gate_node.section_problem(key, text, {"routes": [], "interfaces": []})
+    assert got is not None and why in got, got
+
+
+def test_the_route_cap_counts_ipv6_routes_too():
+    plan_node = {"routes": [], "interfaces": [{}]}
+    limit = gate_node.route_limit(plan_node)
+    text = json.dumps([{"dst": "fd00::%x" % k} for k in range(limit + 1)])
+    assert gate_node.section_problem("routes6", text, plan_node).startswith(
+        "lists %d routes, more than the %d its plan explains" % (limit + 1, limit))
+
+
+def _with_six(key: str, listing: str) -> str:
+    """node28's recorded output with an IPv6 reading added."""
+    return TEXT + "@@beonet@@ out %s -\n%s\n@@beonet@@ err %s 0\n\n" % (key, listing, key)
+
+
+def test_hostile_ipv6_readings_are_refused_by_name_and_add_no_line(plan):
+    routes = [{"dst": "fd00::/64\n" + FORGED, "gateway": "fe80::1%eth1\u2028" + FORGED, "dev": "eth1"}]
+    result = _verify(plan, _with_six("routes6", json.dumps(routes)))
+    assert "node28" not in result["dead"] + result["unreadable"]        # a plan without IPv6 reads none
+    assert all(s.isprintable() for s in _strings(result))
+    assert FORGED not in [line for s in _strings(result) for line in s.splitlines()]
+    many = json.dumps([{"dst": "fd00::%x" % k} for k in range(200_000)])
+    problems = _node28(_verify(plan, _with_six("routes6", many)))
+    assert any(p.startswith("node28: routes6 reading refused: lists 200000 routes") for p in problems)
+    problems = _node28(_verify(plan, _with_six("netconf6", '[{"interface": "all", "forwarding": {}}]')))
+    assert any(p.startswith("node28: netconf6 reading refused: its output is not of the shape")
+               for p in problems)
+
+
+def test_a_zone_id_or_an_ipv4_address_is_no_ipv6_address():
+    assert six("fe80::1") == 0xFE80 << 112 | 1 and six("::1") == 1
+    assert [six(t) for t in ("fe80::1%eth0", "10.0.0.1", "fd00::g", ":", "1:2:3:4:5:6:7:8:9", "x" * 60)] == \
+        [None] * 6

@@ -142,3 +142,8 @@ def test_an_inventory_that_is_not_utf8_is_an_input_error(tmp_path, capsys):
     assert cli.main(["routes", str(ROOT / "topologies/single-net.yml"), "-i", str(inv)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.startswith(str(inv) + ":")
+
+
+def test_traceroute_traces_an_ipv6_address_over_ipv6():
+    assert verify.traceroute_command("fd00::1", 5, 1)[:3] == ["traceroute", "-n", "-6"]
+    assert "-6" not in verify.traceroute_command("10.0.0.1", 5, 1)

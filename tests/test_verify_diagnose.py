@@ -13,6 +13,7 @@ import sys
 import pytest
 import yaml
 from conftest import ROOT
+from test_live_proof import only_plan  # noqa: F401  (a fixture)
 
 from beonet.agent import diagnose, verify
 from beonet.livestate import readout
@@ -397,3 +398,14 @@ def test_a_node_the_connection_finds_stopped_is_dead_not_unreadable(tmp_path):
     out = json.loads(res.stdout[res.stdout.index("{"):])
     sorted_ = next(iter(out["plays"][0]["tasks"][1]["hosts"].values()))["msg"]
     assert res.returncode == 0 and [sorted(x) for x in sorted_] == [["a"], ["b", "c"]]
+
+
+def test_dead_nodes_are_told_on_an_ipv6_only_cluster(only):
+    owner = diagnose.owners(only["nodes"])
+    assert owner[only["nodes"]["node-1-1"]["address6"]] == "node-1-1"
+    key = verify.target_key("node-1-1", True)
+    results = {"node-0-0": {"targets": [key], "silent": [key], "forwarding": True, "mismatches": [
+        {"pair": "node-0-0 -> " + key, "source": "node-0-0", "destination": key, "expected": [["x"]],
+         "seen": ["*"]}]}}
+    got = diagnose.summarise(results, [], only["nodes"])
+    assert got["dead"] == ["node-1-1"] and got["dead_pairs"] == 1

@@ -9,14 +9,17 @@ import subprocess
 
 import pytest
 from conftest import ROOT, needs_host
+from test_live_proof import dual_plan, only_plan, six_healthy, six_prefixes  # noqa: F401  (fixtures)
 
 from beonet.agent import collect, readout, verify
 from beonet.compiler import pipeline
-from beonet.livestate import proof, state
+from beonet.livestate import proof, state, task
 from beonet.livestate import readout as controller
 from beonet.outputs import plan as render
 
-TEXT = (ROOT / "tests/livestate/read-node28.txt").read_text()
+# recorded before the IPv6 readings: their sections as a node without IPv6 prints them
+TEXT = (ROOT / "tests/livestate/read-node28.txt").read_text() + "".join(
+    "%s out %s -\n[]\n\n%s err %s 0\n\n" % (readout.MARK, key, readout.MARK, key) for key in collect.SIX)
 NODE = json.loads((ROOT / "tests/livestate/read-node28.json").read_text())
 TARGETS = [(d, NODE["addresses"][d]) for d in sorted(NODE["expected"])]
 
@@ -256,11 +259,11 @@ def test_a_trace_is_judged_by_the_paths_the_live_tables_allow_as_well_as_the_pla
     for r in states["node32"]["routes"]:
         if r["proto"] == "ospf":
             r["src"] = None
-    result, net = proof.prove_live(plan, prefixes, states, 10, False)
-    assert result["mismatched"] == 0
+    result, nets = proof.prove_live(plan, prefixes, states, 10, False)
+    assert result["mismatched"] == 0 and list(nets) == ["IPv4"]
     planned = [["10.254.0.17", "10.254.0.10"]]
     traced = {"node32": {"node10": planned}, "node01": {"node10": [["x"]]}}
-    allowed = controller.allowed_by_tables(net, traced)
+    allowed = controller.allowed_by_tables(nets, traced)
     assert allowed["node32"]["node10"] == planned + [["10.255.0.26", "10.254.0.10"]]
     assert allowed["node01"]["node10"] == [["x"], ["10.254.0.10"]]
     seen = {"node10": ["10.255.0.26", "10.254.0.10"]}
@@ -271,4 +274,84 @@ def test_a_trace_is_judged_by_the_paths_the_live_tables_allow_as_well_as_the_pla
                                {"node10": ["10.255.0.26", "10.254.0.9", "10.254.0.10"]}, [],
                                lambda _p: None, {}, [], [])
     assert [r["pair"] for r in wrong["mismatches"]] == ["node32 -> node10"]
-    assert controller.allowed_by_tables(net, {"nodeX": {"node10": planned}}) == {"nodeX": {"node10": planned}}
+    assert controller.allowed_by_tables(nets, {"nodeX": {"node10": planned}}) == \
+        {"nodeX": {"node10": planned}}
+
+
+# --- IPv6 pairs traced and judged beside the IPv4 ones
+
+def test_the_sample_traces_ipv6_pairs_to_the_nodes_address6(dual):
+    picked = controller.pick(dual, six_prefixes(dual), "live", {}, 64, 0)
+    mine = picked["expected"]["node-0-0"]
+    keys6 = [k for k in mine if k.endswith(verify.SIX)]
+    assert keys6 and all(mine[k][0][-1] == dual["nodes"][verify.target_node(k)]["address6"] for k in keys6)
+    assert "traceroute -n -I" in picked["commands"]["node-0-0"]
+    for k in keys6:
+        assert " %s " % dual["nodes"][verify.target_node(k)]["address6"] in picked["commands"]["node-0-0"]
+
+
+def test_traceroute_mode_on_an_ipv6_only_plan_traces_every_node_over_ipv6(only):
+    picked = controller.pick(only, [], "traceroute", {}, 64, 0)
+    mine = picked["expected"]["node-0-0"]
+    assert sorted(mine) == sorted(verify.target_key(n, True) for n in only["nodes"] if n != "node-0-0")
+    assert all(branch[-1] == only["nodes"][verify.target_node(k)]["address6"]
+               for k, lists in mine.items() for branch in lists)
+
+
+def _listed(routes):
+    """beonet's routes of a state as ``ip -j route`` lists them."""
+    return [dict({"dst": r["dst"], "prefsrc": r["src"]},
+                 **({"gateway": r["hops"][0]["via"], "dev": r["hops"][0]["dev"]} if len(r["hops"]) == 1 else
+                    {"nexthops": [{"gateway": h["via"], "dev": h["dev"]} for h in r["hops"]]}))
+            for r in routes if r.get("proto") == "250"]
+
+
+def _output(plan, name, states, traces):
+    """The raw call's output of a node: each command's section, its traces."""
+    st = states[name]
+    listed = {"links": [{"ifname": k, "flags": ["UP", "LOWER_UP"]} for k in st["links"]],
+              "addrs": [{"ifname": k, "addr_info": [{"family": "inet", "local": a.split("/")[0],
+                                                     "prefixlen": int(a.split("/")[1])} for a in v]}
+                        for k, v in st["addrs"].items()],
+              "routes": _listed(st["routes"]), "neigh": [], "rules": [], "nft": {"nftables": []},
+              "addrs6": [{"ifname": k, "addr_info": [{"family": "inet6", "local": a.split("/")[0],
+                                                      "prefixlen": int(a.split("/")[1])} for a in v]}
+                         for k, v in st["addrs6"].items()],
+              "routes6": _listed(st["routes6"]),
+              "neigh6": [], "netconf6": []}
+    text = "".join("%s out %s -\n%s\n\n%s err %s 0\n\n" % (readout.MARK, k, json.dumps(v), readout.MARK, k)
+                   for k, v in listed.items())
+    return text + "".join("%s trace %d 0 0\n%s\n" % (readout.MARK, k, t) for k, t in enumerate(traces))
+
+
+def test_the_traces_and_routes_of_a_node_are_judged_per_family(dual):
+    states = six_healthy(dual)
+    picked = controller.pick(dual, six_prefixes(dual), "live", {}, 64, 0)
+    mine = picked["expected"]["node-0-0"]
+    targets = controller._targets(dual, mine)
+    traces = ["\n".join(" %d  %s  0.1 ms" % (k + 1, h) for k, h in enumerate(mine[key][0]))
+              for key, _a in targets]
+    six_key = next(k for k, _a in targets if k.endswith(verify.SIX))
+    wrong = targets.index((six_key, dual["nodes"][verify.target_node(six_key)]["address6"]))
+    traces[wrong] = " 1  fd00::dead  0.1 ms"
+    states["node-0-0"]["routes6"] = [r for r in states["node-0-0"]["routes6"] if r["dst"] != "fd00::/8"]
+    dropped = next(r for r in states["node-0-0"]["routes6"] if r.get("proto") == "250")
+    states["node-0-0"]["routes6"].remove(dropped)
+    outputs = {"node-0-0": _output(dual, "node-0-0", states, traces)}
+    got = controller.judge(dual, six_prefixes(dual), outputs, picked["expected"], [], 10, False)["traced"]
+    assert [(r["pair"], r["destination"], r["family"]) for r in got["mismatches"]] == \
+        [("node-0-0 -> %s" % six_key, verify.target_node(six_key), "IPv6")]
+    hop = dropped["hops"][0]
+    assert [p for p in got["problems"] if "route" in p] == [
+        "node-0-0: route missing: %s via %s dev %s src %s"
+        % (dropped["dst"], hop["via"], hop["dev"], dropped["src"])]
+
+
+def test_the_module_reports_ipv6_mismatches_on_one_line_each(dual):
+    states = six_healthy(dual)
+    states["node-0-0"]["routes6"] = [r for r in states["node-0-0"]["routes6"] if r.get("proto") != "250"]
+    params = {p: v.get("default") for p, v in task.ARGUMENT_SPEC.items()}
+    params.update(plan=dual, prefixes=six_prefixes(dual), states=states)
+    result = task.prove_task(params, False, False)
+    assert result["mismatched"] > 0 and all(line.isprintable() for line in result["report"])
+    assert any(" (IPv6) | fd" in line for line in result["report"])

@@ -1,5 +1,5 @@
-"""Read, and change nothing, what decides IPv4 forwarding on this node: the live
-state the controller proves every ordered pair from (beonet.livestate).
+"""Read, and change nothing, what decides IPv4 and IPv6 forwarding on this node: the
+live state the controller proves every ordered pair from (beonet.livestate).
 
 Standard library only (it runs on the nodes inside the beonet_verify module,
 ``collect: true``). ``collect`` runs ``ip -j`` (links, IPv4 addresses, the main
@@ -25,7 +25,15 @@ compact state below (a pure function, tested on recorded kernel output):
   (table, chain, priority, policy, rules as nft's JSON expressions) with the
   sets those rules name, and the legacy iptables tables loaded; or
   {"error": ...} when nft cannot list the ruleset;
+* ``addrs6``, ``routes6``, ``neigh6``: the same of IPv6 (``ip -j -6``; addresses that
+  failed duplicate address detection left out; a multipath route listed as one
+  route per next hop, as kernels before 4.11 dump them, made one route);
+* ``sysctl6``: {"forwarding": {NIC | "all": 0 | 1}, "linkdown": {...}} of IPv6, from
+  ``ip -j -6 netconf`` (netlink: one command, no file per NIC);
 * ``errors``: what could not be read;
+* ``unread6``: which of NEEDED6 (addrs6, routes6, netconf6) failed, also on a second
+  try: the node's IPv6 forwarding cannot be judged (of no weight where the plan has no
+  IPv6);
 * ``unread``: which of the readings without which the node's forwarding cannot be
   judged (NEEDED: links, addrs, routes) failed, also on a second try: a command that
   failed or printed no JSON, or a link listing that is empty (``lo`` is always there)
@@ -56,8 +64,14 @@ COMMANDS = (("links", ["ip", "-j", "link", "show"]),
             ("routes", ["ip", "-j", "-4", "-d", "route", "show", "table", "main"]),
             ("neigh", ["ip", "-j", "-4", "neigh", "show"]),
             ("rules", ["ip", "-j", "-4", "rule", "show"]),
-            ("nft", ["nft", "-j", "list", "ruleset"]))
+            ("nft", ["nft", "-j", "list", "ruleset"]),
+            ("addrs6", ["ip", "-j", "-6", "addr", "show"]),
+            ("routes6", ["ip", "-j", "-6", "-d", "route", "show", "table", "main"]),
+            ("neigh6", ["ip", "-j", "-6", "neigh", "show"]),
+            ("netconf6", ["ip", "-j", "-6", "netconf", "show"]))
 NEEDED = ("links", "addrs", "routes")          # without these there is no state
+NEEDED6 = ("addrs6", "routes6", "netconf6")    # without these there is no IPv6 state
+SIX = NEEDED6 + ("neigh6",)                    # the IPv6 readings
 INTERRUPTED = "Dump was interrupted"           # ip's warning that a listing may be incomplete
 UNRESOLVED = ("FAILED", "INCOMPLETE")
 DEFAULT_RULES = (0, 32766, 32767)              # local, main, default
@@ -76,26 +90,34 @@ def collect(run: Runner, read: Reader, settle: float = 3.0,
     raw: dict[str, Any] = {}
     errors: list[str] = []
     for key, argv in COMMANDS:
-        raw[key] = _json_of(run, argv, errors) if key not in NEEDED else needed(run, argv, errors)
+        raw[key] = _json_of(run, argv, errors) if key not in NEEDED + NEEDED6 else needed(run, argv, errors)
     if links_gap(raw):                             # a listing cut short: once more
         raw["links"] = needed(run, dict(COMMANDS)["links"], errors)
-    again = unanswered(raw.get("neigh"))
-    if again and ask is not None:
-        ask(again)
-        raw["neigh"] = _json_of(run, dict(COMMANDS)["neigh"], errors)
-    if _resolving(raw.get("neigh")) and settle > 0:
+    again = {key: unanswered(raw.get(key), version) for key, version in (("neigh", 4), ("neigh6", 6))}
+    if any(again.values()) and ask is not None:
+        ask((again["neigh"] + again["neigh6"])[:ASK_MAX])
+        _read_again(run, raw, errors, [key for key, asked in again.items() if asked])
+    resolving = [key for key in ("neigh", "neigh6") if _resolving(raw.get(key))]
+    if resolving and settle > 0:
         sleep(settle)
-        raw["neigh"] = _json_of(run, dict(COMMANDS)["neigh"], errors)
+        _read_again(run, raw, errors, resolving)
     return state_of(raw, read, errors)
 
 
-def unanswered(neigh: Any) -> list[tuple[str, str]]:
-    """(address, NIC) of the FAILED and INCOMPLETE entries: IPv4 addresses on NICs
-    whose names are interface names, at most ASK_MAX."""
+def _read_again(run: Runner, raw: dict[str, Any], errors: list[str], keys: list[str]) -> None:
+    """Those neighbour tables (neigh, neigh6) read again."""
+    for key in keys:
+        raw[key] = _json_of(run, dict(COMMANDS)[key], errors)
+
+
+def unanswered(neigh: Any, version: int = 4) -> list[tuple[str, str]]:
+    """(address, NIC) of the FAILED and INCOMPLETE entries: addresses of the IP version
+    on NICs whose names are interface names, at most ASK_MAX."""
     out = []
     for n in reduce_neigh(_listed(neigh)):
         try:
-            ipaddress.IPv4Address(n["dst"])
+            if ipaddress.ip_address(n["dst"]).version != version or "%" in n["dst"]:
+                continue
         except ValueError:
             continue
         if ifname_problem(n["dev"]) is None:
@@ -151,6 +173,7 @@ def state_of(raw: dict[str, Any], read: Reader, errors: list[str] | None = None)
     addrs = reduce_addrs(_listed(raw.get("addrs")))
     nft = raw.get("nft")
     return {"format": STATE_FORMAT, "unread": unread,
+            "unread6": [key for key in NEEDED6 if not isinstance(raw.get(key), list)],
             "links": links,
             "addrs": addrs,
             "routes": reduce_routes(_listed(raw.get("routes"))),
@@ -159,16 +182,28 @@ def state_of(raw: dict[str, Any], read: Reader, errors: list[str] | None = None)
             "rules": reduce_rules(_listed(raw.get("rules"))),
             "filter": reduce_nft(nft, read) if isinstance(nft, dict) else
             {"error": _nft_error(errors), "legacy": legacy_tables(read)},
+            "addrs6": reduce_addrs(_listed(raw.get("addrs6")), "inet6"),
+            "routes6": reduce_routes(_listed(raw.get("routes6")), 6),
+            "neigh6": reduce_neigh(_listed(raw.get("neigh6"))),
+            "sysctl6": reduce_netconf(_listed(raw.get("netconf6"))),
             "errors": errors}
+
+
+def six_error(error: str) -> bool:
+    """Whether an error of the state is one of its IPv6 readings' (of no weight where
+    the plan has no IPv6)."""
+    commands = dict(COMMANDS)
+    return any(error.startswith((key + ":", " ".join(commands[key]) + ":")) for key in SIX)
 
 
 def links_gap(raw: dict[str, Any]) -> str | None:
     """Why a link listing that was read is not whole (None: it is, or none was read)."""
     if not isinstance(raw.get("links"), list):
         return None
-    routes = reduce_routes(_listed(raw.get("routes")))
-    return gap(reduce_links(raw["links"]), reduce_addrs(_listed(raw.get("addrs"))),
-               [h.get("dev") for r in routes for h in r["hops"]])
+    routes = reduce_routes(_listed(raw.get("routes"))) + reduce_routes(_listed(raw.get("routes6")), 6)
+    addrs = list(reduce_addrs(_listed(raw.get("addrs"))))
+    addrs += list(reduce_addrs(_listed(raw.get("addrs6")), "inet6"))
+    return gap(reduce_links(raw["links"]), addrs, [h.get("dev") for r in routes for h in r["hops"]])
 
 
 def gap(links: Iterable[str], addrs: Iterable[str], devs: Iterable[Any]) -> str | None:
@@ -220,24 +255,27 @@ def reduce_links(links: list[Any]) -> dict[str, dict[str, str]]:
     return out
 
 
-def reduce_addrs(addrs: list[Any]) -> dict[str, list[str]]:
-    """{NIC: ["ADDR/LEN", ...]} of ``ip -j -4 addr`` (NICs without one left out)."""
+def reduce_addrs(addrs: list[Any], family: str = "inet") -> dict[str, list[str]]:
+    """{NIC: ["ADDR/LEN", ...]} of ``ip -j -4 addr`` (family inet) or ``ip -j -6 addr``
+    (inet6: those that failed duplicate address detection left out); NICs without one
+    left out."""
     out: dict[str, list[str]] = {}
     for link in addrs:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
             continue
         found = ["%s/%s" % (a.get("local"), a.get("prefixlen")) for a in _listed(link.get("addr_info"))
-                 if isinstance(a, dict) and a.get("family") == "inet" and a.get("local")]
+                 if isinstance(a, dict) and a.get("family") == family and a.get("local")
+                 and not a.get("dadfailed")]
         if found:
             out[link["ifname"]] = found
     return out
 
 
-def _dst(value: Any) -> str:
+def _dst(value: Any, version: int = 4) -> str:
     text = str(value)
     if text == "default":
-        return "0.0.0.0/0"
-    return text if "/" in text else text + "/32"
+        return "0.0.0.0/0" if version == 4 else "::/0"
+    return text if "/" in text else text + ("/32" if version == 4 else "/128")
 
 
 def _hop(h: dict[str, Any], flags: list[str]) -> dict[str, Any]:
@@ -251,13 +289,14 @@ def _hop(h: dict[str, Any], flags: list[str]) -> dict[str, Any]:
     return hop
 
 
-def reduce_routes(routes: list[Any]) -> list[dict[str, Any]]:
-    """The routes of ``ip -j -4 -d route show table main``, each with its next hops."""
+def reduce_routes(routes: list[Any], version: int = 4) -> list[dict[str, Any]]:
+    """The routes of ``ip -j -4 -d route show table main`` (or -6), each with its next
+    hops; of IPv6, a multipath route listed as several (one a next hop) made one."""
     out = []
     for r in routes:
         if not isinstance(r, dict) or "dst" not in r:
             continue
-        route: dict[str, Any] = {"dst": _dst(r["dst"]), "type": str(r.get("type", "unicast"))}
+        route: dict[str, Any] = {"dst": _dst(r["dst"], version), "type": str(r.get("type", "unicast"))}
         for key, name in (("prefsrc", "src"), ("metric", "metric"), ("protocol", "proto"),
                           ("tos", "tos")):
             if r.get(key) not in (None, "", 0, "0", "default"):
@@ -270,6 +309,27 @@ def reduce_routes(routes: list[Any]) -> list[dict[str, Any]]:
         else:
             route["hops"] = [_hop(r, flags)] if (r.get("gateway") or r.get("dev")) else []
         out.append(route)
+    return out if version == 4 else _siblings(out)
+
+
+def _siblings(routes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """IPv6 routes as kernels before 4.11 list a multipath route (one route per next
+    hop: the same destination, type and metric, each through a gateway) made one route
+    with every next hop, in the order listed."""
+    out: list[dict[str, Any]] = []
+    first: dict[tuple[str, str, Any], dict[str, Any]] = {}
+    for r in routes:
+        key = (r["dst"], r["type"], r.get("metric"))
+        gateway = len(r["hops"]) == 1 and "via" in r["hops"][0]
+        sibling = first.get(key) if gateway else None
+        if sibling is None:
+            out.append(r)
+            if gateway:
+                first[key] = r
+        elif all(r.get(k) == sibling.get(k) for k in ("src", "proto", "tos")):
+            sibling["hops"] = sibling["hops"] + r["hops"]
+        else:
+            out.append(r)
     return out
 
 
@@ -311,6 +371,28 @@ def read_sysctls(nics: list[str], read: Reader) -> dict[str, Any]:
     return {"forwarding": {n: _flag(read, conf % (n, "forwarding")) for n in names},
             "linkdown": {n: _flag(read, conf % (n, "ignore_routes_with_linkdown")) for n in names},
             "use_neigh": _flag(read, "/proc/sys/net/ipv4/fib_multipath_use_neigh")}
+
+
+def _on(value: Any) -> int | None:
+    """A netconf switch (``ip -j netconf``: true or false; "on" or "off" before
+    iproute2 5.x) as 0 or 1 (None: neither)."""
+    if value in (True, "on"):
+        return 1
+    return 0 if value in (False, "off") else None
+
+
+def reduce_netconf(entries: list[Any]) -> dict[str, dict[str, int | None]]:
+    """{"forwarding": {NIC | "all": 0 | 1}, "linkdown": {...}} of ``ip -j -6 netconf``
+    (the entry "default", of NICs yet to come, left out)."""
+    out: dict[str, dict[str, int | None]] = {"forwarding": {}, "linkdown": {}}
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("interface"), str) or e["interface"] == "default":
+            continue
+        if e.get("family", "inet6") != "inet6":
+            continue
+        out["forwarding"][e["interface"]] = _on(e.get("forwarding"))
+        out["linkdown"][e["interface"]] = _on(e.get("ignore_routes_with_linkdown"))
+    return out
 
 
 def legacy_tables(read: Reader) -> list[str]:

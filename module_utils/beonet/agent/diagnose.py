@@ -24,17 +24,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .nodeplan import NodePlan
-from .verify import allowed_paths
+from .verify import allowed_paths, target_node
 
 if TYPE_CHECKING:
     Result = Mapping[str, Any]       # one node's beonet_verify result
 
 
 def owners(nodes: Mapping[str, NodePlan]) -> dict[str, str]:
-    """{address: node name} of every address in the plan (hops are shown by address)."""
+    """{address: node name} of every address in the plan, IPv4 and IPv6 (hops are shown
+    by address)."""
     out = {}
     for name, n in nodes.items():
-        out[n["address"]] = name
+        for key in ("address", "address6"):
+            if key in n:
+                out[n[key]] = name
         for iface in n["interfaces"]:
             for a in iface["addresses"]:
                 out[a.split("/")[0]] = name
@@ -44,13 +47,15 @@ def owners(nodes: Mapping[str, NodePlan]) -> dict[str, str]:
 def dead_nodes(results: Mapping[str, Result], unreachable: Iterable[str]) -> list[str]:
     """Hosts Ansible could not reach, and targets that answered no source's ping while
     nothing answered their own pings either. A node that reaches some others but no one
-    reaches is cut off, not dead: the pairs to it tell where its paths stop."""
+    reaches is cut off, not dead: the pairs to it tell where its paths stop. A target
+    traced over IPv6 is its node (verify.target_node): one answering in either family
+    is alive."""
     silent: set[str] = set()
     answered: set[str] = set()
     for res in results.values():
         quiet = set(res.get("silent", []))
-        silent |= quiet
-        answered |= set(res.get("targets", [])) - quiet
+        silent |= {target_node(t) for t in quiet}
+        answered |= {target_node(t) for t in set(res.get("targets", [])) - quiet}
     reaches = {name for name, res in results.items()
                if set(res.get("targets", [])) - set(res.get("silent", []))}
     return sorted(set(unreachable) | (silent - answered - reaches))
@@ -83,7 +88,7 @@ def _stops_at(row: Result, owner: Mapping[str, str], down: Mapping[str, str]) ->
         if k > 0 and down.get(owner.get(branch[k - 1], "")) == "forwarding off":
             nodes.append(owner.get(branch[k - 1]))
         out += ["%s (%s)" % (node, down[node]) for node in nodes
-                if node and node != row["destination"] and node in down]
+                if node and node != target_node(row["destination"]) and node in down]
     return sorted(set(out))
 
 
@@ -101,7 +106,7 @@ def summarise(results: Mapping[str, Result], unreachable: Iterable[str],
     out: dict[str, Any] = {"dead": dead, "broken": [], "other_path": [], "lost": [], "dead_pairs": 0}
     for name in sorted(results):
         for row in results[name].get("mismatches", []):
-            if row["source"] in dead or row["destination"] in dead:
+            if row["source"] in dead or target_node(row["destination"]) in dead:
                 out["dead_pairs"] += 1
             elif arrived(row):
                 out["other_path"].append(dict(row))

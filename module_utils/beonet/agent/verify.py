@@ -21,14 +21,28 @@ _LINK_LOCAL = ipaddress.ip_network("fe80::/10")
 Reader = Callable[[str], "str | None"]          # path -> text, None when unreadable
 FORWARD = "/proc/sys/net/ipv4/ip_forward"
 BONDING = "/proc/net/bonding/%s"
+SIX = " (IPv6)"                 # after a destination's name: the pair traced over IPv6
+
+
+def target_key(dest: str, six: bool) -> str:
+    """The key of a traced pair's destination: its name, and SIX after it over IPv6."""
+    return dest + SIX if six else dest
+
+
+def target_node(key: str) -> str:
+    """The destination node of a target key."""
+    return key[:-len(SIX)] if key.endswith(SIX) else key
 
 
 def traceroute_command(addr: str, hops_max: int | str, wait: int | str, at_once: int | str = 1) -> list[str]:
     """ICMP echo probes (-I) all hash to one branch of a multipath route; one probe
     a hop (-q 1), at_once at a time (1 by default: the last hop is not rate
-    limited), wait seconds at most for each, and no deeper than hops_max."""
-    return ["traceroute", "-n", "-I", "-N", str(at_once), "-q", "1", "-w", str(wait), "-m", str(hops_max),
-            addr]
+    limited), wait seconds at most for each, and no deeper than hops_max. An IPv6
+    address is traced over IPv6 (-6; traceroute also tells a literal's family itself,
+    which a shell variable as addr leaves to it)."""
+    six = ["-6"] if ":" in addr else []
+    return ["traceroute", "-n", *six, "-I", "-N", str(at_once), "-q", "1", "-w", str(wait), "-m",
+            str(hops_max), addr]
 
 
 def parse_traceroute(text: str) -> list[str]:
@@ -137,26 +151,28 @@ def _plan_business(r: dict[str, Any], devs: set[str]) -> bool:
     return all(dev in devs and via and not is_link_local(via) for via, dev in live_hops(r))
 
 
-def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """(planned, live) sorted route lines of one node, in one format (a multipath
-    route on one line, its next hops as a set: routes.same_key). With routing.engine
-    frr the plan's routes are those OSPF learns.
+def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]],
+                six: bool = False) -> tuple[list[str], list[str]]:
+    """(planned, live) sorted route lines of one node in one family (six: IPv6), in one
+    format (a multipath route on one line, its next hops as a set: routes.same_key).
+    With routing.engine frr the plan's routes are those OSPF learns.
 
-    live_routes: parsed ``ip -j -4 route show table main``. Only routes through
-    a gateway on one of the plan's interfaces count: the management network's
+    live_routes: parsed ``ip -j -4 route show table main`` (-6 of IPv6). Only routes
+    through a gateway on one of the plan's interfaces count: the management network's
     routes, the kernel's connected routes and IPv6 link-local routes are not
     the plan's business."""
     planned = sorted(route_text(same_key(planned_key(r)))
-                     for r in plan_node["routes"] + plan_node.get("learned", []))
+                     for r in plan_node["routes"] + plan_node.get("learned", []) if (":" in r["to"]) == six)
     devs = {i["name"] for i in plan_node["interfaces"]}
     live = [route_text(same_key(live_key(r))) for r in live_routes if _plan_business(r, devs)]
     return planned, sorted(live)
 
 
-def route_problems(node: str, plan_node: NodePlan,
-                   live_routes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """The live table against the plan: (problems, unified diff lines)."""
-    planned, live = route_lines(plan_node, live_routes)
+def route_problems(node: str, plan_node: NodePlan, live_routes: list[dict[str, Any]],
+                   six: bool = False) -> tuple[list[str], list[str]]:
+    """The live table of one family (six: IPv6) against the plan: (problems, unified
+    diff lines)."""
+    planned, live = route_lines(plan_node, live_routes, six)
     problems = ["%s: route missing: %s" % (node, x) for x in sorted(set(planned) - set(live))]
     problems += ["%s: route not in the plan: %s" % (node, x) for x in sorted(set(live) - set(planned))]
     diff = list(difflib.unified_diff(planned, live, "%s plan" % node, "%s live" % node, lineterm=""))
@@ -180,14 +196,17 @@ def state_problems(name: str, plan: NodePlan, read: Reader, tso: dict[str, bool 
 def node_result(name: str, plan: NodePlan, expected: dict[str, Any], seen: dict[str, list[str]],
                 silent: list[str], read: Reader, tso: dict[str, bool | None],
                 routes: list[dict[str, Any]] | None, errors: list[str]) -> dict[str, Any]:
-    """One node's verify result: its traces (seen) against the allowed hop lists, its
-    forwarding, bonds and routes (None: unreadable, errors say why) against the plan."""
+    """One node's verify result: its traces (seen, by target key) against the allowed hop
+    lists, its forwarding, bonds and routes (None: unreadable, errors say why) against the
+    plan. A pair traced over IPv6 is named so (``pair``, ``family``); its ``destination``
+    is the node."""
     mismatches = []
     for dst in sorted(seen):
         want = expected.get(dst, [])
         if not on_allowed_path(want, seen[dst]):
-            mismatches.append({"pair": "%s -> %s" % (name, dst), "source": name, "destination": dst,
-                               "expected": allowed_paths(want), "seen": seen[dst]})
+            row = {"pair": "%s -> %s" % (name, dst), "source": name, "destination": target_node(dst),
+                   "expected": allowed_paths(want), "seen": seen[dst]}
+            mismatches.append(dict(row, family="IPv6") if dst != target_node(dst) else row)
     problems = state_problems(name, plan, read, tso)
     route_diff: list[str] = []
     if routes is None:              # failed twice, or cut short: not every planned route missing

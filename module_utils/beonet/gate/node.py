@@ -8,8 +8,14 @@ is checked here before the state and the checks read it:
 * each command's output (ip -j, nft -j): strict JSON (gate.loads_json: no NaN, no
   key twice, at most DEPTH levels) of the shape its readers take (SHAPES: a list of
   mappings whose known keys hold the types ip gives them);
-* its routes: at most ``route_limit`` of the node's plan (ROUTE_FACTOR times what
-  its plan and NICs explain, and ROUTE_SLACK more), counted before they are parsed.
+* its routes of each family: at most ``route_limit`` of the node's plan (ROUTE_FACTOR
+  times what its plan and NICs explain, and ROUTE_SLACK more: the kernel's own IPv6
+  routes, fe80::/64 and ff00::/8 on every NIC, fit in it), counted before they are
+  parsed.
+
+IPv6 readings (addrs6, routes6, neigh6, netconf6) are read as the IPv4 ones; an
+address with a zone id (fe80::1%eth0) passes here as text and is refused where the
+state is parsed (livestate.state).
 
 A refused reading becomes a failed command whose error says why: the state names
 it unread (the node is not proven, "run verify again") and the node's problems
@@ -36,16 +42,25 @@ REQUIRED = ""                   # a mapping spec's key naming the keys every suc
 _HOP: dict[str, Spec] = {"gateway": str, "dev": str, "flags": [str]}
 _ROUTE: dict[str, Spec] = {**_HOP, REQUIRED: ("dst",), "dst": str, "prefsrc": str, "protocol": (str, int),
                            "metric": int, "type": str, "scope": str, "nexthops": [_HOP]}
+_ADDRS: Spec = [{REQUIRED: ("ifname",), "ifname": str,
+                 "addr_info": [{"local": str, "prefixlen": int, "family": str, "dadfailed": bool}]}]
+_NEIGH: Spec = [{"dst": str, "dev": str, "state": (str, list)}]
+_SWITCH = (bool, str, int)       # a netconf switch: true/false, "on"/"off" of older iproute2
 # command key -> the shape of its JSON
 SHAPES: dict[str, Spec] = {
     "links": [{REQUIRED: ("ifname",), "ifname": str, "flags": [str], "master": str}],
-    "addrs": [{REQUIRED: ("ifname",), "ifname": str,
-               "addr_info": [{"local": str, "prefixlen": int, "family": str}]}],
+    "addrs": _ADDRS,
     "routes": [_ROUTE],
-    "neigh": [{"dst": str, "dev": str, "state": (str, list)}],
+    "neigh": _NEIGH,
     "rules": [{"priority": int}],
     "nft": {"nftables": list},
+    "addrs6": _ADDRS,
+    "routes6": [{**_ROUTE, "pref": str, "expires": int}],
+    "neigh6": _NEIGH,
+    "netconf6": [{"family": str, "interface": str, "forwarding": _SWITCH,
+                  "ignore_routes_with_linkdown": _SWITCH}],
 }
+ROUTED = ("routes", "routes6")   # the readings whose routes are counted before they are parsed
 # Every reader on the controller of what nodes send ("module:function": what it reads).
 # tests/test_fuzz.py feeds each hostile data and fails for a reader it has no case for.
 READERS = {
@@ -105,7 +120,7 @@ def shape_problem(value: Any, spec: Spec) -> str | None:
 
 def section_problem(key: str, text: str, plan_node: Mapping[str, Any]) -> str | None:
     """Why one command's output cannot be read (None: it can)."""
-    if key == "routes" and text.count('"dst"') > route_limit(plan_node):
+    if key in ROUTED and text.count('"dst"') > route_limit(plan_node):
         return ("lists %d routes, more than the %d its plan explains (%d times its planned routes "
                 "and NICs, and %d more)" % (text.count('"dst"'), route_limit(plan_node), ROUTE_FACTOR,
                                             ROUTE_SLACK))

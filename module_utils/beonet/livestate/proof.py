@@ -8,11 +8,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent.collect import COMMANDS
+from ..agent.collect import COMMANDS, NEEDED6, six_error
 from ..agent.names import escaped
 from ..agent.nodeplan import NodePlan
-from ..compiler.model import ip_int
+from ..agent.verify import target_key
 from . import report, state, tables
+from .family import V4, V6, Family, family_of
 from .nft import refused_text
 from .sample import sample
 from .synthetic import plan_state
@@ -44,12 +45,18 @@ class _States:
         self.unread: set[int] = set()
 
 
-def unreadable(name: str, st: state.NodeState) -> str:
-    """The one problem of a node whose state could not be read: what failed, and what to do."""
+def unreadable(name: str, st: state.NodeState, fam: Family = V4) -> str:
+    """The one problem of a node whose state (of IPv6: its IPv6 state) could not be read:
+    what failed, and what to do."""
     commands = dict(COMMANDS)
+    keys = st.unread if fam is V4 else st.unread or list(NEEDED6)
     why = [e for e in st.errors if any(e.startswith((key + ":", " ".join(commands[key]) + ":"))
-                                       for key in st.unread)]
+                                       for key in keys)]
     why = [e for e in why if not e.endswith(": no usable output")] or why
+    if fam is not V4:
+        return ("%s: %s state unreadable: could not read its %s (%s); its %s pairs are not proven, run "
+                "verify again" % (name, fam.name, ", ".join(keys), "; ".join(why[:4]) or "it sent none",
+                                  fam.name))
     return ("%s: state unreadable: could not read its %s (%s); its pairs are not proven, run verify again"
             % (name, ", ".join(st.unread), "; ".join(why[:4]) or "no reason given"))
 
@@ -61,6 +68,7 @@ def _states(names: list[str], plan_nodes: dict[str, NodePlan], prefixes: list[st
     out = _States()
     out.problems = ["states.%s: not a node of the plan" % escaped(str(k)) for k in raw if k not in plan_nodes]
     live, planned, problems = out.live, out.planned, out.problems
+    six = V6 in families(plan_nodes)
     for name in names:
         try:
             planned.append(state.parse(name, plan_state(plan_nodes[name], prefixes)))
@@ -72,11 +80,13 @@ def _states(names: list[str], plan_nodes: dict[str, NodePlan], prefixes: list[st
             live.append(None)
             continue
         try:
-            st = state.parse(name, got)
+            st = state.parse(name, got, six)
         except state.StateError as exc:
             problems.append("%s (its pairs count as to or from a dead node)" % exc)
             live.append(None)
             continue
+        if not six:                     # what the node could not read of IPv6 is of no weight
+            st.errors[:] = [e for e in st.errors if not six_error(e)]
         if st.unread:
             out.unread.add(len(live))
             problems.append(unreadable(name, st))
@@ -91,8 +101,43 @@ def _components(names: list[str], plan: Mapping[str, Any]) -> list[int]:
     return [where.get(name, -1 - i) for i, name in enumerate(names)]
 
 
-def _fallback(n: NodePlan) -> list[int]:
-    return [ip_int(a.split("/")[0]) for i in n["interfaces"] for a in i["addresses"]]
+def families(plan_nodes: Mapping[str, NodePlan]) -> list[Family]:
+    """The address families of a plan, IPv4 first: those its nodes have an address of
+    (``address``; ``address6`` with IPv6)."""
+    nodes = list(plan_nodes.values())
+    return [fam for fam, key in ((V4, "address"), (V6, "address6")) if any(key in n for n in nodes)]
+
+
+def _address(name: str, n: NodePlan, fam: Family) -> int:
+    """The node's address of the family (``address``, ``address6``)."""
+    key = "address" if fam is V4 else "address6"
+    return _parsed(n.get(key), fam, "%s.%s" % (name, key))
+
+
+def _parsed(text: Any, fam: Family, where: str) -> int:
+    found = fam.parse(text) if isinstance(text, str) else None
+    if found is None:
+        raise PlanError("plan.nodes.%s: %s is not an %s address"
+                        % (escaped(where), escaped(str(text)), fam.name))
+    return found
+
+
+def _fallback(name: str, n: NodePlan, fam: Family = V4) -> list[int]:
+    """The node's planned interface addresses of the family."""
+    return [_parsed(a.split("/")[0], fam, "%s.interfaces" % name)
+            for i in n["interfaces"] for a in i["addresses"] if family_of(a) is fam]
+
+
+def cluster_prefixes(plan: Mapping[str, Any], prefixes: list[str]) -> list[str]:
+    """The prefixes beonet's filter passes: those given and, where none of them is of
+    IPv6, the plan's IPv6 segments and loopbacks."""
+    if any(":" in p for p in prefixes):
+        return list(prefixes)
+    six = [seg["prefix6"] for seg in (plan.get("segments") or {}).values()
+           if isinstance(seg, dict) and isinstance(seg.get("prefix6"), str)]
+    six += [n["routing"]["loopback6"] for n in _plan_nodes(plan).values()
+            if "loopback6" in n.get("routing", {})]
+    return list(prefixes) + six
 
 
 def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
@@ -102,53 +147,128 @@ def prove(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
     return prove_live(plan, prefixes, raw, keep, traceroute_sample)[0]
 
 
-def prove_live(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any],
-               keep: int = 100, traceroute_sample: bool = True) -> tuple[dict[str, Any], tables.Net]:
-    """``prove``'s result, and the live tables it walked (for the traces' allowed paths)."""
+class _Family:
+    """One family's tables of the plan and of the live states, its nodes' addresses and
+    every planned address of it (the cluster)."""
+
+    def __init__(self, fam: Family, names: list[str], plan_nodes: Mapping[str, NodePlan],
+                 read: _States, unread: set[int]) -> None:
+        self.fam = fam
+        self.address = [_address(n, plan_nodes[n], fam) for n in names]
+        fallback = [_fallback(n, plan_nodes[n], fam) for n in names]
+        live_states = [None if i in unread or st is None else _view(st, fam)
+                       for i, st in enumerate(read.live)]
+        planned = [_view(st, fam) for st in read.planned]
+        self.planned = tables.build(names, self.address, planned, fallback, fam)
+        self.live = tables.build(names, self.address, live_states, fallback, fam)
+        self.cluster = sorted({a for f in fallback for a in f})
+
+
+def _view(st: state.NodeState, fam: Family) -> state.NodeState | None:
+    return st if fam is V4 else st.six
+
+
+def prove_live(plan: Mapping[str, Any], prefixes: list[str], raw: Mapping[str, Any], keep: int = 100,
+               traceroute_sample: bool = True) -> tuple[dict[str, Any], dict[str, tables.Net]]:
+    """``prove``'s result, and the live tables it walked of each family (by its name, for
+    the traces' allowed paths). Each family is walked apart; the causes of IPv6 name it."""
     start = time.monotonic()
     plan_nodes = _plan_nodes(plan)
-    names = list(plan_nodes)
-    read = _states(names, plan_nodes, prefixes, raw)
-    live_states, plan_states, problems = read.live, read.planned, read.problems
-    address = [ip_int(plan_nodes[n]["address"]) for n in names]
-    fallback = [_fallback(plan_nodes[n]) for n in names]
-    planned = tables.build(names, address, list(plan_states), fallback)
-    live = tables.build(names, address, live_states, fallback)
-    cluster = sorted({a for f in fallback for a in f})
-    forwards = [bool(plan_nodes[n]["forwarding"]) for n in names]
-    dead = {i for i, st in enumerate(live_states) if st is None} - read.unread
-    refused = _refused(live, cluster)
-    suspects = _suspects(live, [plan_nodes[n] for n in names], refused)
-    walk = LiveWalk(planned, live, _components(names, plan), dead | suspects, keep, frozenset(read.unread))
-    tally = walk.run()
-    skel = tables.skeleton(names, address)
-    rows = [report.row(live, skel, planned.tables, f) for f in tally.rows]
-    problems += report.state_problems(live, plan_nodes, refused)
-    picked = sample(skel, planned.tables, walk.component, dead) if traceroute_sample else {}
-    result = _result(tally, names, (sorted(names[i] for i in dead), sorted(names[i] for i in read.unread)),
-                     rows, problems, report.unjudged_nodes(live, forwards), picked, time.monotonic() - start)
-    return result, live
+    run = _Run(plan, plan_nodes, _states(list(plan_nodes), plan_nodes, cluster_prefixes(plan, prefixes), raw),
+               keep, traceroute_sample)
+    for k, fam in enumerate(families(plan_nodes)):
+        run.walk(fam, k == 0)
+    names = run.names
+    lost = (sorted(names[i] for i in run.dead), sorted(names[i] for i in run.unread))
+    result = _result(run.tally, names, lost, run.rows, run.read.problems, run.unjudged, run.picked,
+                     time.monotonic() - start)
+    return result, run.nets
 
 
-def planned_net(plan: Mapping[str, Any], prefixes: list[str]) -> tables.Net:
-    """The plan's route tables as the walks read them (every node taken as alive)."""
+class _Run:
+    """The walks of every family and what they found, together."""
+
+    def __init__(self, plan: Mapping[str, Any], plan_nodes: dict[str, NodePlan], read: _States, keep: int,
+                 traceroute_sample: bool) -> None:
+        self.plan_nodes, self.names, self.read = plan_nodes, list(plan_nodes), read
+        self.keep, self.traceroute_sample = keep, traceroute_sample
+        self.dead = {i for i, st in enumerate(read.live) if st is None} - read.unread
+        self.component = _components(self.names, plan)
+        self.tally = Tally()
+        self.rows: list[dict[str, Any]] = []
+        self.nets: dict[str, tables.Net] = {}
+        self.picked: dict[str, dict[str, list[list[str]]]] = {}
+        self.unread = set(read.unread)
+        self.unjudged: list[str] = []
+
+    def walk(self, fam: Family, first: bool) -> None:
+        """Walk one family (first: the plan's first, which names what is the node's, not
+        the family's: links, what could not be read, the filter's absence)."""
+        names, plan_nodes = self.names, self.plan_nodes
+        unread = self.read.unread | _unread6(names, self.read, fam)
+        self.unread |= unread
+        one = _Family(fam, names, plan_nodes, self.read, unread)
+        live = self.nets[fam.name] = one.live
+        refused = _refused(live, one.cluster)
+        suspects = _suspects(live, [plan_nodes[n] for n in names], refused)
+        tally = LiveWalk(one.planned, live, self.component, self.dead | suspects, self.keep,
+                         frozenset(unread), "" if fam is V4 else fam.name + ": ").run()
+        self.tally.merge(tally)
+        room = max(0, self.keep - len(self.rows))
+        self.rows += [report.row(live, one.planned.tables, f) for f in tally.rows[:room]]
+        self.read.problems += report.state_problems(live, plan_nodes, refused, first)
+        if first:
+            self.unjudged = report.unjudged_nodes(live, [bool(plan_nodes[n]["forwarding"]) for n in names])
+        if self.traceroute_sample:
+            _keyed(self.picked, names, fam, sample(tables.skeleton(names, one.address), one.planned.tables,
+                                                   self.component, self.dead, fam))
+
+
+def _unread6(names: list[str], read: _States, fam: Family) -> set[int]:
+    """The nodes whose IPv6 state could not be read (IPv4's are read.unread), each named
+    once in read.problems; none for IPv4."""
+    out = set()
+    for i, st in enumerate(read.live) if fam is not V4 else ():
+        six = st.six if st is not None else None
+        if st is not None and (six is None or six.unread):
+            out.add(i)
+            read.problems.append(unreadable(names[i], six or st, fam))
+    return out
+
+
+def _keyed(out: dict[str, dict[str, list[list[str]]]], names: list[str], fam: Family,
+           picked: dict[int, dict[int, list[list[str]]]]) -> None:
+    """Add a family's sample to out by node name, each destination by its target key
+    (verify.target_key)."""
+    for s, ds in picked.items():
+        out.setdefault(names[s], {}).update((target_key(names[d], fam is not V4), e) for d, e in ds.items())
+
+
+def planned_net(plan: Mapping[str, Any], prefixes: list[str], fam: Family | None = None) -> tables.Net:
+    """The plan's route tables of a family as the walks read them (every node taken as
+    alive); without a family, the plan's first."""
     plan_nodes = _plan_nodes(plan)
     names = list(plan_nodes)
-    plan_states = _states(names, plan_nodes, prefixes, {}).planned
-    address = [ip_int(plan_nodes[n]["address"]) for n in names]
-    return tables.build(names, address, list(plan_states), [_fallback(plan_nodes[n]) for n in names])
+    fam = fam or families(plan_nodes)[0]
+    read = _states(names, plan_nodes, cluster_prefixes(plan, prefixes), {})
+    return _Family(fam, names, plan_nodes, read, set()).planned
 
 
 def plan_sample(plan: Mapping[str, Any], prefixes: list[str]) -> dict[str, Any]:
     """The traceroute sample from the plan alone, every node taken as alive (picked
-    before the nodes are read, so that each node traces its part in the same call)."""
+    before the nodes are read, so that each node traces its part in the same call): the
+    pairs of each family, an IPv6 destination by its target key (verify.target_key)."""
     start = time.monotonic()
-    planned = planned_net(plan, prefixes)
-    names, address = planned.names, planned.address
+    plan_nodes = _plan_nodes(plan)
+    names = list(plan_nodes)
     component = _components(names, plan)
-    picked = sample(tables.skeleton(names, address), planned.tables, component, set())
-    return {"sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},
-            "sampled": sum(len(ds) for ds in picked.values()),
+    read = _states(names, plan_nodes, cluster_prefixes(plan, prefixes), {})
+    out: dict[str, dict[str, list[list[str]]]] = {}
+    for fam in families(plan_nodes):
+        one = _Family(fam, names, plan_nodes, read, set())
+        _keyed(out, names, fam, sample(tables.skeleton(names, one.address), one.planned.tables, component,
+                                       set(), fam))
+    return {"sample": out, "sampled": sum(len(ds) for ds in out.values()),
             "seconds": round(time.monotonic() - start, 3)}
 
 
@@ -160,7 +280,7 @@ def _refused(live: tables.Net, cluster: list[int]) -> list[str | None]:
     for verdict in live.verdicts:
         key = tuple(verdict.ranges or ())
         if key not in memo:
-            memo[key] = refused_text(verdict, cluster)
+            memo[key] = refused_text(verdict, cluster, live.fam)
         out.append(memo[key])
     return out
 
@@ -183,7 +303,7 @@ def _suspects(live: tables.Net, plan_nodes: list[NodePlan], refused: list[str | 
 
 
 def _result(tally: Tally, names: list[str], lost: tuple[list[str], list[str]], rows: list[dict[str, Any]],
-            problems: list[str], unjudged: list[str], picked: dict[int, dict[int, list[list[str]]]],
+            problems: list[str], unjudged: list[str], picked: dict[str, dict[str, list[list[str]]]],
             seconds: float) -> dict[str, Any]:
     """The module's result; lost: (the dead nodes, the nodes whose state could not be read)."""
     dead, unread = lost
@@ -194,6 +314,6 @@ def _result(tally: Tally, names: list[str], lost: tuple[list[str], list[str]], r
             "dead": dead, "unreadable": unread, "mismatches": rows, "problems": problems,
             "unjudged_nodes": unjudged,
             "summary": report.summary_lines(tally, names, dead, unread) + report.problem_lines(problems),
-            "sample": {names[s]: {names[d]: e for d, e in ds.items()} for s, ds in picked.items()},
+            "sample": picked,
             "sampled": sum(len(ds) for ds in picked.values()),
             "seconds": round(seconds, 3)}

@@ -1,6 +1,9 @@
 """verify.yml on the controller: each node's one ``raw`` command (agent/readout.py)
 built from the plan and the pairs it traces, and its output read back into the
-state the proof walks and the result the diagnosis sorts."""
+state the proof walks and the result the diagnosis sorts. With IPv6 each node
+also traces IPv6 pairs (the destination keyed by verify.target_key), their
+allowed hop lists from the plan's IPv6 tables, and its IPv6 routes are compared
+with its plan's."""
 
 from __future__ import annotations
 
@@ -9,29 +12,37 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import diagnose, readout, verify
+from ..agent import collect, diagnose, readout, verify
 from ..agent.nodeplan import NodePlan
 from ..gate import node as sent
 from . import proof, report, tables
+from .family import V4, V6
 
 MODES = ("live", "traceroute")
 
 
 def traced(plan: Mapping[str, Any], mode: str, sample: Mapping[str, Any], paths: Mapping[str, Any],
-           max_targets: int) -> dict[str, dict[str, Any]]:
+           max_targets: int, six: tables.Net | None = None) -> dict[str, dict[str, Any]]:
     """{source: {destination: allowed hop lists}} each node traces: the live sample,
     or (traceroute) every pair of the plan's paths, above max_targets destinations a
-    sample of them fixed by the source's name."""
+    sample of them fixed by the source's name; six (the plan's IPv6 tables): the
+    same destinations (of an IPv6-only plan: every other node's) over IPv6 too."""
     if mode == "live":
         return {n: dict(sample.get(n, {})) for n in plan["nodes"]}
+    index = {name: i for i, name in enumerate(six.names)} if six is not None else {}
     out = {}
     for n in plan["nodes"]:
-        mine = paths.get(n, {})
+        four = "address" in plan["nodes"][n]
+        mine = paths.get(n, {}) if four else dict.fromkeys(p for p in plan["nodes"] if p != n)
         names = list(mine)
         if len(names) > max_targets:
             random.Random(n).shuffle(names)
             names = names[:max_targets]
-        out[n] = {d: mine[d] for d in names}
+        out[n] = {d: mine[d] for d in names} if four else {}
+        if six is not None:
+            s = index[n]
+            out[n].update((verify.target_key(d, True), report.expected(six, six.tables, s, index[d]))
+                          for d in names if d in index and d != n)
     return out
 
 
@@ -40,14 +51,24 @@ def pick(plan: Mapping[str, Any], prefixes: list[str], mode: str, paths: Mapping
     """What verify.yml needs before it reads the nodes: the sample (live), what each node
     traces (``expected``) and each node's raw command (``commands``)."""
     result = proof.plan_sample(plan, prefixes) if mode == "live" else {}
-    expected = traced(plan, mode, result.get("sample", {}), paths, max(0, max_targets))
+    six = None
+    if mode != "live" and V6 in proof.families(proof._plan_nodes(plan)):
+        six = proof.planned_net(plan, prefixes, V6)
+    expected = traced(plan, mode, result.get("sample", {}), paths, max(0, max_targets), six)
     result.update(expected=expected, commands=commands(plan, expected, max(0.0, settle)))
     return result
 
 
 def _targets(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(destination, address) in the order the command traces them."""
-    return [(d, plan["nodes"][d]["address"]) for d in sorted(expected) if d in plan["nodes"]]
+    """(target key, address) in the order the command traces them (an IPv6 target: its
+    node's address6)."""
+    out = []
+    for key in sorted(expected):
+        node = plan["nodes"].get(verify.target_node(key))
+        address = None if node is None else node.get("address6" if key.endswith(verify.SIX) else "address")
+        if address is not None:
+            out.append((key, address))
+    return out
 
 
 def commands(plan: Mapping[str, Any], expected: Mapping[str, Mapping[str, Any]],
@@ -82,29 +103,58 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
     result: dict[str, Any] = {}
     allowed = {name: dict(expected.get(name, {})) for name in outs}
     if live:
-        result, net = proof.prove_live(plan, prefixes, states, keep, False)
-        allowed = allowed_by_tables(net, allowed)
+        result, nets = proof.prove_live(plan, prefixes, states, keep, False)
+        allowed = allowed_by_tables(nets, allowed)
     results = {name: readout.node_result(name, nodes[name], out, _targets(plan, allowed[name]), allowed[name])
                for name, out in outs.items()}
     for name, problems in refused.items():
         results[name]["problems"][:0] = problems
+    for name, out in outs.items():
+        if "address6" in nodes[name]:
+            results[name]["problems"] += routes6_problems(name, nodes[name], out)
     result["traced"] = summarise(results, unreachable, nodes, time.monotonic() - start)
     return result
 
 
-def allowed_by_tables(net: tables.Net, expected: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each traced pair's plan hop lists and, after them, the live tables' others."""
-    index = {name: i for i, name in enumerate(net.names)}
-    skel = tables.skeleton(net.names, net.address)
+def routes6_problems(name: str, n: NodePlan, out: readout.Output) -> list[str]:
+    """The node's IPv6 routes against its plan's (the IPv4 ones are compared by
+    readout.node_result): a route missing or not in the plan, or why they are unread."""
+    rc, text, err = out.commands.get("routes6", (127, "", "no IPv6 routes printed"))
+    errors: list[str] = []
+    routes = collect.needed(lambda _argv: (rc, text, err), dict(collect.COMMANDS)["routes6"], errors)
+    if not isinstance(routes, list):
+        return ["%s: could not read its IPv6 routes (%s); run verify again" % (name, "; ".join(errors))]
+    return verify.route_problems(name, n, [_as_listed(r) for r in collect.reduce_routes(routes, 6)], True)[0]
+
+
+def _as_listed(r: dict[str, Any]) -> dict[str, Any]:
+    """A reduced route (collect.reduce_routes: its destination with its length, one
+    multipath route for its siblings) as ``ip -j route`` lists one."""
+    hops = [{"gateway": h.get("via"), "dev": h.get("dev")} for h in r["hops"]]
+    out: dict[str, Any] = {"dst": r["dst"], "prefsrc": r.get("src")}
+    if len(hops) == 1:
+        out.update(hops[0])
+    elif hops:
+        out["nexthops"] = hops
+    return out
+
+
+def allowed_by_tables(nets: Mapping[str, tables.Net],
+                      expected: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each traced pair's plan hop lists and, after them, the live tables' others (of
+    the pair's family)."""
     out: dict[str, dict[str, Any]] = {}
+    index = {name: i for net in nets.values() for i, name in enumerate(net.names)}
     for name, mine in expected.items():
         out[name] = {}
-        for dest, want in mine.items():
+        for key, want in mine.items():
             lists = verify.allowed_paths(want)
-            if name in index and dest in index:
-                more = report.live_allowed(net, skel, index[name], index[dest])
+            net = nets.get((V6 if key.endswith(verify.SIX) else V4).name)
+            dest = verify.target_node(key)
+            if net is not None and name in index and dest in index:
+                more = report.live_allowed(net, index[name], index[dest])
                 lists += [b for b in more if b not in lists]
-            out[name][dest] = lists
+            out[name][key] = lists
     return out
 
 

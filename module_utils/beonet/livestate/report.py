@@ -11,8 +11,8 @@ from typing import Any
 from ..agent.names import escaped
 from ..agent.nodeplan import NodePlan
 from ..agent.verify import expected_text
-from ..compiler.model import Graph, RouteTable, ip_text
-from ..compiler.prove import expected_paths
+from ..compiler.model import RouteTable
+from .family import V4, family_of, paths
 from .tables import Net, lookup
 from .walk import BROKEN, EXAMPLES, LOST, OTHER, UNJUDGED, Finding, Tally, unjudged_why
 
@@ -30,38 +30,51 @@ def seen(live: Net, f: Finding) -> list[str]:
     first = lookup(live, f.source, live.address[f.dest])
     saddr = first[2][1] if first is not None else live.address[f.source]
     out = []
+    text = live.fam.text
     for y in f.path:
         if y == f.dest:
-            out.append("*" if f.stopped else ip_text(live.address[y]))
+            out.append("*" if f.stopped else text(live.address[y]))
         elif live.states[y] is None or (f.kind == BROKEN and y == f.path[-1]):
             out.append("*")
         else:
             back = live.tables[y].lookup(saddr)
-            out.append(ip_text(back[1]) if back is not None else "*")
+            out.append(text(back[1]) if back is not None else "*")
     if f.stopped and (not out or out[-1] != "*"):
         out.append("*")
     return out
 
 
-def expected(skel: Graph, plan_tables: list[RouteTable], s: int, d: int) -> list[list[str]]:
-    """The plan's allowed hop lists of a pair (what beonet_plan's ``paths`` holds)."""
-    return [[h["address"] for h in branch] for branch in expected_paths(skel, plan_tables, s, d) or []]
+def expected(live: Net, plan_tables: list[RouteTable], s: int, d: int) -> list[list[str]]:
+    """The plan's allowed hop lists of a pair (what beonet_plan's ``paths`` holds), in
+    the family of live."""
+    found = paths(live.fam, live.names, live.address, plan_tables, s, d)
+    return [[h["address"] for h in branch] for branch in found or []]
 
 
-def live_allowed(live: Net, skel: Graph, s: int, d: int) -> list[list[str]]:
+def live_allowed(live: Net, s: int, d: int) -> list[list[str]]:
     """The hop lists a traceroute from s to d shows by the live tables (every branch,
     each hop answering from its route back to the sender): [] where s has no state
     or a walk finds no route, a loop or a next hop that carries nothing."""
     if live.states[s] is None:
         return []
-    return [[h["address"] for h in branch] for branch in expected_paths(skel, live.tables, s, d) or []]
+    return expected(live, live.tables, s, d)
 
 
-def row(live: Net, skel: Graph, plan_tables: list[RouteTable], f: Finding) -> dict[str, Any]:
+def row(live: Net, plan_tables: list[RouteTable], f: Finding) -> dict[str, Any]:
+    """One pair not proven, as the traceroute check's rows are (IPv6 pairs named so)."""
     names = live.names
-    return {"pair": "%s -> %s" % (names[f.source], names[f.dest]), "source": names[f.source],
-            "destination": names[f.dest], "expected": expected(skel, plan_tables, f.source, f.dest),
-            "seen": seen(live, f), "why": f.why, "kind": f.kind}
+    out = {"pair": "%s -> %s" % (names[f.source], names[f.dest]) + family_mark(live),
+           "source": names[f.source], "destination": names[f.dest],
+           "expected": expected(live, plan_tables, f.source, f.dest), "seen": seen(live, f), "why": f.why,
+           "kind": f.kind}
+    if live.fam is not V4:
+        out["family"] = live.fam.name
+    return out
+
+
+def family_mark(live: Net) -> str:
+    """What follows a pair of the family in the rows: nothing for IPv4, " (IPv6)"."""
+    return "" if live.fam is V4 else " (%s)" % live.fam.name
 
 
 def _pairs(names: list[str], found: list[Finding]) -> str:
@@ -127,45 +140,53 @@ def report_lines(rows: list[dict[str, Any]], problems: list[str], cap: int = PRO
     return lines + (problem_lines(problems, cap) if problems else [])
 
 
-def state_problems(live: Net, plan_nodes: Mapping[str, NodePlan], refused: list[str | None]) -> list[str]:
+def state_problems(live: Net, plan_nodes: Mapping[str, NodePlan], refused: list[str | None],
+                   node_wide: bool = True) -> list[str]:
     """What each node's state differs in from its plan beyond its routes (which the
-    node's own check compares): NICs down or missing, addresses missing, forwarding off
-    on a NIC, neighbours in the cluster that do not answer, beonet's filter missing
-    or dropping cluster traffic, what could not be read; and addresses held twice."""
+    node's own check compares), in the family of live: addresses missing, forwarding
+    off, neighbours in the cluster that do not answer, beonet's filter dropping cluster
+    traffic, and addresses held twice; with node_wide (once a node, whatever the
+    families) NICs down or missing, beonet's filter missing, what could not be read."""
     out = list(live.problems)
     for i, name in enumerate(live.names):
         st = live.states[i]
         if st is None:
             continue
         n = plan_nodes[name]
-        out += _link_problems(live, i, n) + _forwarding_problems(live, i, n) + _neighbour_problems(live, i)
-        out += _filter_problems(live, i, n, refused[i])
-        out += ["%s: could not read %s" % (name, e) for e in st.errors]
+        out += _link_problems(live, i, n, node_wide) + _forwarding_problems(live, i, n)
+        out += _neighbour_problems(live, i) + _filter_problems(live, i, n, refused[i], node_wide)
+        out += ["%s: could not read %s" % (name, e) for e in st.errors] if node_wide else []
     return out
 
 
-def _link_problems(live: Net, i: int, n: NodePlan) -> list[str]:
-    """The planned NICs (bond members too) without link, and the planned addresses missing."""
+def _link_problems(live: Net, i: int, n: NodePlan, node_wide: bool) -> list[str]:
+    """The planned NICs (bond members too) without link (node_wide), and the planned
+    addresses of the family missing."""
     st, name = live.states[i], live.names[i]
     if st is None:
         return []
     out = []
     for iface in n["interfaces"]:
-        for nic in [iface["name"]] + list(iface.get("members", [])):
+        for nic in [iface["name"]] + list(iface.get("members", [])) if node_wide else ():
             state = st.links.get(nic, "no such NIC")
             if state != "up":
                 out.append("%s: link down on NIC %s (%s)" % (name, nic, state.replace("-", " ")))
-        mine = {ip_text(a) + "/%d" % p for a, p in st.addrs.get(iface["name"], [])}
+        mine = {live.fam.net_text(a, p) for a, p in st.addrs.get(iface["name"], [])}
         out += ["%s: address %s missing on NIC %s" % (name, a, iface["name"])
-                for a in iface["addresses"] if a not in mine]
+                for a in iface["addresses"] if a not in mine and family_of(a) is live.fam]
     return out
 
 
 def _forwarding_problems(live: Net, i: int, n: NodePlan) -> list[str]:
-    """NICs with forwarding off where the node forwards (the node's own check compares
-    the global switch)."""
+    """Of IPv4, NICs with forwarding off where the node forwards (the node's own check
+    compares the global switch); of IPv6 (which has only the global one) that switch."""
     st = live.states[i]
-    if st is None or not n["forwarding"] or st.forwarding.get("all") != 1:
+    if st is None or not n["forwarding"]:
+        return []
+    if live.fam is not V4:
+        return [] if st.forwarding.get("all") == 1 else [
+            "%s: %s forwarding off, the plan says on" % (live.names[i], live.fam.name)]
+    if st.forwarding.get("all") != 1:
         return []
     return ["%s: forwarding off on NIC %s, the plan says on" % (live.names[i], iface["name"])
             for iface in n["interfaces"] if iface["addresses"] and st.forwarding.get(iface["name"]) == 0]
@@ -178,18 +199,18 @@ def _neighbour_problems(live: Net, i: int) -> list[str]:
         holder = live.owner.get(a)
         if holder is not None:
             out.append("%s: neighbour %s (%s) on NIC %s is %s"
-                       % (live.names[i], ip_text(a), live.names[holder], dev, state))
+                       % (live.names[i], live.fam.text(a), live.names[holder], dev, state))
     return out
 
 
-def _filter_problems(live: Net, i: int, n: NodePlan, why: str | None) -> list[str]:
+def _filter_problems(live: Net, i: int, n: NodePlan, why: str | None, node_wide: bool) -> list[str]:
     verdict, name = live.verdicts[i], live.names[i]
     if verdict.refused is not None:
         return ["%s: %s" % (name, verdict.refused)]
     if not n["forwarding"] or verdict.unjudged is not None:
         return []
     if not verdict.beonet:
-        return ["%s: beonet's forward filter (nftables table inet beonet) is not loaded" % name]
+        return ["%s: beonet's forward filter (nftables table inet beonet) is not loaded" % name] * node_wide
     return ["%s: beonet's forward filter drops cluster traffic: %s" % (name, why)] if why else []
 
 

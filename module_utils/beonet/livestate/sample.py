@@ -7,22 +7,25 @@ from __future__ import annotations
 
 from ..compiler.errors import Problems
 from ..compiler.model import ON_LINK, Graph, Hop, RouteTable
-from ..compiler.prove import class_entries, destination_classes, exits, expected_paths, host_route_holders
+from ..compiler.prove import class_entries, exits
+from .family import V4, Family, classes, host_holders, paths
 
 
 def sample(skel: Graph, tables: list[RouteTable], component: list[int],
-           dead: set[int]) -> dict[int, dict[int, list[list[str]]]]:
-    """{source: {destination: the pair's allowed hop lists}} of the sample."""
+           dead: set[int], fam: Family = V4) -> dict[int, dict[int, list[list[str]]]]:
+    """{source: {destination: the pair's allowed hop lists}} of the sample (in the family
+    of the tables; skel's nodes hold its addresses)."""
     addresses = [node.address for node in skel.nodes]
-    held = host_route_holders(tables)
+    names = [node.name for node in skel.nodes]
+    held = host_holders(fam, tables)
     lengths: set[int] = set()
     gateways: set[int] = set()
     out: dict[int, dict[int, list[list[str]]]] = {}
     cache: dict[int, list[dict[int, Hop]]] = {}
-    for sig, dests in destination_classes(addresses, tables):
+    for sig, dests in classes(fam, addresses, tables):
         entries = class_entries(tables, sig, cache)
         nxt = [e[0] if e is not None else ON_LINK for e in entries]
-        cls = exits(skel.nodes, nxt, addresses[dests[0]], dests, Problems())
+        cls = exits(skel.nodes, nxt, 0, dests, Problems())      # the address names a loop in problems unread
         if cls is None:
             continue
         live = [d for d in dests if d not in dead]
@@ -38,7 +41,7 @@ def sample(skel: Graph, tables: list[RouteTable], component: list[int],
                 gateway, hops = nxt[i], cls.steps[i] + (cls.exit_[i] != d)
             if hops in lengths and (gateway < 0 or gateway == d or gateway in gateways):
                 continue
-            branches = expected_paths(skel, tables, i, d)
+            branches = paths(fam, names, addresses, tables, i, d)
             if not branches:
                 continue
             out.setdefault(i, {})[d] = [[h["address"] for h in b] for b in branches]

@@ -9,7 +9,8 @@ answer, a gateway no node holds, a blackhole). Next hops the kernel skips are
 left out: a NIC without carrier where ``ignore_routes_with_linkdown`` is on,
 and with ``fib_multipath_use_neigh`` a multipath branch whose neighbour failed;
 a route all of whose next hops are skipped is left out too (the kernel falls
-back to a shorter prefix), and recorded in ``Net.gone``.
+back to a shorter prefix), and recorded in ``Net.gone``. A Net is of one address
+family (``Net.fam``): the states' IPv4 or IPv6 part, walked apart.
 """
 
 from __future__ import annotations
@@ -17,17 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from ..compiler.model import (
-    ON_LINK,
-    Graph,
-    Hop,
-    Interface,
-    Node,
-    RouteTable,
-    Segment,
-    ip_text,
-    mask,
-)
+from ..compiler.model import ON_LINK, Graph, Hop, Interface, Node, RouteTable, Segment
+from .family import V4, Family
 from .nft import Verdict, judge
 from .state import DROPPING, UNICAST, LiveHop, LiveRoute, NodeState
 
@@ -49,6 +41,7 @@ class Net:
     nic_of: list[dict[int, str]] = field(default_factory=list)   # node -> address -> its NIC
     verdicts: list[Verdict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)        # duplicate addresses
+    fam: Family = V4
 
     def up(self, i: int, nic: str | None) -> bool:
         st = self.states[i]
@@ -59,17 +52,17 @@ class Net:
 
 
 def build(names: list[str], address: list[int], states: list[NodeState | None],
-          fallback: list[list[int]]) -> Net:
-    """The tables of every node; fallback: node -> its planned addresses, which name
-    the gateways of nodes without state."""
-    net = Net(names, address, states)
+          fallback: list[list[int]], fam: Family = V4) -> Net:
+    """The tables of every node (states of the family); fallback: node -> its planned
+    addresses, which name the gateways of nodes without state."""
+    net = Net(names, address, states, fam=fam)
     _owners(net, fallback)
     for i, st in enumerate(states):
         net.reasons.append([])
         net.gone.append([])
         net.via.append({})
-        net.verdicts.append(judge(st.filter) if st is not None else Verdict())
-        net.tables.append(_table(net, i, st) if st is not None else RouteTable())
+        net.verdicts.append(judge(st.filter, fam.bits) if st is not None else Verdict())
+        net.tables.append(_table(net, i, st) if st is not None else fam.table())
     return net
 
 
@@ -82,13 +75,13 @@ def _owners(net: Net, fallback: list[list[int]]) -> None:
         mine: dict[int, str] = {}
         for nic, addrs in st.addrs.items() if st is not None else ():
             for a, _plen in addrs:
-                if a >> 24 == 127:
+                if net.fam.within(a, net.fam.local):
                     continue
                 mine.setdefault(a, nic)
                 holder = net.owner.setdefault(a, i)
                 if holder != i and a in planned:
                     net.problems.append("%s and %s both hold %s"
-                                        % (net.names[holder], net.names[i], ip_text(a)))
+                                        % (net.names[holder], net.names[i], net.fam.text(a)))
                     if planned[a] == i:
                         net.owner[a] = i
         net.nic_of.append(mine)
@@ -99,23 +92,26 @@ def _owners(net: Net, fallback: list[list[int]]) -> None:
 
 
 def _table(net: Net, i: int, st: NodeState) -> RouteTable:
-    t = RouteTable()
+    t = net.fam.table()
     for r in sorted(st.routes, key=attrgetter("metric")):
         if r.tos or (r.kind != UNICAST and r.kind not in DROPPING and r.kind != "throw"):
             continue
         hops = _hops(net, i, st, r)
         if not hops:
             continue
-        src = r.src if r.src is not None else _source(st, r.hops[0].dev if r.hops else None)
+        src = r.src if r.src is not None else _source(net.fam, st, r.hops[0].dev if r.hops else None)
         t.add(r.net, r.plen, (hops[0][0], src, tuple(h[0] for h in hops[1:])))
         net.via[i].setdefault((r.plen, r.net), hops)
     return t
 
 
-def _source(st: NodeState, dev: str | None) -> int:
-    """The address the kernel sends from without a preferred source: the device's first."""
-    addrs = st.addrs.get(dev or "") or [a for nic in sorted(st.addrs) for a in st.addrs[nic]]
-    return addrs[0][0] if addrs else 0
+def _source(fam: Family, st: NodeState, dev: str | None) -> int:
+    """The address the kernel sends from without a preferred source: the device's first
+    (of IPv6, its first global one: a global destination is sent from a global source)."""
+    mine = {nic: [a for a, _p in addrs if fam is V4 or not fam.within(a, fam.local)]
+            for nic, addrs in st.addrs.items()}
+    addrs = mine.get(dev or "") or [a for nic in sorted(mine) for a in mine[nic]]
+    return addrs[0] if addrs else 0
 
 
 def _dead(net: Net, i: int, why: str) -> int:
@@ -182,8 +178,8 @@ def _ignores_linkdown(st: NodeState, dev: str) -> bool:
 
 def _gateway(net: Net, i: int, st: NodeState, h: LiveHop, multipath: bool) -> tuple[int | None, str, bool]:
     name, dev, via = net.names[i], h.dev or "", h.via or 0
-    gw = ip_text(via)
-    if not h.onlink and not any((via ^ a) & mask(p) == 0 for a, p in st.addrs.get(dev, [])):
+    gw, masks = net.fam.text(via), net.fam.masks
+    if not h.onlink and not any((via ^ a) & masks[p] == 0 for a, p in st.addrs.get(dev, [])):
         why = "next hop %s of node %s is on no network of NIC %s" % (gw, name, dev)
         return _dead(net, i, why), "", False
     state = st.unresolved.get((via, dev))
@@ -214,7 +210,7 @@ def lookup(net: Net, i: int, addr: int) -> tuple[int, int, Hop] | None:
 def gone_why(net: Net, i: int, addr: int, below: int) -> str | None:
     """Why a route of node i more specific than prefix length `below` towards addr
     is not used (every next hop skipped), if one is."""
-    found = [(plen, why) for n, plen, why in net.gone[i] if plen > below and (addr & mask(plen)) == n]
+    found = [(plen, why) for n, plen, why in net.gone[i] if plen > below and (addr & net.fam.mask(plen)) == n]
     return max(found)[1] if found else None
 
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..compiler.model import ON_LINK, Hop, ip_text
-from ..compiler.prove import class_entries, destination_classes, host_route_holders, upstream
+from ..compiler.model import ON_LINK, Hop
+from ..compiler.prove import class_entries, upstream
+from .family import classes, host_holders
 from .tables import Net, codes, gone_why, link_down, lookup, unanswered
 
 BROKEN, OTHER, LOST, UNJUDGED, DEAD = "broken", "other_path", "lost", "unjudged", "dead"
@@ -66,6 +67,15 @@ class Tally:
 
     def count(self, kind: str) -> int:
         return sum(v for (k, _why), v in self.counts.items() if k == kind)
+
+    def merge(self, other: Tally) -> None:
+        """Add the counts of another family's walk (its causes name the family; its
+        rows are told apart, in their family's addresses)."""
+        for name in ("pairs", "proven", "dead_pairs", "unread_pairs", "walked"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.counts.update(other.counts)
+        for key, found in other.examples.items():
+            self.examples.setdefault(key, []).extend(found[:EXAMPLES - len(self.examples.get(key, []))])
 
 
 @dataclass(slots=True)
@@ -105,16 +115,18 @@ class LiveWalk:
     """The walk of every ordered pair (see the module docstring)."""
 
     def __init__(self, plan: Net, live: Net, component: list[int], suspect: set[int], keep: int,
-                 unread: frozenset[int] = frozenset()) -> None:
+                 unread: frozenset[int] = frozenset(), label: str = "") -> None:
         self.plan, self.live = plan, live
         self.component = component
         self.size = Counter(component)
         self.unread = unread            # nodes without state because it could not be read
         self.suspect = sorted(suspect | unread)
         self.keep = keep
+        self.label = label              # before each cause: the family, where it is not IPv4
         self.tally = Tally()
-        self.hosts_p = host_route_holders(plan.tables)
-        self.hosts_l = host_route_holders(live.tables)
+        self.fam = live.fam
+        self.hosts_p = host_holders(self.fam, plan.tables)
+        self.hosts_l = host_holders(self.fam, live.tables)
         self.receives = [self._receives(d) for d in range(len(live.names))]
         self.unanswered: dict[int, list[int]] = {}
         for x, st in enumerate(live.states):
@@ -124,7 +136,7 @@ class LiveWalk:
     def run(self) -> Tally:
         cache_p: dict[int, list[dict[int, Hop]]] = {}
         cache_l: dict[int, list[dict[int, Hop]]] = {}
-        for sig, dests in destination_classes(self.live.address, self.plan.tables + self.live.tables):
+        for sig, dests in classes(self.fam, self.live.address, self.plan.tables + self.live.tables):
             pe = class_entries(self.plan.tables, sig, cache_p)
             le = class_entries(self.live.tables, sig, cache_l)
             bad = list(self.suspect)
@@ -174,7 +186,7 @@ class LiveWalk:
 
     @staticmethod
     def _towards(net: Net, i: int, addr: int, entries: list[Hop | None]) -> Hop | None:
-        held = net.tables[i].by_len.get(32)
+        held = net.tables[i].by_len.get(net.fam.bits)
         entry = held.get(addr) if held else None
         return entry if entry is not None else entries[i]
 
@@ -182,7 +194,8 @@ class LiveWalk:
         """The seeds and the nodes whose live next hops towards addr lead to one: the
         class's next hops, but a holder's host route where it has one."""
         rev = cls.rev or {}
-        held = {h: e for h in self.hosts_l.get(addr, ()) for e in [self.live.tables[h].by_len[32][addr]]}
+        held = {h: e for h in self.hosts_l.get(addr, ())
+                for e in [self.live.tables[h].by_len[self.fam.bits][addr]]}
         more: dict[int, list[int]] = {}
         for h, e in held.items():
             for j in codes(e):
@@ -201,6 +214,7 @@ class LiveWalk:
             self.tally.proven += 1
             return
         t = self.tally
+        found.why = self.label + found.why
         if found.kind == DEAD:
             t.dead_pairs += 1
             return
@@ -222,7 +236,7 @@ class LiveWalk:
         if live.states[d] is None:
             return "%s (dead)" % name
         if live.owner.get(addr) != d:
-            return "address %s missing on node %s" % (ip_text(addr), name)
+            return "address %s missing on node %s" % (self.fam.text(addr), name)
         nic = live.nic_of[d].get(addr)
         return None if live.up(d, nic) else link_down(name, nic)
 
@@ -355,7 +369,7 @@ class _PairWalk:
         st = self.live.states[x]
         state = st.unresolved.get((self.addr, dev or "")) if st is not None else None
         if state is not None:
-            return unanswered(ip_text(self.addr), self.live.names[x], dev, state)
+            return unanswered(self.live.fam.text(self.addr), self.live.names[x], dev, state)
         return self.w.receives[self.d]
 
 
