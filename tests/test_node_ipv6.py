@@ -263,7 +263,7 @@ def test_the_forward_filter_holds_both_families_and_an_ipv4_plans_ruleset_is_as_
     text = node.persistent_files(n, render.prefixes(dual), "networkd")[node.NFT_PATH]
     assert "set cluster {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\telements = { 10.0.0.0/22" in text
     assert ("type ipv6_addr\n\t\tflags interval\n\t\telements = { fd76:db0c:60c::/62, "
-            "fd76:db0c:60c:4000::/64 }") in text
+            "fd76:db0c:60c:4000::/62 }") in text         # the whole topology's, as for IPv4
     assert "\t\tip6 saddr @cluster6 ip6 daddr @cluster6 accept\n" in text
     six_only = node.persistent_files(only["nodes"]["node-0-0"], render.prefixes(only),
                                      "networkd")[node.NFT_PATH]
@@ -435,7 +435,8 @@ def test_the_checkpoint_reads_both_families_routes_and_a_kernel_without_ipv6():
 def test_under_frr_the_filter_passes_the_learned_destinations_and_the_ipv6_loopback():
     plan = _plan("metanode-testbed-frr.yml", ONLY)
     name, n = next((k, v) for k, v in plan["nodes"].items() if "routing" in v and v["forwarding"])
-    assert render.prefixes(plan) == [] and n["routes"] == [] and n["learned"]
+    assert render.prefixes(plan) and all(":" in p for p in render.prefixes(plan))
+    assert n["routes"] == [] and n["learned"]
     nets = [ipaddress.ip_network(p) for p in node.cluster_prefixes(n, [])]
     wanted = [ipaddress.ip_network(r["to"]) for r in n["learned"]]
     wanted.append(ipaddress.ip_interface(n["routing"]["loopback6"]).network)
