@@ -67,10 +67,11 @@ def test_shipped_topologies_route_every_pair_shortest_in_both_families(name):
     data = shipped(name)
     dual = compiled_plan(with_ipv6(data))
     only = compiled_plan(with_ipv6(data, only=True))
-    four = every_branch(dual, 4)
-    assert every_branch(dual, 6) == four
-    assert every_branch(only, 6) == four
-    alone = render.plan(pipeline.compile_file(str(ROOT / "topologies" / ("%s.yml" % name))))
+    branches = every_branch(dual, 4)
+    assert every_branch(dual, 6) == branches
+    assert every_branch(only, 6) == branches
+    four = dict(data, addressing={k: v for k, v in (data.get("addressing") or {}).items() if k != "ipv6"})
+    alone = compiled_plan(dump(four))
     assert without_ipv6(dual)["nodes"] == alone["nodes"]
     assert without_ipv6(dual)["segments"] == alone["segments"]
     assert not IPV4_TEXT.search(json.dumps({"nodes": only["nodes"], "segments": only["segments"]}))
