@@ -90,9 +90,19 @@ prte_by_name_problem:
   returned: action=plan
   type: str
 mpich_hosts:
-  description: The MPICH machine file.
+  description: The MPICH machine file (node names on an IPv6-only plan).
   returned: action=plan
   type: str
+etc_hosts:
+  description: >-
+    beonet's /etc/hosts block (C(beonet export TOPOLOGY hosts)); on an IPv6-only plan the
+    MPICH machine file names the nodes, and these lines resolve the names.
+  returned: action=plan
+  type: str
+by_name:
+  description: Whether the MPICH machine file names the nodes (an IPv6-only plan).
+  returned: action=plan
+  type: bool
 mpich_env:
   description: C({node => text}), each node's MPICH environment file.
   returned: action=plan
@@ -137,6 +147,7 @@ def _plan(module: AnsibleModule) -> None:
                      prte_mca_by_name=prte_by_name,
                      prte_by_name_problem=mpi_files.cluster_nic_names(plan)[1],
                      mpich_hosts=export.mpich_hosts(plan, p["slots"]),
+                     etc_hosts=export.hosts(plan), by_name=mpi_files.ipv6_only(plan),
                      mpich_env=mpi_files.mpich_env_files(plan),
                      run=mpi.plan_run(plan, path_of, p["params"]))
 

@@ -288,6 +288,21 @@ def _collected(module: AnsibleModule) -> dict[str, Any]:
                            ask=collect.ask_neighbours)
 
 
+def _ipv6_routes(module: AnsibleModule, result: dict[str, Any]) -> None:
+    """The node's IPv6 table against its plan's IPv6 routes, added to the result's
+    problems and route diff (node_result compares the IPv4 table)."""
+    errors: list[str] = []
+    name, plan = module.params["node"], module.params["plan"]
+    routes = collect.needed(_runner(module), ["ip", "-j", "-6", "route", "show", "table", "main"], errors)
+    if routes is None:
+        result["problems"].append("%s: could not read its IPv6 routes (%s); run verify again"
+                                  % (name, "; ".join(errors)))
+        return
+    problems, diff = verify.route_problems(name, plan, routes, True)
+    result["problems"] += problems
+    result["route_diff"] += diff
+
+
 def main() -> None:
     refusal = escaped_arguments(basic, "beonet_verify")
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
@@ -311,6 +326,8 @@ def main() -> None:
     routes = collect.needed(_runner(module), ["ip", "-j", "-4", "route", "show", "table", "main"], errors)
     result = verify.node_result(name, p["plan"], p["expected"], seen, silent, read_text,
                                 beonet_node.live_tso(p["plan"]), routes, errors)
+    if "address6" in p["plan"]:
+        _ipv6_routes(module, result)
     extra = {} if state is None else {"state": state}
     module.exit_json(changed=False, **result, **extra)
 

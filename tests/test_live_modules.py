@@ -226,3 +226,31 @@ def test_the_documentation_parses(module, word):
     res = subprocess.run([doc, "-M", "library", module],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0 and word in res.stdout, res.stderr
+
+
+def test_the_trace_mode_compares_the_ipv6_table_where_the_plan_has_ipv6(monkeypatch):
+    # the routes of a dual-stack node's IPv6 table: its plan's, less one, and a stray one
+    monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/dual-stack-mesh.yml")))
+    node = plan["nodes"]["node-0-0"]
+    six = [r for r in node["routes"] if ":" in r["to"] and "nexthops" not in r]
+    live = [{"dst": r["to"], "gateway": r["via"], "dev": r["dev"], "prefsrc": r["src"]} for r in six[1:]]
+    live.append({"dst": "2001:db8:100::/64", "gateway": "2001:db8::1", "dev": node["interfaces"][0]["name"]})
+    monkeypatch.setattr(VERIFY.verify, "state_problems", lambda *_a: [])
+    fake = _Module({"node": "node-0-0", "plan": node, "trace": False}, VERIFY.ARGUMENT_SPEC)
+    fake.run_command = lambda cmd, **_: (0, json.dumps(live if "-6" in cmd else []), "")
+    monkeypatch.setattr(VERIFY, "AnsibleModule", lambda **_: fake)
+    with pytest.raises(_Exit) as exc:
+        VERIFY.main()
+    problems = [p for p in exc.value.result["problems"] if ":" in p.split(": ", 2)[-1]]
+    assert "node-0-0: route not in the plan: 2001:db8:100::/64 via 2001:db8::1 dev eth1" in problems
+    assert any(p.startswith("node-0-0: route missing: %s " % six[0]["to"]) for p in problems)
+    assert "+2001:db8:100::/64 via 2001:db8::1 dev eth1" in exc.value.result["route_diff"]
+
+
+def test_the_trace_mode_of_an_ipv4_plan_reads_no_ipv6_table(monkeypatch):
+    monkeypatch.setattr(VERIFY, "read_text", RAW["files"].get)
+    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh.yml")))
+    _result, commands = _run(VERIFY, monkeypatch, {"node": "node-0-0", "plan": plan["nodes"]["node-0-0"],
+                                                   "trace": False}, VERIFY.ARGUMENT_SPEC)
+    assert not any("-6" in c for c in commands)

@@ -117,9 +117,10 @@ def route_text(key: RouteKey) -> str:
     """One line per route: ``TO via V dev D src S``, or for a multipath route
     ``TO src S nexthop via A dev X nexthop via B dev Y``."""
     to, hops, src = key
+    source = "" if src is None else " src %s" % src        # a live route may have none
     if len(hops) == 1:
-        return "%s via %s dev %s src %s" % (to, hops[0][0], hops[0][1], src)
-    return "%s src %s %s" % (to, src, " ".join("nexthop " + " ".join(_hop_words(h)) for h in hops))
+        return "%s via %s dev %s%s" % (to, hops[0][0], hops[0][1], source)
+    return "%s%s %s" % (to, source, " ".join("nexthop " + " ".join(_hop_words(h)) for h in hops))
 
 
 def replace_command(key: RouteKey) -> list[str]:

@@ -181,7 +181,9 @@ def path_lookup(plan: Plan, paths: dict[str, dict[str, list[list[str]]]]) -> Pat
                           "(beonet_plan role with beonet_plan_paths: true)"])
     owner = {}
     for name, n in plan["nodes"].items():
-        owner[n["address"]] = name
+        for key in ("address", "address6"):      # IPv4, IPv6 (an IPv6-only plan: IPv6 alone)
+            if key in n:
+                owner[n[key]] = name
         for iface in n["interfaces"]:
             for address in iface.get("addresses") or []:
                 owner[address.split("/")[0]] = name

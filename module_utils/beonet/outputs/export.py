@@ -30,25 +30,28 @@ def hosts(plan: Plan) -> str:
     return file_text(lines, "/etc/hosts")
 
 
+def _host(plan: Plan, name: str) -> str:
+    """How a hosts file names a node: its cluster address (so the launchers reach it over
+    the cluster, whatever the names resolve to); on an IPv6-only plan its name, which must
+    resolve to its cluster address (beonet export hosts; playbooks/mpi.yml writes it there):
+    Hydra's HOST:SLOTS would read an IPv6 address's ':' as the slots', and PRRTE 3.0
+    (Open MPI 5.0.7) ends in a segmentation fault on an IPv6 address in its hostfile."""
+    return name if mpi.ipv6_only(plan) else cluster_address(plan["nodes"][name])
+
+
 def hostfile(plan: Plan, slots: Slots = 1) -> str:
-    """Open MPI hostfile: each node by its cluster address (so mpirun and its daemons
-    reach it over the cluster, whatever the names resolve to), with its slots."""
+    """Open MPI hostfile: each node (_host), with its slots."""
     lines = ["# Open MPI hostfile for %s (beonet): cluster address, slots, node"
              % plan["topology"]["name"]]
-    lines += ["%s slots=%d # %s" % (cluster_address(node), slots_of(slots, name), name)
-              for name, node in plan["nodes"].items()]
+    lines += ["%s slots=%d # %s" % (_host(plan, name), slots_of(slots, name), name)
+              for name in plan["nodes"]]
     return file_text(lines, "the hostfile")
 
 
 def mpich_hosts(plan: Plan, slots: Slots = 1) -> str:
-    """MPICH (Hydra) machine file: ADDRESS:SLOTS, one node a line, in plan order.
-    MpiError on an IPv6-only plan: the ':' of an IPv6 address reads as the slots'."""
-    if mpi.ipv6_only(plan):
-        raise mpi.MpiError("Hydra's machine file (HOST:SLOTS) cannot hold an IPv6 address (its ':' "
-                           "reads as the slots'): give mpiexec the hosts by name (-hosts), the "
-                           "names resolving to their cluster addresses (beonet export hosts)")
-    return file_text(["%s:%d" % (cluster_address(node), slots_of(slots, name))
-                      for name, node in plan["nodes"].items()], "the MPICH hosts file")
+    """MPICH (Hydra) machine file: HOST:SLOTS (_host), one node a line, in plan order."""
+    return file_text(["%s:%d" % (_host(plan, name), slots_of(slots, name)) for name in plan["nodes"]],
+                     "the MPICH hosts file")
 
 
 def openmpi_mca(plan: Plan) -> str:
