@@ -144,8 +144,20 @@ def _routing(m: Model, compiled: Compiled) -> None:
         address[page[n.index]] = n.address
     m.data["routing"] = {"prefixes": [list(p) for p in prefixes], "tables": tables,
                          "address": address, "branches": prove.PATHS_CAP, "steps": WALK_STEPS}
-    if not compiled.graph.v4:       # the walk's IPv4 labels, shown as their IPv6 addresses
-        m.data["routing"]["six"] = {str(a): ip6_text(b) for a, b in counterparts(compiled.graph).items()}
+    m.data["routing"].update(_families(compiled))
+
+
+def _families(compiled: Compiled) -> dict[str, Any]:
+    """With IPv6 on: the page's IP families, IPv4 first where the plan has it, and the
+    IPv6 counterpart of every address the walk shows (an IPv6 route is its IPv4 one
+    relabelled, so each IPv6 path is its IPv4 one relabelled, as `beonet paths` shows
+    it; on an IPv6-only plan the IPv4 addresses are internal labels, never shown).
+    An IPv4-only page carries neither (its data as before)."""
+    graph = compiled.graph
+    if not graph.v6:
+        return {}
+    return {"families": [4, 6] if graph.v4 else [6],
+            "six": {str(a): ip6_text(b) for a, b in counterparts(graph).items()}}
 
 
 def _groups(plan: Plan, compiled: Compiled) -> dict[str, Any]:
