@@ -14,7 +14,7 @@ from conftest import ROOT, golden
 from beonet import cli
 from beonet.cabling import match
 from beonet.compiler import pipeline, prove
-from beonet.compiler.model import ip_int
+from beonet.compiler.model import ip_int, ip_text
 from beonet.outputs import plan as render
 from beonet.outputs.ipfamily import Paths
 from beonet.view import layout, model, overlays, page, pinned
@@ -181,6 +181,31 @@ def test_a_dual_stack_page_carries_the_ipv6_counterparts(tmp_path, capsys):
     for a, b in (("node-0-0", "node-3-3"), ("node-2-1", "node-0-3")):
         assert [[six[str(ip_int(h["address"]))] for h in hops] for hops in c.path(a, b)] == \
             paths.addresses(a, b)["address6"]
+
+
+def test_a_dual_stack_pages_route_columns_are_the_plans_routes(tmp_path, capsys):
+    """Each node's routed prefixes (not on-link) in the page: in IPv4 its plan's IPv4
+    routes, in IPv6 (`prefixes6`) its plan's IPv6 routes, with the same next hops (FRR:
+    the routes it learns)."""
+    data = view_data(tmp_path, capsys, with_addressing(tmp_path, "metanode-testbed-frr", {"ipv6": True}))
+    routing = data["routing"]
+    c = pipeline.compile_text((tmp_path / "metanode-testbed-frr-dual.yml").read_text(), "t.yml")
+    plan = render.plan(c)
+    names = [n[0] for n in data["nodes"]]
+    by_address = {n["address"]: name for name, n in plan["nodes"].items()}
+    by_address.update({i: name for name, n in plan["nodes"].items() for a in
+                       (x["addresses"] for x in n["interfaces"]) for i in (s.split("/")[0] for s in a)})
+    for k, (_, rows) in enumerate(routing["tables"]):
+        routed = [row for row in rows if row[1] >= 0]
+        four = {"%s/%d" % (ip_text(routing["prefixes"][r[0]][1]), routing["prefixes"][r[0]][0]):
+                [names[j] for j in (r[1], *r[3:])] for r in routed}
+        six = {routing["prefixes6"][r[0]]: [names[j] for j in (r[1], *r[3:])] for r in routed}
+        node = plan["nodes"][names[k]]
+        proven = node["routes"] + node["learned"]          # under FRR: the routes OSPF learns
+        for table, routes in ((four, [r for r in proven if ":" not in r["to"]]),
+                              (six, [r for r in proven if ":" in r["to"]])):
+            assert table == {r["to"]: [by_address[h["via"]] for h in r.get("nexthops", [r])] for r in routes}
+    assert len(routing["prefixes6"]) == len(routing["prefixes"])
 
 
 def test_an_ipv6_only_page_shows_no_ipv4(tmp_path, capsys):

@@ -231,6 +231,8 @@ def test_a_dual_stack_page_shows_each_familys_paths(driver, tmp_path, capsys):
     assert "address 10.0.1.2, IPv6 address fdc6:5405:d9b:1::2, forwarding on" in info
     assert texts(driver, "#info th")[4:6] == ["IPv4", "IPv6"]
     assert "ip -6 route replace fdc6:5405:d9b:3::/64 via" in info
+    assert texts(driver, "#info table.routes th") == ["IPv4", "IPv6", "next hops"]
+    assert "10.0.3.0/24 fdc6:5405:d9b:3::/64 node-1-3" in texts(driver, "#info table.routes tr")
     assert console_errors(driver) == []
 
 
@@ -265,6 +267,7 @@ def test_an_ipv6_only_page_shows_ipv6_addresses_and_hops(driver, tmp_path, capsy
     click_node(driver, b)
     side = driver.find_element("id", "side").text
     assert IPV4_TEXT.findall(side) == [] and "IPv4" not in side
+    assert texts(driver, "#info table.routes th") == ["IPv6", "next hops"]
     assert "address %s, forwarding" % ip6_text(c.graph.by_name[b].address6) in side
     assert console_errors(driver) == []
 

@@ -146,8 +146,27 @@
       var tr = html("tr", null, t);
       (dual ? r.slice(0, 4).concat(byFamily(r[4]), r.slice(5)) : r).forEach(function (c) { html("td", c, tr); });
     });
+    showRoutes(box, i);
     html("h3", "dry run: links, addresses, forwarding, routes" + (dual ? " (IPv4, then IPv6: ip -6)" : ""), box);
     html("pre", info.dryrun, box, "dryrun");
+  }
+  /* The node's proven route table (D.routing, longest prefix first), one column per
+     family: each prefix in IPv4 and its IPv6 counterpart, and the next hops' nodes. */
+  function showRoutes(box, i) {
+    html("h3", "proven routes: prefix" + (families.length > 1 ? " in each family" : "") + ", next hops", box);
+    var t = html("table", null, box, "routes"), hr = html("tr", null, t);
+    families.forEach(function (family) { html("th", familyName(family), hr); });
+    html("th", "next hops", hr);
+    R.tables[i][1].forEach(function (row) {
+      var tr = html("tr", null, t);
+      families.forEach(function (family) { html("td", prefixText(row[0], family), tr); });
+      html("td", row[1] < 0 ? "on-link" : [row[1]].concat(row.slice(3)).map(function (v) {
+        return D.nodes[v][0]; }).join(" "), tr);
+    });
+  }
+  function prefixText(k, family) {
+    var p = R.prefixes[k];
+    return family === 6 ? R.prefixes6[k] : ipText(p[1], 4) + "/" + p[0];
   }
   /* A dual-stack interface's addresses: [its IPv4 ones, its IPv6 ones]. */
   function byFamily(text) {
