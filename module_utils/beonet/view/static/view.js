@@ -144,7 +144,8 @@
       .forEach(function (c) { html("th", c, hr); });
     info.interfaces.forEach(function (r) {
       var tr = html("tr", null, t);
-      (dual ? r.slice(0, 4).concat(byFamily(r[4]), r.slice(5)) : r).forEach(function (c) { html("td", c, tr); });
+      var cells = dual ? r.slice(0, 4).concat(byFamily(r[4]), r.slice(5)) : r;
+      cells.forEach(function (c, k) { html("td", c, tr, k >= 4 && k < cells.length - 1 ? "addr" : null); });
     });
     showRoutes(box, i);
     html("h3", "dry run: links, addresses, forwarding, routes" + (dual ? " (IPv4, then IPv6: ip -6)" : ""), box);
@@ -160,8 +161,8 @@
     R.tables[i][1].forEach(function (row) {
       var tr = html("tr", null, t);
       families.forEach(function (family) { html("td", prefixText(row[0], family), tr); });
-      html("td", row[1] < 0 ? "on-link" : [row[1]].concat(row.slice(3)).map(function (v) {
-        return D.nodes[v][0]; }).join(" "), tr);
+      var hops = html("td", row[1] < 0 ? "on-link" : null, tr);
+      if (row[1] >= 0) [row[1]].concat(row.slice(3)).forEach(function (v) { html("div", D.nodes[v][0], hops); });
     });
   }
   function prefixText(k, family) {
