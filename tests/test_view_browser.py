@@ -232,7 +232,11 @@ def test_a_dual_stack_page_shows_each_familys_paths(driver, tmp_path, capsys):
     assert texts(driver, "#info th")[4:6] == ["IPv4", "IPv6"]
     assert "ip -6 route replace fdc6:5405:d9b:3::/64 via" in info
     assert texts(driver, "#info table.routes th") == ["IPv4", "IPv6", "next hops"]
-    assert "10.0.3.0/24 fdc6:5405:d9b:3::/64 node-1-3" in texts(driver, "#info table.routes tr")
+    rows = driver.execute_script("return Array.from(document.querySelectorAll('#info table.routes tr')).map("
+                                 "function (tr) { return Array.from(tr.cells).map(function (td) {"
+                                 " return td.innerText; }); })")
+    assert ["10.0.3.0/24", "fdc6:5405:d9b:3::/64", "node-1-3"] in rows
+    assert ["10.0.0.1/32", "fdc6:5405:d9b::1/128", "node-1-0\nnode-0-1"] in rows       # multipath
     assert console_errors(driver) == []
 
 
