@@ -177,7 +177,8 @@ def test_the_view_of_an_ipv6_only_plan_shows_ipv6(capsys, tmp_path):
     own = {n["address6"] for n in plan["nodes"].values()}
     assert {six[str(a)] for a in data["routing"]["address"]} == own
     dual = model.build(render.plan(pipeline.compile_file(DUAL)), pipeline.compile_file(DUAL)).data
-    assert dual["nodes"][0][1] == "10.0.0.1 fd76:db0c:60c::1" and "six" not in dual["routing"]
+    assert dual["nodes"][0][1] == "10.0.0.1 fd76:db0c:60c::1" and dual["routing"]["families"] == [4, 6]
+    assert data["routing"]["families"] == [6]
     code, _out, err = run(capsys, "view", TREE_ONLY, "-o", str(tmp_path / "v.html"))
     assert code == 0 and "fdd5:5b69:622d::1" in (tmp_path / "v.html").read_text()
 

@@ -8,12 +8,15 @@ import math
 import re
 
 import pytest
+import yaml
 from conftest import ROOT, golden
 
 from beonet import cli
 from beonet.cabling import match
 from beonet.compiler import pipeline, prove
+from beonet.compiler.model import ip_int, ip_text
 from beonet.outputs import plan as render
+from beonet.outputs.ipfamily import Paths
 from beonet.view import layout, model, overlays, page, pinned
 
 TOPO = ROOT / "topologies"
@@ -137,6 +140,88 @@ def test_routing_is_the_proofs_tables(tmp_path, capsys):
             table.setdefault(plen, {})[net] = entry
         assert table == c.proof.tables[graph_of[k]].by_len
     assert any(len(row) > 3 for _, rows in routing["tables"] for row in rows)   # multipath
+
+
+IPV4_TEXT = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
+
+
+def with_addressing(tmp_path, name, addressing):
+    """topologies/NAME.yml with this addressing, written to tmp_path; its path."""
+    topo = yaml.safe_load((TOPO / (name + ".yml")).read_text())
+    topo["addressing"] = addressing
+    out = tmp_path / ("%s-%s.yml" % (name, "only" if addressing.get("ipv4") is False else "dual"))
+    out.write_text(yaml.safe_dump(topo, sort_keys=False))
+    return out
+
+
+def view_data(tmp_path, capsys, topo):
+    """The data of the page of a topology file."""
+    out = tmp_path / (topo.stem + ".html")
+    code, _, err = run(capsys, "view", topo, "-o", out)
+    assert code == 0, err
+    return page_data(out.read_text())
+
+
+def test_a_dual_stack_page_carries_the_ipv6_counterparts(tmp_path, capsys):
+    """Each address the page's walk shows (every node's address, every route's source)
+    has its IPv6 counterpart, the plan's: relabelled, the walk's hops are `beonet paths`'
+    IPv6 ones; the node list holds both addresses."""
+    data = view_data(tmp_path, capsys, TOPO / "dual-stack-mesh.yml")
+    routing, six = data["routing"], data["routing"]["six"]
+    assert routing["families"] == [4, 6]
+    c = pipeline.compile_file(str(TOPO / "dual-stack-mesh.yml"))
+    plan = render.plan(c)
+    names = [n[0] for n in data["nodes"]]
+    assert [six[str(a)] for a in routing["address"]] == [plan["nodes"][n]["address6"] for n in names]
+    nodes = plan["nodes"]
+    assert [n[1] for n in data["nodes"]] == ["%s %s" % (nodes[n]["address"], nodes[n]["address6"])
+                                             for n in names]
+    assert all(str(src) in six for sources, _ in routing["tables"] for src in sources)
+    paths = Paths(c)
+    for a, b in (("node-0-0", "node-3-3"), ("node-2-1", "node-0-3")):
+        assert [[six[str(ip_int(h["address"]))] for h in hops] for hops in c.path(a, b)] == \
+            paths.addresses(a, b)["address6"]
+
+
+def test_a_dual_stack_pages_route_columns_are_the_plans_routes(tmp_path, capsys):
+    """Each node's routed prefixes (not on-link) in the page: in IPv4 its plan's IPv4
+    routes, in IPv6 (`prefixes6`) its plan's IPv6 routes, with the same next hops (FRR:
+    the routes it learns)."""
+    data = view_data(tmp_path, capsys, with_addressing(tmp_path, "metanode-testbed-frr", {"ipv6": True}))
+    routing = data["routing"]
+    c = pipeline.compile_text((tmp_path / "metanode-testbed-frr-dual.yml").read_text(), "t.yml")
+    plan = render.plan(c)
+    names = [n[0] for n in data["nodes"]]
+    by_address = {n["address"]: name for name, n in plan["nodes"].items()}
+    by_address.update({i: name for name, n in plan["nodes"].items() for a in
+                       (x["addresses"] for x in n["interfaces"]) for i in (s.split("/")[0] for s in a)})
+    for k, (_, rows) in enumerate(routing["tables"]):
+        routed = [row for row in rows if row[1] >= 0]
+        four = {"%s/%d" % (ip_text(routing["prefixes"][r[0]][1]), routing["prefixes"][r[0]][0]):
+                [names[j] for j in (r[1], *r[3:])] for r in routed}
+        six = {routing["prefixes6"][r[0]]: [names[j] for j in (r[1], *r[3:])] for r in routed}
+        node = plan["nodes"][names[k]]
+        proven = node["routes"] + node["learned"]          # under FRR: the routes OSPF learns
+        for table, routes in ((four, [r for r in proven if ":" not in r["to"]]),
+                              (six, [r for r in proven if ":" in r["to"]])):
+            assert table == {r["to"]: [by_address[h["via"]] for h in r.get("nexthops", [r])] for r in routes}
+    assert len(routing["prefixes6"]) == len(routing["prefixes"])
+
+
+def test_an_ipv6_only_page_shows_no_ipv4(tmp_path, capsys):
+    """An IPv6-only page has one family, IPv6: no IPv4 text outside the walk's
+    internal labels (numbers, never shown)."""
+    data = view_data(tmp_path, capsys, with_addressing(tmp_path, "metanode-testbed-frr",
+                                                       {"ipv4": False, "ipv6": True}))
+    assert data["routing"]["families"] == [6]
+    shown = {k: v for k, v in data.items() if k != "routing"}
+    assert IPV4_TEXT.findall(json.dumps(shown)) == []
+    assert all(":" in n[1] for n in data["nodes"])
+
+
+def test_an_ipv4_only_page_carries_no_family_data(tmp_path, capsys):
+    data = view_data(tmp_path, capsys, TOPO / "routed-mesh.yml")
+    assert "families" not in data["routing"] and "six" not in data["routing"]
 
 
 def test_failures_are_the_metrics():

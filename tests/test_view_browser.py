@@ -10,10 +10,21 @@ import json
 
 import pytest
 from browser import chrome, click_node, console_errors, may_skip, missing, node_index, open_page
-from conftest import ROOT
-from test_view import TOPO, compiled, miswired_reports, page_data, results_folder, run, verify_report
+from test_view import (
+    IPV4_TEXT,
+    TOPO,
+    compiled,
+    miswired_reports,
+    page_data,
+    results_folder,
+    run,
+    verify_report,
+    with_addressing,
+)
 
 from beonet.compiler import pipeline, prove
+from beonet.compiler.model import ip6_text
+from beonet.outputs.ipfamily import Paths
 from beonet.view import model, page
 
 WHY = missing()
@@ -64,11 +75,11 @@ def failed_switch(driver, tmp_path, capsys, topology, switch):
     return texts(driver, "#failure .routed"), texts(driver, "#failure .drawn")
 
 
-def shown_paths(driver, a, b):
-    """Pick nodes a and b through the page's address (#from=a&to=b): each listed
-    branch as [[address, node]...] and its drawn edges."""
+def shown_paths(driver, a, b, more=""):
+    """Pick nodes a and b through the page's address (#from=a&to=b, then more): each
+    listed branch as [[address, node]...] and its drawn edges."""
     from selenium.webdriver.support.ui import WebDriverWait
-    driver.execute_script("location.hash = arguments[0]", "#from=%s&to=%s" % (a, b))
+    driver.execute_script("location.hash = arguments[0]", "#from=%s&to=%s%s" % (a, b, more))
     title = "%s \u2192 %s" % (a, b)
     WebDriverWait(driver, 30).until(lambda d: texts(d, "#path .pathtitle") == [title])
     return driver.execute_script(
@@ -91,15 +102,18 @@ def walks(edges, drawn, src, hops):
     return not want and at == hops[-1]
 
 
-def assert_paths_are_the_compilers(driver, page, c, pairs):
-    """For each pair, the page's branches are `Compiled.path`'s (addresses and nodes,
-    the preferred first) and each is drawn hop by hop."""
+def assert_paths_are_the_compilers(driver, page, c, pairs, family=4):
+    """For each pair, the page's branches in the family are `beonet paths`' (addresses
+    and nodes, the preferred first), each drawn hop by hop, and the page's lines are
+    `beonet paths`' own."""
     data = page_data(open(page).read())
     index = {n[0]: k for k, n in enumerate(data["nodes"])}
+    paths, key = Paths(c), "address6" if family == 6 else "address"
     for a, b in pairs:
-        shown = shown_paths(driver, a, b)
-        assert [hops for hops, _ in shown] == [[[h["address"], h["node"]] for h in branch]
-                                               for branch in c.path(a, b)], (a, b)
+        shown = shown_paths(driver, a, b, "&family=6" if family == 6 else "")
+        assert [hops for hops, _ in shown] == [[[h[key], h["node"]] for h in branch]
+                                               for branch in paths.path(a, b)], (a, b)
+        assert texts(driver, "#path pre.lines") == ["\n".join(paths.lines(a, b))]
         for hops, drawn in shown:
             assert walks(data["edges"], drawn, index[a], [index[n] for _, n in hops]), (a, b)
     assert console_errors(driver) == []
@@ -187,19 +201,78 @@ def test_a_table_without_a_route_or_with_a_loop_shows_no_path(driver, tmp_path, 
     assert count(driver, "g.edge.onpath") == 0 and console_errors(driver) == []
 
 
-def test_an_ipv6_only_page_shows_ipv6_addresses_and_hops(driver, tmp_path, capsys):
-    from beonet.outputs.ipfamily import Paths
-    topo = ROOT / "tests" / "ipv6" / "routed-mesh-only.yml"
+def hops(driver):
+    """The addresses of each branch listed in #path."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#path ol')).map(function (ol) {"
+        " return Array.from(ol.children).map(function (li) { return li.dataset.address; }); })")
+
+
+def test_a_dual_stack_page_shows_each_familys_paths(driver, tmp_path, capsys):
+    """A #from=A&to=B&family=6 link lists the IPv6 hops; the switch changes the family
+    and the link; node details show both families."""
+    page = view(tmp_path, capsys, "dual-stack-mesh")
+    c = pipeline.compile_file(str(TOPO / "dual-stack-mesh.yml"))
+    paths = Paths(c).addresses("node-0-0", "node-3-3")
+    open_page(driver, page, "#from=node-0-0&to=node-3-3&family=6")
+    assert hops(driver) == paths["address6"] and len(paths["address6"]) > 1
+    assert texts(driver, "#path .family") == ["IPv6 hops"]
+    assert "traceroute -n -6 %s from node-0-0" % paths["address6"][0][-1] in texts(driver, "#path .note")[0]
+    driver.find_element("id", "family4").click()
+    assert hops(driver) == paths["address"]
+    assert driver.execute_script("return location.hash") == "#from=node-0-0&to=node-3-3"
+    driver.find_element("id", "family6").click()
+    assert driver.execute_script("return location.hash") == "#from=node-0-0&to=node-3-3&family=6"
+    names = list(c.graph.by_name)
+    assert_paths_are_the_compilers(driver, page, c, sample_pairs(c, names), family=6)
+    assert_paths_are_the_compilers(driver, page, c, sample_pairs(c, names)[:3], family=4)
+    click_node(driver, "node-1-1")
+    info = driver.find_element("id", "info").text
+    assert "address 10.0.1.2, IPv6 address fdc6:5405:d9b:1::2, forwarding on" in info
+    assert texts(driver, "#info th")[4:6] == ["IPv4", "IPv6"]
+    assert "ip -6 route replace fdc6:5405:d9b:3::/64 via" in info
+    assert texts(driver, "#info table.routes th") == ["IPv4", "IPv6", "next hops"]
+    rows = driver.execute_script("return Array.from(document.querySelectorAll('#info table.routes tr')).map("
+                                 "function (tr) { return Array.from(tr.cells).map(function (td) {"
+                                 " return td.innerText; }); })")
+    assert ["10.0.3.0/24", "fdc6:5405:d9b:3::/64", "node-1-3"] in rows
+    assert ["10.0.0.1/32", "fdc6:5405:d9b::1/128", "node-1-0\nnode-0-1"] in rows       # multipath
+    assert console_errors(driver) == []
+
+
+def test_a_hostile_family_in_a_link_is_ignored(driver, tmp_path, capsys):
+    """A link's family is read as 4 or 6 or not at all: markup in it shows the default's hops."""
+    page = view(tmp_path, capsys, "dual-stack-mesh")
+    open_page(driver, page, "#from=node-0-0&to=node-3-3&family=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E6")
+    assert [h[:3] for h in hops(driver)[0]] == ["10.", "10."]
+    assert count(driver, "img") == 0
+    assert driver.execute_script("return document.getElementById('family4').checked")
+    assert console_errors(driver) == []
+
+
+ONLY = {"ipv4": False, "ipv6": True}
+
+
+@pytest.mark.parametrize("name", ["routed-mesh", "switch-tree-3", "metanode-testbed-frr", "bonded-dual-net"])
+def test_an_ipv6_only_page_shows_ipv6_addresses_and_hops(driver, tmp_path, capsys, name):
+    """IPv6 alone: no family switch, no IPv4 field or text, IPv6 hops (also for a link
+    asking for IPv4), no console error."""
+    topo = with_addressing(tmp_path, name, ONLY)
     out = tmp_path / "six.html"
     code, _, err = run(capsys, "view", topo, "-o", out)
     assert code == 0, err
-    open_page(driver, str(out), "#from=node-0-0&to=node-3-3")
-    lists = driver.execute_script(
-        "return Array.from(document.querySelectorAll('#path ol')).map(function (ol) {"
-        " return Array.from(ol.children).map(function (li) { return li.dataset.address; }); })")
-    assert lists == Paths(pipeline.compile_file(str(topo))).addresses("node-0-0", "node-3-3")["address6"]
-    click_node(driver, "node-1-0")
-    assert "address fd76:db0c:60c::2, forwarding" in driver.find_element("id", "info").text
+    c = pipeline.compile_file(str(topo))
+    a, b = list(c.graph.by_name)[0], list(c.graph.by_name)[-1]
+    open_page(driver, str(out), "#from=%s&to=%s&family=4" % (a, b))
+    assert count(driver, "#families") == 0
+    assert_paths_are_the_compilers(driver, str(out), c, [(a, b)], family=6)
+    assert hops(driver) == Paths(c).addresses(a, b)["address6"]
+    assert "traceroute -n -6 " in texts(driver, "#path .note")[0]
+    click_node(driver, b)
+    side = driver.find_element("id", "side").text
+    assert IPV4_TEXT.findall(side) == [] and "IPv4" not in side
+    assert texts(driver, "#info table.routes th") == ["IPv6", "next hops"]
+    assert "address %s, forwarding" % ip6_text(c.graph.by_name[b].address6) in side
     assert console_errors(driver) == []
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..cabling.sheet import Sheet
 from ..compiler import failures, prove
-from ..compiler.ipv6 import counterparts
-from ..compiler.model import ip6_text
+from ..compiler.ipv6 import HOST_PLEN, counterparts
+from ..compiler.model import ip6_text, net6_text
 from ..compiler.pipeline import Compiled
 from ..outputs import dryrun
 from ..outputs.ipfamily import node_addresses
@@ -144,8 +144,24 @@ def _routing(m: Model, compiled: Compiled) -> None:
         address[page[n.index]] = n.address
     m.data["routing"] = {"prefixes": [list(p) for p in prefixes], "tables": tables,
                          "address": address, "branches": prove.PATHS_CAP, "steps": WALK_STEPS}
-    if not compiled.graph.v4:       # the walk's IPv4 labels, shown as their IPv6 addresses
-        m.data["routing"]["six"] = {str(a): ip6_text(b) for a, b in counterparts(compiled.graph).items()}
+    m.data["routing"].update(_families(compiled, list(prefixes)))
+
+
+def _families(compiled: Compiled, prefixes: list[tuple[int, int]]) -> dict[str, Any]:
+    """With IPv6 on: the page's IP families, IPv4 first where the plan has it, the IPv6
+    counterpart of every address the walk shows and of every prefix of the tables (an
+    IPv6 route is its IPv4 one relabelled, so each IPv6 path is its IPv4 one relabelled,
+    as `beonet paths` shows it; on an IPv6-only plan the IPv4 addresses are internal
+    labels, never shown). An IPv4-only page carries none of them (its data as before)."""
+    graph = compiled.graph
+    if not graph.v6:
+        return {}
+    six = counterparts(graph)
+    segment6 = {(s.plen, s.net): net6_text(s.net6, s.plen6) for s in graph.segments if s.routed}
+    return {"families": [4, 6] if graph.v4 else [6],
+            "six": {str(a): ip6_text(b) for a, b in six.items()},
+            "prefixes6": [segment6[p] if p in segment6 else net6_text(six[p[1]], HOST_PLEN)
+                          for p in prefixes]}
 
 
 def _groups(plan: Plan, compiled: Compiled) -> dict[str, Any]:

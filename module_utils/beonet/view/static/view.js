@@ -8,8 +8,11 @@
   var svg = document.getElementById("canvas");
   var nodeEls = [], hubEls = [], edgeEls = [];
   var edgeOf = {};      /* "vertex>vertex" -> the (last) drawn edge joining them */
-  var state = { a: -1, b: -1, failMode: false };
+  var state = { a: -1, b: -1, failMode: false, family: 4 };
   var nNodes = D.nodes ? D.nodes.length : 0;
+  /* The plan's IP families, IPv4 first where it has it (D.routing.families; absent: IPv4 only) */
+  var families = (D.routing && D.routing.families) || [4];
+  state.family = families[0];
   var pathLayer = null;
 
   function el(tag, attrs, parent) {
@@ -131,17 +134,46 @@
     var box = document.getElementById("info"), n = D.nodes[i];
     clear(box);
     html("h2", n[0], box);
-    html("p", "address " + n[1] + ", forwarding " + (n[2] ? "on" : "off"), box);
+    html("p", n[1].split(" ").map(function (a) {
+      return (families.length > 1 && a.indexOf(":") >= 0 ? "IPv6 address " : "address ") + a;
+    }).join(", ") + ", forwarding " + (n[2] ? "on" : "off"), box, "addresses");
     var info = D.info && D.info[n[0]];
     if (!info) { html("p", "details not embedded at this size: beonet routes --node NAME", box); return; }
-    var t = html("table", null, box, "ifaces"), hr = html("tr", null, t);
-    ["NIC", "logical", "kind", "segment", "addresses", "members"].forEach(function (c) { html("th", c, hr); });
+    var t = html("table", null, box, "ifaces"), hr = html("tr", null, t), dual = families.length > 1;
+    ["NIC", "logical", "kind", "segment"].concat(dual ? ["IPv4", "IPv6"] : ["addresses"], ["members"])
+      .forEach(function (c) { html("th", c, hr); });
     info.interfaces.forEach(function (r) {
       var tr = html("tr", null, t);
-      r.forEach(function (c) { html("td", c, tr); });
+      var cells = dual ? r.slice(0, 4).concat(byFamily(r[4]), r.slice(5)) : r;
+      cells.forEach(function (c, k) { html("td", c, tr, k >= 4 && k < cells.length - 1 ? "addr" : null); });
     });
-    html("h3", "dry run: links, addresses, forwarding, routes", box);
+    showRoutes(box, i);
+    html("h3", "dry run: links, addresses, forwarding, routes" + (dual ? " (IPv4, then IPv6: ip -6)" : ""), box);
     html("pre", info.dryrun, box, "dryrun");
+  }
+  /* The node's proven route table (D.routing, longest prefix first), one column per
+     family: each prefix in IPv4 and its IPv6 counterpart, and the next hops' nodes. */
+  function showRoutes(box, i) {
+    html("h3", "proven routes: prefix" + (families.length > 1 ? " in each family" : "") + ", next hops", box);
+    var t = html("table", null, box, "routes"), hr = html("tr", null, t);
+    families.forEach(function (family) { html("th", familyName(family), hr); });
+    html("th", "next hops", hr);
+    R.tables[i][1].forEach(function (row) {
+      var tr = html("tr", null, t);
+      families.forEach(function (family) { html("td", prefixText(row[0], family), tr); });
+      var hops = html("td", row[1] < 0 ? "on-link" : null, tr);
+      if (row[1] >= 0) [row[1]].concat(row.slice(3)).forEach(function (v) { html("div", D.nodes[v][0], hops); });
+    });
+  }
+  function prefixText(k, family) {
+    var p = R.prefixes[k];
+    return family === 6 ? R.prefixes6[k] : ipText(p[1], 4) + "/" + p[0];
+  }
+  /* A dual-stack interface's addresses: [its IPv4 ones, its IPv6 ones]. */
+  function byFamily(text) {
+    var all = text ? text.split(" ") : [];
+    return [all.filter(function (a) { return a.indexOf(":") < 0; }).join(" "),
+            all.filter(function (a) { return a.indexOf(":") >= 0; }).join(" ")];
   }
   /* --- the proven paths: the page walks each node's route table (D.routing) as the
      compiler's proof does for `beonet paths`: longest-prefix match at every hop, every
@@ -171,9 +203,14 @@
     return null;
   }
   function source(i, row) { return R.tables[i][0][row[2]]; }
-  /* R.six: an IPv6-only plan's address of each internal IPv4 label */
-  function ipText(a) { return R.six ? R.six[a] : [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join("."); }
-  /* { branches: [[addresses, nodes]...] or null (no route, or a loop), cut: why a bound cut it } */
+  /* An address of the walk in a family: IPv4 as is, IPv6 its counterpart (R.six; on an
+     IPv6-only plan the IPv4 addresses are internal labels); -1: no reply ("*"). */
+  function ipText(a, family) {
+    if (a < 0) return "*";
+    return family === 6 ? R.six[a] : [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join(".");
+  }
+  /* { branches: [[addresses, nodes]...] or null (no route, or a loop), cut: why a bound cut it };
+     the addresses are the walk's (IPv4, or labels), -1 where a hop has no route back */
   function walk(src, dst) {
     var target = R.address[dst], first = lookup(src, target);
     if (!first) return { branches: null, cut: "" };
@@ -183,7 +220,7 @@
       var item = todo.pop(), cur = item[0];
       var entry = cur !== dst ? lookup(cur, target) : null;
       if (cur === dst || (entry && entry[1] === -1)) {
-        var addrs = item[1].concat([ipText(target)]), via = item[2].concat([dst]), key = addrs.join(" ") + "|" + via.join(" ");
+        var addrs = item[1].concat([target]), via = item[2].concat([dst]), key = addrs.join(" ") + "|" + via.join(" ");
         if (!seen[key]) { seen[key] = true; out.push([addrs, via]); }
         continue;
       }
@@ -195,7 +232,7 @@
         if (nxt < 0) return { branches: null, cut: "" };
         if (nxt === dst) { todo.push([dst, item[1], item[2]]); continue; }
         var back = lookup(nxt, sender);
-        todo.push([nxt, item[1].concat([back ? ipText(source(nxt, back)) : "*"]), item[2].concat([nxt])]);
+        todo.push([nxt, item[1].concat([back ? source(nxt, back) : -1]), item[2].concat([nxt])]);
       }
     }
     return { branches: out, cut: todo.length ? "at most " + R.branches + " branches are listed" : "" };
@@ -217,6 +254,7 @@
     via.forEach(function (v) { out = out.concat(throughHubs(u, v)); u = v; });
     return out;
   }
+  function familyName(family) { return family === 6 ? "IPv6" : "IPv4"; }
   function showPath(a, b) {
     var box = document.getElementById("path");
     clear(box);
@@ -233,25 +271,44 @@
       html("p", "no path: " + (found.cut || "the nodes cannot reach each other"), box);
       return;
     }
-    branches.forEach(function (br, k) {
-      html("h3", "branch " + (k + 1) + (k === 0 ? " (preferred)" : ""), box);
-      var ol = html("ol", null, box, "hops");
-      br[0].forEach(function (addr, h) {
-        var li = html("li", null, ol, "hop");
-        li.textContent = (h + 1) + "  " + addr + "  (" + D.nodes[br[1][h]][0] + ")";
-        li.setAttribute("data-node", D.nodes[br[1][h]][0]);
-        li.setAttribute("data-address", addr);
-      });
-      var edges = hopEdges(a, br[1]);
-      ol.setAttribute("data-edges", edges.join(" "));
-      edges.forEach(function (e) { edgeEls[e].classList.add("onpath"); });
-      along(edges);
-      br[1].forEach(function (v) { nodeEls[v].classList.add("onpath"); });
-    });
-    if (found.cut) html("p", "cut short: " + found.cut + " (beonet paths --from " + D.nodes[a][0]
-                        + " --to " + D.nodes[b][0] + ")", box, "cut");
-    html("p", "traceroute -n " + branches[0][0][branches[0][0].length - 1] + " from " + D.nodes[a][0]
+    if (families.length > 1) html("p", familyName(state.family) + " hops", box, "family");
+    branches.forEach(function (br, k) { showBranch(box, a, br, k); });
+    var paths = "beonet paths --from " + D.nodes[a][0] + " --to " + D.nodes[b][0];
+    if (found.cut) html("p", "cut short: " + found.cut + " (" + paths + ")", box, "cut");
+    var flag = state.family === 6 ? " -6 " : " ";
+    html("p", "traceroute -n" + flag + ipText(R.address[b], state.family) + " from " + D.nodes[a][0]
          + " expects the hops of one branch, in order", box, "note");
+    html("h3", "expected traceroute -n lines, " + families.map(familyName).join(" and ") + " (" + paths + ")", box);
+    html("pre", pathLines(a, b, branches).join("\n"), box, "lines");
+  }
+  /* One branch in the family shown: its hops listed and drawn. */
+  function showBranch(box, a, br, k) {
+    html("h3", "branch " + (k + 1) + (k === 0 ? " (preferred)" : ""), box);
+    var ol = html("ol", null, box, "hops");
+    ol.setAttribute("data-family", state.family);
+    br[0].forEach(function (label, h) {
+      var li = html("li", null, ol, "hop"), addr = ipText(label, state.family);
+      li.textContent = (h + 1) + "  " + addr + "  (" + D.nodes[br[1][h]][0] + ")";
+      li.setAttribute("data-node", D.nodes[br[1][h]][0]);
+      li.setAttribute("data-address", addr);
+    });
+    var edges = hopEdges(a, br[1]);
+    ol.setAttribute("data-edges", edges.join(" "));
+    edges.forEach(function (e) { edgeEls[e].classList.add("onpath"); });
+    along(edges);
+    br[1].forEach(function (v) { nodeEls[v].classList.add("onpath"); });
+  }
+  /* The pair's lines as `beonet paths` prints them: every branch in each family, IPv6 marked -6. */
+  function pathLines(a, b, branches) {
+    var out = [];
+    families.forEach(function (family) {
+      branches.forEach(function (br) {
+        var n = br[0].length;
+        out.push(D.nodes[a][0] + " -> " + D.nodes[b][0] + (family === 6 ? " -6" : "") + " (" + n + " hop"
+                 + (n === 1 ? "" : "s") + "): " + br[0].map(function (x) { return ipText(x, family); }).join(" "));
+      });
+    });
+    return out;
   }
   /* Two edges of a path meeting on a bus: the stretch of the bus between their feet. */
   function along(edges) {
@@ -278,7 +335,8 @@
     D.hubs[i][2].forEach(function (l) { html("p", l, box); });
   }
   function setHash(a, b) {
-    var h = "#from=" + encodeURIComponent(D.nodes[a][0]) + "&to=" + encodeURIComponent(D.nodes[b][0]);
+    var h = "#from=" + encodeURIComponent(D.nodes[a][0]) + "&to=" + encodeURIComponent(D.nodes[b][0])
+            + (state.family === 6 ? "&family=6" : "");
     if (location.hash !== h) history.replaceState(null, "", h);
   }
   function fromHash() {
@@ -289,12 +347,38 @@
       if (p.length === 2) { try { q[p[0]] = decodeURIComponent(p[1]); } catch (err) { q[p[0]] = ""; } }
     });
     D.nodes.forEach(function (n, i) { byName[n[0]] = i; });
+    setFamily(q.family === "6" || q.family === "4" ? Number(q.family) : families[0]);
     if (q.from !== undefined && Object.prototype.hasOwnProperty.call(byName, q.from)) {
       state.a = byName[q.from];
       state.b = (q.to !== undefined && Object.prototype.hasOwnProperty.call(byName, q.to)) ? byName[q.to] : -1;
       showInfo(state.a);
       showPath(state.a, state.b);
     }
+  }
+
+  /* The family whose hops #path lists (one the plan has, else its first); the switch follows. */
+  function setFamily(family) {
+    state.family = families.indexOf(family) >= 0 ? family : families[0];
+    var radio = document.getElementById("family" + state.family);
+    if (radio) radio.checked = true;
+  }
+  /* A dual-stack page's switch between the families' hops. */
+  function familySwitch() {
+    if (families.length < 2) return;
+    var span = html("span", null, document.getElementById("bar"));
+    span.id = "families";
+    html("span", "; paths in ", span);
+    families.forEach(function (family) {
+      var label = html("label", null, span), input = html("input", null, label);
+      input.type = "radio"; input.name = "family"; input.id = "family" + family; input.value = family;
+      input.checked = family === state.family;
+      label.appendChild(document.createTextNode(" " + familyName(family) + " "));
+      input.addEventListener("change", function () {
+        setFamily(family);
+        if (state.a >= 0) showPath(state.a, state.b);
+        if (state.a >= 0 && state.b >= 0) setHash(state.a, state.b);
+      });
+    });
   }
 
   /* --- failures: the compiler's counts; the pieces by a search of the drawing --- */
@@ -452,6 +536,7 @@
     } else {
       drawNodeLevel();
     }
+    familySwitch();
     document.getElementById("failmode").addEventListener("change", function (ev) {
       state.failMode = ev.target.checked;
     });
