@@ -365,9 +365,9 @@ def failover_sysctls(n: NodePlan) -> list[tuple[str, str]]:
     """[(key, value)] the plan's failover sets: neighbour-aware multipath, its hash
     policy, and on each NIC or bond carrying an address its neighbour timers and
     ignore_routes_with_linkdown (a next hop on a NIC without carrier is skipped); the
-    IPv6 ones beside them where the plan has IPv6 (IPv6 multipath always skips a next
-    hop whose neighbour failed: it has no use_neigh switch). Empty when the plan has
-    no ``failover``."""
+    IPv6 ones beside them where the plan has IPv6 (IPv6 has no use_neigh switch, and
+    on a node forwarding IPv6 its multipath keeps a dead next hop: docs/failover.md).
+    Empty when the plan has no ``failover``."""
     f = n.get("failover")
     if not f:
         return []
