@@ -203,6 +203,9 @@ def settle_problems(name: str, text: str | None) -> list[str]:
         return ["%s: did not say whether its routing had settled (no settle line in its output)" % name]
     if got.settled:
         return []
+    if got.stopped:
+        return ["%s: FRR is not running (none of its daemons has a process); its routing was read as it was"
+                % name]
     what = [_count(got.forming, "OSPF neighbour", "not Full")] if got.forming else []
     what += [_count(got.bfd_down, "BFD session", "not up")] if got.bfd_down else []
     what += ["OSPF's routes still changing"] if not what else []
