@@ -515,5 +515,7 @@ def parse_settle(text: str) -> Settle | None:
         words = line.split()
         if len(words) == 9 and words[0] == SETTLE_MARK and words[1] in ("settled", "unsettled", "stopped") \
                 and all(w.isascii() and w.isdigit() for w in words[2:]):
-            return Settle(words[1] == "settled", *(int(w) for w in words[2:]), stopped=words[1] == "stopped")
+            seconds, routes, hops, unsourced, forming, bfd_down, reset = (int(w) for w in words[2:])
+            return Settle(words[1] == "settled", seconds, routes, hops, unsourced, forming, bfd_down, reset,
+                          words[1] == "stopped")
     return None
