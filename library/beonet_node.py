@@ -332,8 +332,8 @@ def _frr_live(n: nodeplan.NodePlan) -> dict[str, Any]:
     configuration is on the node (a plan that leaves FRR)."""
     conf = read_text(os.path.join(NODE_ROOT, frr.FRR_CONF.lstrip("/")))
     here = "routing" in n or frr.ours(conf)
-    return {"frr_conf": conf, "frr_running": here and frr.running(os.path.join(NODE_ROOT, "proc")),
-            "systemd": here and frr.systemd_runs(NODE_ROOT)}
+    runs = here and frr.running(os.path.join(NODE_ROOT, "proc"), frr.watched(n))
+    return {"frr_conf": conf, "frr_running": runs, "systemd": here and frr.systemd_runs(NODE_ROOT)}
 
 
 def _cluster_nics(n: nodeplan.NodePlan) -> list[str]:

@@ -524,6 +524,38 @@ def test_paths_that_do_not_fit_the_plan_are_refused(mesh):
         path_of("node-0-1", "node-0-0")
 
 
+def _six(addressing):
+    import yaml
+
+    doc = yaml.safe_load((TOPO / "routed-mesh.yml").read_text())
+    doc["addressing"] = addressing
+    c = pipeline.compile_text(yaml.safe_dump(doc), "routed-mesh.yml")
+    return c, render.plan(c)
+
+
+@pytest.mark.parametrize("addressing,key", [({"ipv6": True}, "address"),
+                                            ({"ipv4": False, "ipv6": True}, "address6")])
+def test_the_hops_of_a_dual_stack_or_ipv6_only_plan_map_to_their_nodes(addressing, key):
+    from beonet.outputs.ipfamily import Paths
+
+    c, plan = _six(addressing)
+    paths = Paths(c)
+    hops = {a: {b: paths.addresses(a, b)[key] for b in plan["nodes"] if b != a} for a in plan["nodes"]}
+    path_of = bench.path_lookup(plan, hops)
+    assert path_of("node-0-0", "node-3-3") == [h["node"] for h in c.path("node-0-0", "node-3-3")[0]]
+    if key == "address":
+        s = bench.schedule(plan, path_of, {"nodes": ["node-0-0", "node-0-1"], "copies": 1,
+                                           "remote_copies": [1], "file_mb": [1]})
+        assert s["family"] == "IPv4" and "-H %s " % plan["nodes"]["node-0-1"]["address"] in \
+            s["steps"][0]["hosts"]["node-0-0"]
+        return
+    with pytest.raises(bench.BenchError) as caught:
+        bench.schedule(plan, path_of, {})
+    assert caught.value.problems == [
+        "plan: routed-mesh is IPv6-only and tokex (roles/beonet_benchmark/files/tokex.c) speaks IPv4 only: "
+        "benchmark it with IPv4 addressing on (addressing: {ipv6: true} keeps both)"]
+
+
 def test_module_documentation_parses():
     bindir = os.path.dirname(sys.executable)
     res = subprocess.run([os.path.join(bindir, "ansible-doc"), "--json", "-M", "library",

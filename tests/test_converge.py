@@ -65,10 +65,15 @@ FAKES = {
 
 @pytest.fixture(autouse=True)
 def daemons(tmp_path, monkeypatch):
-    """FRR's daemons file the wait reads (whether ospf6d runs): the test's own, without ospf6d."""
+    """FRR's daemons file the wait reads (whether ospf6d runs): the test's own, without ospf6d;
+    and the node's processes (/proc/PID/comm): FRR's zebra, ospfd and bfdd beside others."""
     path = tmp_path / "daemons"
     path.write_text("ospfd=yes\nospf6d=no\n")
     monkeypatch.setattr(frr, "FRR_DAEMONS", str(path))
+    for pid, name in enumerate(("systemd", "zebra", "ospfd", "bfdd", "sshd"), 1):
+        (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+        (tmp_path / "proc" / str(pid) / "comm").write_text(name + "\n")
+    monkeypatch.setattr(frr, "PROC", str(tmp_path / "proc"))
     return path
 
 
@@ -148,6 +153,26 @@ def test_a_source_still_missing_after_the_repair_is_repaired_once_and_reported(t
     # source: site.yml's check fails naming it
     line, _polls = run(tmp_path, frr.settle_script(frr.Learned(2, 2), repair=True), 30, HOST + UNSOURCED)
     assert line == "beonet-settle settled 4 2 2 1 0 0 1"
+
+
+@on_host
+@pytest.mark.parametrize("want", [None, frr.Learned(2, 3)])
+def test_a_node_where_frr_does_not_run_says_so_after_two_reads_not_that_it_has_not_settled(tmp_path, want):
+    for pid in (2, 3, 4):                                  # zebra, ospfd and bfdd gone
+        (tmp_path / "proc" / str(pid) / "comm").write_text("bash\n")
+    line, polls = run(tmp_path, frr.settle_script(want), 30, "", neighbours="", bfd="")
+    assert line == "beonet-settle stopped 1 0 0 0 0 0 0" and polls == 1      # read twice, a second apart
+    assert frr.parse_settle(line) == frr.Settle(False, 1, 0, 0, 0, 0, 0, 0, stopped=True)
+    assert readout.settle_problems("node07", line) == [
+        "node07: FRR is not running (none of its daemons has a process); its routing was read as it was"]
+
+
+@on_host
+def test_one_of_frr_s_daemons_running_is_frr_running(tmp_path):
+    for pid in (2, 3):                                     # zebra and ospfd gone, bfdd left
+        (tmp_path / "proc" / str(pid) / "comm").write_text("bash\n")
+    line, _polls = run(tmp_path, frr.settle_script(), 30, MULTIPATH)
+    assert line == "beonet-settle settled 2 1 2 0 0 0 0"
 
 
 def test_what_a_node_says_is_read_only_from_a_whole_settle_line():

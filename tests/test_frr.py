@@ -291,6 +291,24 @@ def test_running_reads_the_daemons_names(tmp_path):
     assert not frr.running(str(tmp_path / "none"))
 
 
+@pytest.mark.parametrize("addressing,ospf6", [(None, False), ({"ipv6": True}, True),
+                                               ({"ipv4": False, "ipv6": True}, True)])
+def test_a_plan_with_ipv6_needs_ospf6d_running_too(tmp_path, addressing, ospf6):
+    n = render.plan(compiled("mesh", {"dims": [2, 2]}, addressing=addressing))["nodes"]["node-0-0"]
+    assert frr.watched(n) == frr.WATCHED + (("ospf6d",) if ospf6 else ())
+    for pid, name in ((20, "zebra"), (21, "ospfd"), (22, "bfdd")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(name + "\n")
+    assert frr.running(str(tmp_path), frr.watched(n)) == (not ospf6)
+    (tmp_path / "23").mkdir()
+    (tmp_path / "23" / "comm").write_text("ospf6d\n")
+    assert frr.running(str(tmp_path), frr.watched(n))
+    from beonet.agent import fast
+
+    watch = "ps -C %s -o pid=,comm=;" % ",".join(frr.watched(n))
+    assert watch in fast.dump_command(n) and ("ospf6d" in fast.dump_command(n)) == ospf6
+
+
 def test_the_plan_carries_what_ospf_installs_for_the_live_proof():
     plan = render.plan(compiled("mesh", {"dims": [2, 2]}))
     n = plan["nodes"]["node-0-0"]

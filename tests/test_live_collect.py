@@ -348,7 +348,7 @@ LINKS6 = [{"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"]},
 
 def _raw6(**more):
     raw = {"links": LINKS6, "addrs": [], "routes": [], "neigh": [], "rules": [], "nft": {"nftables": []},
-           "addrs6": ADDRS6, "routes6": ROUTES6, "neigh6": [], "netconf6": NETCONF6}
+           "addrs6": ADDRS6, "routes6": ROUTES6, "neigh6": [], "rules6": [], "netconf6": NETCONF6}
     raw.update(more)
     return raw
 
@@ -380,6 +380,15 @@ def test_routes_to_one_place_by_other_means_stay_apart():
                "prefsrc": "fd00:1::9"},
               {"dst": "fd00::/64", "dev": "eth2", "metric": 5}]
     assert len(collect.reduce_routes(routes, 6)) == 3
+
+
+def test_the_ipv6_policy_rules_beside_the_kernel_s_are_kept_as_the_ipv4_ones():
+    rules = [{"priority": 0, "src": "all", "table": "local"}, {"priority": 100, "src": "fd00::/64",
+                                                                "table": "7"},
+             {"priority": 32766, "src": "all", "table": "main"}, {"priority": "x"}]
+    got = ipv6_reading(rules6=rules)
+    assert got["rules6"] == [100] and got["rules"] == []
+    assert ipv6_reading()["rules6"] == []
 
 
 def test_the_ipv6_readings_that_fail_twice_are_unread6_not_unread():

@@ -595,6 +595,18 @@ def test_ipv6_forwarding_off_and_a_filter_without_an_ipv6_rule_are_named(dual):
     assert all(r["pair"].endswith("(IPv6)") for r in result["mismatches"])
 
 
+@pytest.mark.parametrize("family", ["rules", "rules6"])
+def test_policy_routing_on_a_forwarding_node_leaves_the_pairs_of_its_family_unjudged(dual, family):
+    states = six_healthy(dual)
+    states["node-0-0"][family] = [100]
+    result = _prove6(dual, states)
+    n = len(dual["nodes"])
+    assert result["unjudged"] > 0 and result["proven"] + result["unjudged"] == 2 * n * (n - 1)
+    line = "  %snode node-0-0: policy routing rules beside main (priorities 100): %d pairs, e.g. " % (
+        "IPv6: " if family == "rules6" else "", result["unjudged"])
+    assert any(s.startswith(line) for s in result["summary"]), result["summary"]
+
+
 def test_beonets_ipv6_rule_is_judged_by_its_own_set():
     f = synthetic.forward_filter(["10.0.0.0/16", "fd00::/48"])
     v4, v6 = nft.judge(f), nft.judge(f, 128)

@@ -227,6 +227,8 @@ def test_an_ipv6_state_that_lacks_a_reading_or_says_nothing_of_forwarding_is_unr
      "node07: state.neigh6[0].state: must be a string, not a number"),
     (lambda s: s["sysctl6"]["forwarding"].update(all="yes"),
      "node07: state.sysctl6.forwarding.all: must be 0, 1, 2 or null, not 'yes'"),
+    (lambda s: s.update(rules6=["x"]), "node07: state.rules6: must hold whole numbers, not 'x'"),
+    (lambda s: s.update(rules6=5), "node07: state.rules6: must be a list, not a number"),
     (lambda s: s.update(unread6=["links"]),
      "node07: state.unread6[0]: must be one of addrs6, routes6, netconf6, not 'links'"),
     (lambda s: s.update(routes6=[{"dst": "fd00::/64", "hops": []}] * (state.MAX_ROUTES + 1)),

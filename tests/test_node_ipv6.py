@@ -234,6 +234,43 @@ def test_a_forwarding_node_keeps_router_advertisements_on_the_management_nic(dua
     assert text.index("net.ipv6.conf.eth0.accept_ra = 2\n") < text.index("net.ipv6.conf.all.forwarding = 1\n")
 
 
+@pytest.mark.parametrize("which,four", [("dual", "1"), ("only", "0")])
+def test_forwarding_is_on_for_the_families_the_plan_has(dual, only, which, four):
+    plan = {"dual": dual, "only": only}[which]
+    n = plan["nodes"]["node-0-0"]
+    assert n["forwarding"] and nodeplan.forwards_ipv4(n) == (four == "1")
+    live = _with_management(n)
+    lines = [" ".join(a) for a in node.node_actions(n, "node-0-0", render.prefixes(plan), live)[0]]
+    assert ("sysctl -w net.ipv4.ip_forward=1" in lines) == (four == "1")
+    assert "sysctl -w net.ipv6.conf.all.forwarding=1" in lines
+    files = node.persistent_files(n, render.prefixes(plan), "networkd", sysctls=live["sysctls"])
+    text = files[node.SYSCTL_PATH]
+    assert "net.ipv4.ip_forward = %s\n" % four in text and "net.ipv6.conf.all.forwarding = 1\n" in text
+    # the checkpoint keeps both switches the change may write, so a rollback puts both back
+    kept = checkpoint.checkpoint_of("node-0-0", dict(live, forwarding="1\n"), [], [])["live"]
+    assert kept["forwarding"] == "1\n" and kept["sysctls"][node.FORWARD6] == "0"
+    now = dict(kept, forwarding="0\n", sysctls=dict(kept["sysctls"], **{node.FORWARD6: "1"}))
+    back = [" ".join(a) for a in restore.actions(kept, now, [], "/tmp/x")]
+    assert "sysctl -w net.ipv4.ip_forward=1" in back and "sysctl -w net.ipv6.conf.all.forwarding=0" in back
+
+
+def test_an_ipv6_only_node_already_without_ipv4_forwarding_is_left_so(only):
+    n = only["nodes"]["node-0-0"]
+    live = dict(_with_management(n), forwarding="0\n")
+    lines = [" ".join(a) for a in node.node_actions(n, "node-0-0", render.prefixes(only), live)[0]]
+    assert not any("ip_forward" in line for line in lines)
+
+
+@pytest.mark.parametrize("live,problem", [
+    ("0\n", None), ("1\n", "node-0-0: IPv4 forwarding is on, the plan has no IPv4 (IPv6 only)")])
+def test_verify_judges_an_ipv6_only_node_s_ipv4_forwarding_off(only, live, problem):
+    from beonet.agent import verify
+
+    n = only["nodes"]["node-0-0"]
+    read = {verify.FORWARD: live}.get
+    assert verify.state_problems("node-0-0", n, read, {}) == ([problem] if problem else [])
+
+
 @pytest.mark.parametrize("accept_ra,forwarding6,kept", [("0", "0", False), ("1", "1", False),
                                                         ("2", "1", True)])
 def test_a_nic_that_takes_no_router_advertisements_now_is_left_alone(dual, accept_ra, forwarding6, kept):

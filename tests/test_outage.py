@@ -73,8 +73,8 @@ def test_an_outage_lasts_from_the_failure_to_the_first_answer_after_the_last_los
 def test_the_outcome_line_names_the_worst_pair_and_the_pairs_lost():
     out = outage.Outcome("cable a:eth1", "frr", [("a", "b"), ("b", "a")], {"a>b": 0.25, "b>a": 0.31},
                          live_pairs=12, window=5.0)
-    assert out.line() == ("outage: frr, cable a:eth1: 2 pairs probed every 100 ms, all back after 0.31 s "
-                          "(worst b>a); 0 of 12 live pairs lost for good")
+    assert out.line() == ("outage: frr, cable a:eth1: 2 pairs probed (IPv4) every 100 ms, all back after "
+                          "0.31 s (worst b>a); 0 of 12 live pairs lost for good")
     out.never, out.lost = ["a>b"], ["a>b", "c>b"]
     assert "1 never back within 5 s; 2 of 12 live pairs lost for good" in out.line()
     assert outage.report(out, "json").startswith("{")
@@ -429,3 +429,109 @@ def test_a_bfd_peer_named_oddly_is_reported_as_given_not_interpreted():
 def test_what_a_node_prints_that_is_not_strict_json_counts_as_nothing(text):
     assert frrstate.loads(text) is None and frrstate.bfd_up(text) == 0
     assert frrstate.ospf_settled(text) == (0, [])
+
+
+# -- IPv6: an IPv6-only plan's nodes probed at their IPv6 addresses, OSPFv3 settled too
+
+def _six_topology(tmp_path, addressing, frr=False):
+    topo = tmp_path / "mesh6.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\naddressing: %s\n%s"
+                    % (addressing, "routing: {engine: frr}\n" if frr else ""))
+    return topo
+
+
+def test_the_probes_ping_an_ipv6_address_with_ping_6_and_read_its_replies():
+    assert "timeout 50 ping -6 -n -D -O -i 0.1 fd00::2 > " in outage._probe_script(["fd00::2"], 10)
+    assert "(ping -6 -n -c 3 -i 0.2 -W 1 fd00::2 >/dev/null" in outage._once_script(["fd00::2"])
+    assert "(ping -n -c 3 -i 0.2 -W 1 10.0.0.2 >/dev/null" in outage._once_script(["10.0.0.2"])
+    lines = [line.replace("10.254.0.2", "fd00::2") for line in _ping(range(1, 41), missing={12, 13, 14, 16})]
+    assert "64 bytes from fd00::2: icmp_seq=1 " in lines[1]
+    assert outage.outage_of(lines, fault_at=1001.05) == pytest.approx(1000 + 16 * 0.1 - 1001.05)
+
+
+@pytest.mark.parametrize("addressing,family", [("{ipv4: false, ipv6: true}", "IPv6"),
+                                               ("{ipv6: true}", "IPv4")])
+def test_an_outage_probes_an_ipv6_only_plan_over_ipv6_and_a_dual_stack_one_over_ipv4(
+        tmp_path, monkeypatch, addressing, family):
+    topo = _six_topology(tmp_path, addressing)
+    plan = render.plan(pipeline.compile_file(str(topo)))
+    asked = {}
+
+    def each(_lab, commands, timeout=30):
+        asked.update(commands)
+        return {n: "\n".join("ok %s" % a for a in re.findall(r"echo ok (\S+) ", cmd[-1]))
+                for n, cmd in commands.items()}
+
+    monkeypatch.setattr(outage, "load_state", lambda *_a: {"lab": "l", "faults": {"nodes": []}})
+    monkeypatch.setattr(outage, "_each", each)
+    monkeypatch.setattr(outage, "_probe", lambda *_a: [])
+    monkeypatch.setattr(outage, "_outages", lambda *_a: None)
+    monkeypatch.setattr(outage.time, "sleep", lambda _s: None)
+    made = []
+    monkeypatch.setattr(outage.faults, "fault", lambda *a, **k: made.append(k["action"]))
+    out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert made == ["stop", "start"] and out.family == family and out.lost == [] and out.live_pairs == 6
+    key = "address6" if family == "IPv6" else "address"
+    want = plan["nodes"]["node-1-1"][key]
+    ping = "ping -6" if family == "IPv6" else "ping"
+    assert "%s -n -c 3 -i 0.2 -W 1 %s >" % (ping, want) in asked["node-0-0"][-1]
+    assert '"family": "%s"' % family in outage.report(out, "json")
+
+
+def _frr_said6(bfd_up: int, ospf: list[tuple[str, str]], ospf6: list[tuple[str, str]]) -> str:
+    neighbours = {"neighbors": [{"neighborId": "10.254.0.%d" % k, "state": state, "interfaceName": nic,
+                                 "ifState": "DR"} for k, (nic, state) in enumerate(ospf6)]}
+    return "%s\n\n%s\n%s" % (_frr_said(bfd_up, ospf), frrstate.SPLIT6, json.dumps(neighbours, indent=2))
+
+
+@pytest.mark.parametrize(("addressing", "bfd", "ospf", "ospf6", "says"), [
+    ("{ipv6: true}", 4, SETTLED_2X2, [("eth1", "Full"), ("eth2", "ExStart")],
+     "1 of 2 OSPFv3 neighbours settled; forming on eth2"),
+    ("{ipv6: true}", 2, SETTLED_2X2, SETTLED_2X2, "2 of 4 BFD sessions up"),
+    ("{ipv4: false, ipv6: true}", 2, [], [("eth1", "Full")], "1 of 2 OSPFv3 neighbours settled"),
+])
+def test_with_frr_and_ipv6_an_outage_waits_for_ospfv3_and_both_families_bfd_sessions(
+        tmp_path, monkeypatch, addressing, bfd, ospf, ospf6, says):
+    _fake_lab(monkeypatch, [0])
+    topo = _six_topology(tmp_path, addressing, frr=True)
+    asked = []
+
+    def docker(args, timeout=60):
+        if args[-1] == "show bfd peers json":
+            return "[]"
+        asked.append(args[-1])
+        return _frr_said6(bfd, ospf, ospf6)
+
+    monkeypatch.setattr(outage, "_docker", docker)
+    monkeypatch.setattr(outage, "SETTLE", 0.0)
+    with pytest.raises(LabError, match="node-0-0 \\(%s\\)" % re.escape(says)):
+        outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert all("vtysh -c 'show ipv6 ospf6 neighbor json'" in a for a in asked)
+    settled = 4 if "ipv4: false" not in addressing else 2
+    monkeypatch.setattr(outage, "_docker", lambda args, timeout=60: "[]" if args[-1] == "show bfd peers json"
+                        else _frr_said6(settled, SETTLED_2X2 if settled == 4 else [], SETTLED_2X2))
+    out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
+    assert out.engine == "frr" and out.family == ("IPv4" if settled == 4 else "IPv6")
+
+
+def test_without_ipv6_ospfv3_is_not_asked():
+    assert "ospf6" not in " ".join(frrstate.STATE) and frrstate.STATE == frrstate.state_command(False)
+    assert frrstate.sections("b%so%sx" % (frrstate.SPLIT, frrstate.SPLIT6)) == ("b", "o", "x")
+    assert frrstate.sections("b%so" % frrstate.SPLIT) == ("b", "o", "")
+
+
+@pytest.mark.parametrize("said", [
+    "", "not json", "null", "[]", '{"neighbors": {}}', '{"neighbors": ["Full"]}',
+    '{"neighbors": [null, 7, {"state": NaN}]}',
+    '{"neighbors": [{"state": ["Full"], "interfaceName": "eth0"}]}',
+    "[" * 100000,
+])
+def test_a_node_s_ospfv3_state_that_is_not_what_frr_prints_settles_nothing(said):
+    assert frrstate.ospf6_settled(said)[0] == 0
+
+
+def test_ospfv3_neighbours_full_are_settled_and_the_others_name_their_nic():
+    said = json.dumps({"neighbors": [{"neighborId": "10.254.0.%d" % k, "state": state, "interfaceName": nic}
+                                     for k, (nic, state) in enumerate([("eth1", "Full"), ("eth2", "Twoway"),
+                                                                       ("eth2", "Loading")])]})
+    assert frrstate.ospf6_settled(said) == (1, ["eth2"])

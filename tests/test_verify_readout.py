@@ -195,7 +195,7 @@ FAKES = {
            '  : > "$FAKE/routes-once"; echo "[\\"cut\\"]"\n'
            '  echo "Dump was interrupted and may be inconsistent." >&2\n'
            '  exit 0; fi\n'
-           'case "$*" in "-4 neigh show"*) exit 0 ;; esac\n'
+           'case "$*" in "-4 neigh show"*|"-6 neigh show"*) exit 0 ;; esac\n'
            'echo "[\\"$*\\"]"'),
     "nft": 'echo "nft: no such table" >&2; exit 1',
     "grep": 'echo "/proc/sys/net/ipv4/ip_forward:1"',
@@ -208,12 +208,12 @@ FAKES = {
 }
 
 
-def _run_on_fakes(tmp_path, cmd):
+def _run_on_fakes(tmp_path, cmd, fakes=None):
     """The command run by sh with the node's programs replaced by FAKES (the rest of
     what it runs is the shell's own or coreutils')."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    for name, body in FAKES.items():
+    for name, body in dict(FAKES, **(fakes or {})).items():
         (fake / name).write_text("#!/bin/sh\n" + body + "\n")
         (fake / name).chmod(0o755)
     cmd = cmd.replace("PATH=/usr/sbin:/usr/bin:/sbin:/bin", "PATH=%s:/usr/bin:/bin" % fake)
@@ -245,6 +245,28 @@ def test_the_command_runs_every_reading_once_a_cut_listing_twice_and_each_trace(
     # a trace on no allowed list is tried three times (waiting longer), a silent target once
     assert sorted(traced) == sorted(["10.0.%d.1" % k for k in range(count)] + ["10.0.5.1"] * 2 * (count > 5))
     assert list(tmp_path.glob("tmp.*")) == []
+
+
+@in_a_shell
+@pytest.mark.parametrize("failed", ["-4", "-6"])
+def test_failed_neighbours_of_either_family_are_asked_again_before_their_table_is_read(tmp_path, failed):
+    """A FAILED entry (a neighbour down once, since back) is asked once more, of IPv6 as
+    of IPv4, and both tables are read after that, not before."""
+    entry = {"-4": "10.0.0.2 dev eth1 FAILED", "-6": "fd00::2 dev eth1 router FAILED"}[failed]
+    fakes = {"ip": ('echo "ip $*" >> "$FAKE/log"\n'
+                    'case "$*" in "%s neigh show nud failed"*) echo "%s"; exit 0 ;; '
+                    '*"neigh show nud"*) exit 0 ;; esac\n'
+                    'echo "[]"' % (failed, entry)),
+             "ping": 'echo "ping $*" >> "$FAKE/log"'}
+    res, _traced = _run_on_fakes(tmp_path, readout.read_command(NODE["plan"], [], settle=0), fakes)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    log = (tmp_path / "bin" / "log").read_text().splitlines()
+    pinged = [k for k, line in enumerate(log) if line.startswith("ping ")]
+    address = entry.split()[0]
+    assert [log[k] for k in pinged] == ["ping -n -q -c 1 -W %d -I eth1 %s" % (collect.ASK_WAIT, address)]
+    assert log.index("ip -j -4 neigh show") > pinged[0] and log.index("ip -j -6 neigh show") > pinged[0]
+    out = readout.parse_output(res.stdout)
+    assert out.commands["neigh"][:2] == out.commands["neigh6"][:2] == (0, "[]\n")
 
 
 def test_a_trace_is_judged_by_the_paths_the_live_tables_allow_as_well_as_the_plans():

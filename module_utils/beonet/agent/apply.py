@@ -37,7 +37,7 @@ from .backends import backend_files, config_path_problem
 from .names import whole_file_problem
 from .netbackends import BACKENDS
 from .netbackends.base import HEADER
-from .nodeplan import Interface, NodePlan, unsafe_text
+from .nodeplan import Interface, NodePlan, forwards_ipv4, unsafe_text
 from .routes import (
     PROTO,
     canonical,
@@ -154,7 +154,7 @@ def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
         raise ValueError("the plan holds a control character at %s" % unsafe)
     files = backend_files(n, backend, renderer)
     files.update(frr.frr_files(n))
-    files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if n["forwarding"] else 0) + "".join(
+    files[SYSCTL_PATH] = HEADER + "net.ipv4.ip_forward = %d\n" % (1 if forwards_ipv4(n) else 0) + "".join(
         "%s = %s\n" % kv for kv in forwarding6_sysctls(n, sysctls or {}) + ipv6_nic_sysctls(n)
         + failover_sysctls(n))
     if n["forwarding"]:
@@ -307,8 +307,9 @@ def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
     live ones (live_sysctls, IPv6 forwarding among them). The ruleset is loaded from
     the persistent file, written before. The filter is in place before forwarding is
     turned on, and forwarding is off before it goes; a NIC keeps accepting router
-    advertisements (accept_ra 2) before IPv6 forwarding would stop it."""
-    want = "1" if n["forwarding"] else "0"
+    advertisements (accept_ra 2) before IPv6 forwarding would stop it. IPv4 forwarding
+    is on only where the plan gives the node IPv4 (nodeplan.forwards_ipv4)."""
+    want = "1" if forwards_ipv4(n) else "0"
     sysctl = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
     sysctl += sysctl_writes(forwarding6_sysctls(n, sysctls or {}), sysctls or {})
     if n["forwarding"]:

@@ -25,7 +25,7 @@ compact state below (a pure function, tested on recorded kernel output):
   (table, chain, priority, policy, rules as nft's JSON expressions) with the
   sets those rules name, and the legacy iptables tables loaded; or
   {"error": ...} when nft cannot list the ruleset;
-* ``addrs6``, ``routes6``, ``neigh6``: the same of IPv6 (``ip -j -6``; addresses that
+* ``addrs6``, ``routes6``, ``neigh6``, ``rules6``: the same of IPv6 (``ip -j -6``; addresses that
   failed duplicate address detection left out; a multipath route listed as one
   route per next hop, as kernels before 4.11 dump them, made one route);
 * ``sysctl6``: {"forwarding": {NIC | "all": 0 | 1}, "linkdown": {...}} of IPv6, from
@@ -68,10 +68,11 @@ COMMANDS = (("links", ["ip", "-j", "link", "show"]),
             ("addrs6", ["ip", "-j", "-6", "addr", "show"]),
             ("routes6", ["ip", "-j", "-6", "-d", "route", "show", "table", "main"]),
             ("neigh6", ["ip", "-j", "-6", "neigh", "show"]),
+            ("rules6", ["ip", "-j", "-6", "rule", "show"]),
             ("netconf6", ["ip", "-j", "-6", "netconf", "show"]))
 NEEDED = ("links", "addrs", "routes")          # without these there is no state
 NEEDED6 = ("addrs6", "routes6", "netconf6")    # without these there is no IPv6 state
-SIX = NEEDED6 + ("neigh6",)                    # the IPv6 readings
+SIX = NEEDED6 + ("neigh6", "rules6")          # the IPv6 readings
 INTERRUPTED = "Dump was interrupted"           # ip's warning that a listing may be incomplete
 UNRESOLVED = ("FAILED", "INCOMPLETE")
 DEFAULT_RULES = (0, 32766, 32767)              # local, main, default
@@ -185,6 +186,7 @@ def state_of(raw: dict[str, Any], read: Reader, errors: list[str] | None = None)
             "addrs6": reduce_addrs(_listed(raw.get("addrs6")), "inet6"),
             "routes6": reduce_routes(_listed(raw.get("routes6")), 6),
             "neigh6": reduce_neigh(_listed(raw.get("neigh6"))),
+            "rules6": reduce_rules(_listed(raw.get("rules6"))),
             "sysctl6": reduce_netconf(_listed(raw.get("netconf6"))),
             "errors": errors}
 

@@ -5,12 +5,12 @@ Standard library only (runs on the nodes, and on the controller which builds the
 same command). ``dump_command(n)`` prints everything the module's check reads
 that can change on a node (the OS release; the plan's NICs: links and IPv4
 addresses, and with IPv6 the global permanent IPv6 ones; the main routing table
-(beonet's routes and FRR's daemons with routing.engine frr; of IPv6 beonet's and the
-static ones); forwarding (with IPv6 also the NICs' accept_ra) and the failover sysctls; the
-nftables table; beonet's records and every file they name; the network managers'
-units, files and profiles; the checkpoint folder), in the C locale, through
-``sha256sum``. When a node passes its check in sync (or its change is confirmed),
-the module stores ``TOKEN SHA`` in FINGERPRINT, where TOKEN is the controller's
+(beonet's routes and FRR's daemons with routing.engine frr, ospf6d among them with
+IPv6; of IPv6 beonet's and the static ones); forwarding (with IPv6 also the NICs'
+accept_ra) and the failover sysctls; the nftables table; beonet's records and every
+file they name; the network managers' units, files and profiles; the checkpoint
+folder), in the C locale, through ``sha256sum``. When a node passes its check in sync
+(or its change is confirmed), the module stores ``TOKEN SHA`` in FINGERPRINT, where TOKEN is the controller's
 digest of what it asked (the node's plan, the prefixes, the parameters) and SHA the
 dump's. A later run reads FINGERPRINT and the dump's SHA with one ``raw`` call: the
 same line means the node is as it was when it was last found in sync, with the same
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from . import procs
 from .apply import FORWARD6, NFT_PATH, STATE_PATH, SYSCTL_PATH, failover_sysctls, has_ipv6, sysctl_path
 from .backends import RECORD_PATH
-from .frr import WATCHED
+from .frr import watched
 from .netbackends import BACKENDS, units
 from .nodeplan import NodePlan
 from .routes import PROTO
@@ -67,7 +67,7 @@ def dump_command(n: NodePlan) -> str:
     frr = "routing" in n
     # with FRR the routes it learns change as links come and go; only beonet's own matter
     # (by number: `ip` knows the name beonet only where rt_protos names it)
-    watch = " proto %d; ps -C %s -o pid=,comm=" % (PROTO, ",".join(WATCHED))
+    watch = " proto %d; ps -C %s -o pid=,comm=" % (PROTO, ",".join(watched(n)))
     parts += ["ip -j route show table main" + (watch if frr else "")]
     # IPv6: beonet's routes and those NetworkManager restores (static), never those that
     # router advertisements bring and age (their lifetimes count down)

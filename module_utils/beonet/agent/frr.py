@@ -72,7 +72,8 @@ FRRINIT = "/usr/lib/frr/frrinit.sh"   # FRR's init script, where systemd does no
 # the same (where the node may not raise a priority, nice says so in the log and runs on)
 NICE = -5
 INIT_LOG = "/var/log/beonet-frr-init.log"
-WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons the plan needs
+WATCHED = ("zebra", "ospfd", "bfdd")  # the daemons every plan with FRR needs (IPv6: also ospf6d, watched)
+PROC = "/proc"                        # where the settle wait finds the node's processes
 RELOAD = "frr-reload.py"              # what a reload runs (frr-pythontools on Debian)
 
 
@@ -277,8 +278,13 @@ def frr_files(n: NodePlan) -> dict[str, str]:
     return {FRR_CONF: frr_conf(n, frr), FRR_DAEMONS: daemons(IPV6 in families(frr))}
 
 
-def running(proc: str = "/proc") -> bool:
-    """Whether every daemon the plan needs has a process (their names in /proc/PID/comm)."""
+def watched(n: NodePlan) -> tuple[str, ...]:
+    """The daemons the node's plan needs: WATCHED, and ospf6d where it routes IPv6."""
+    return WATCHED + (("ospf6d",) if "routing" in n and IPV6 in families(n["routing"]) else ())
+
+
+def running(proc: str = PROC, daemons: tuple[str, ...] = WATCHED) -> bool:
+    """Whether every one of the daemons has a process (their names in /proc/PID/comm)."""
     names = set()
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
@@ -290,7 +296,7 @@ def running(proc: str = "/proc") -> bool:
                 names.add(fh.read().strip())
         except OSError:
             continue            # gone meanwhile
-    return all(d in names for d in WATCHED)
+    return all(d in names for d in daemons)
 
 
 # Without systemd nothing holds FRR's processes together: a daemon that outlives the init
@@ -418,8 +424,9 @@ def notify(changed: list[str]) -> list[list[str]]:
 # OSPFv2 and, where ospf6d runs, OSPFv3), every BFD session up, OSPF's routes of both
 # families in the kernel the same two polls running (and, given, as many routes and next
 # hops of each family as the plan's learned). One shell command, no module: it runs in
-# verify's read and in site.yml's wait. Its last line: "beonet-settle settled|unsettled
-# SECONDS ROUTES NEXTHOPS UNSOURCED FORMING BFD_DOWN RESET", each count over both
+# verify's read and in site.yml's wait. Its last line: "beonet-settle settled|unsettled|stopped
+# SECONDS ROUTES NEXTHOPS UNSOURCED FORMING BFD_DOWN RESET" (stopped: none of FRR's daemons
+# had a process the same two polls running; FRR is not running), each count over both
 # families (UNSOURCED: routes without a source address; FORMING: neighbours not Full;
 # RESET: 1 when the adjacencies were formed again, see REPAIR). OSPFv3's neighbours are
 # read from `show ipv6 ospf6 neighbor json` ({"neighbors": [{"neighborId": ..., "state":
@@ -427,7 +434,7 @@ def notify(changed: list[str]) -> list[list[str]]:
 # so only their number is compared.
 SETTLE_MARK = "beonet-settle"
 SETTLED_POLLS = 2
-_SETTLE = r"""k=0 s=0 x=0 l=- t=$(date +%%s)
+_SETTLE = r"""k=0 s=0 x=0 z=0 l=- t=$(date +%%s)
 while :; do r=$(ip -4 -o route show proto ospf); q=$(ip -6 -o route show proto ospf 2>/dev/null)
 n=$(printf '%%s\n' "$r" | grep -c '^[0-9]'); v=$(printf '%%s\n' "$r" | grep -o ' via ' | wc -l)
 o=$(printf '%%s\n' "$r" | grep '^[0-9]' | grep -vc ' src ')
@@ -440,9 +447,11 @@ a=$(printf '%%s\n' "$j" | grep -o '"neighborId":' | wc -l)
 g=$((a - $(printf '%%s\n' "$j" | grep -o '"state":"Full"' | wc -l)))
 b=$(vtysh -c 'show bfd peers brief' 2>/dev/null | grep '^[0-9]' | grep -vc ' up *$')
 if [ "$r|$q" = "$l" ] && [ "$f$g$b" = 000 ]%(want)s; then s=$((s + 1)); else s=0; fi
-%(repair)sk=$(($(date +%%s) - t)); if [ $s -ge %(polls)d ] || [ $k -ge "$T" ]; then break; fi
+if grep -qsxE '%(frr)s' %(proc)s/[0-9]*/comm; then z=0; else z=$((z + 1)) s=0; fi
+%(repair)sk=$(($(date +%%s) - t)); if [ $s -ge %(polls)d ] || [ $z -ge %(polls)d ] || [ $k -ge "$T" ]
+then break; fi
 l="$r|$q"; sleep 1; done
-if [ $s -ge %(polls)d ]; then w=settled; else w=unsettled; fi
+if [ $s -ge %(polls)d ]; then w=settled; elif [ $z -ge %(polls)d ]; then w=stopped; else w=unsettled; fi
 echo "%(mark)s $w $k $((n + m)) $((v + u)) $((o + p)) $((f + g)) $b $x"
 """
 # FRR's zebra gives a route its source address (the route map ``ip protocol ospf`` names)
@@ -470,7 +479,8 @@ def settle_script(want: Learned | None = None, repair: bool = False) -> str:
     repair: form the adjacencies again once when routes lack their source address."""
     return (_SETTLE % {"want": ' && [ "$n $v $m $u" = "%d %d %d %d" ]' % want if want else "",
                        "repair": REPAIR % SETTLED_POLLS if repair else "", "daemons": FRR_DAEMONS,
-                       "polls": SETTLED_POLLS, "mark": SETTLE_MARK}).strip()
+                       "polls": SETTLED_POLLS, "mark": SETTLE_MARK, "proc": PROC,
+                       "frr": "|".join(WATCHED + ("ospf6d",))}).strip()
 
 
 def learned_counts(n: NodePlan) -> Learned:
@@ -496,13 +506,16 @@ class Settle(NamedTuple):
     forming: int
     bfd_down: int
     reset: int
+    stopped: bool = False       # FRR was not running (none of its daemons had a process)
 
 
 def parse_settle(text: str) -> Settle | None:
     """The settle script's last line; None when the text holds none (the node did not run it)."""
     for line in reversed(text.splitlines()):
         words = line.split()
-        if len(words) == 9 and words[0] == SETTLE_MARK and words[1] in ("settled", "unsettled") \
+        if len(words) == 9 and words[0] == SETTLE_MARK and words[1] in ("settled", "unsettled", "stopped") \
                 and all(w.isascii() and w.isdigit() for w in words[2:]):
-            return Settle(words[1] == "settled", *(int(w) for w in words[2:]))
+            seconds, routes, hops, unsourced, forming, bfd_down, reset = (int(w) for w in words[2:])
+            return Settle(words[1] == "settled", seconds, routes, hops, unsourced, forming, bfd_down, reset,
+                          words[1] == "stopped")
     return None

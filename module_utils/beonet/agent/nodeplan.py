@@ -116,6 +116,13 @@ class NodePlan(_NodePlanKeys, total=False):
     failover: Failover           # present only when the topology's failover is on
 
 
+def forwards_ipv4(n: NodePlan) -> bool:
+    """Whether the node forwards IPv4: it forwards and its plan gives it IPv4 addresses.
+    An IPv6-only node keeps IPv4 forwarding off (its IPv6 forwarding:
+    apply.forwarding6_sysctls)."""
+    return n["forwarding"] and any(":" not in a for i in n["interfaces"] for a in i["addresses"])
+
+
 def plan_format_problem(node: str, plan_format: int) -> str | None:
     """Why this agent refuses a plan of this format (None: it understands it)."""
     if OLDEST_FORMAT <= plan_format <= PLAN_FORMAT:

@@ -3,7 +3,7 @@ read with ``raw`` (no module started on the node) and parsed on the controller.
 
 Standard library only. ``read_command`` builds the command on the controller from
 the node's plan and its traceroute targets: it runs collect.COMMANDS (the links,
-addresses and routes tried twice, as ``collect.needed`` does), asks the neighbours
+addresses and routes tried twice, as ``collect.needed`` does), asks the neighbours (IPv4 and IPv6)
 the kernel marks FAILED or INCOMPLETE once more and reads them again (then once
 more after ``settle`` seconds while one is resolving, as ``collect.collect``
 does), prints the files the check reads (the forwarding sysctls, the bonds), the
@@ -34,6 +34,7 @@ FILES = ("/proc/sys/net/ipv4/conf/*/forwarding /proc/sys/net/ipv4/conf/*/ignore_
          % (collect.IPTABLES_NAMES, verify.FORWARD, verify.BONDING % "*"))
 PARALLEL = 8                    # traceroutes at once
 TSO = "tcp-segmentation-offload:"
+NEIGHBOURS = ("neigh", "neigh6")  # the tables read after the unanswered neighbours are asked again
 ROUTING_WAIT = 60               # seconds a node running FRR waits for its routing to settle
 
 # r KEY TRIES ARGV...: run ARGV (again while it fails, up to TRIES times), each try a
@@ -60,16 +61,23 @@ def _functions() -> str:
     return _FUNCTIONS % {"mark": MARK, "interrupted": collect.INTERRUPTED, "trace": trace}
 
 
+def _unresolved(states: str) -> str:
+    """The neighbours of both families in those states (``ip neigh`` lines); a node
+    without IPv6 lists its IPv4 ones."""
+    return "ip -4 neigh show %s; ip -6 neigh show %s 2>/dev/null" % (states, states)
+
+
 def _neighbours(settle: float) -> list[str]:
-    """Ask the unanswered neighbours once more, then read the table again (collect.collect)."""
-    argv = " ".join(dict(collect.COMMANDS)["neigh"])
+    """Ask the unanswered neighbours of both families once more (at most ASK_MAX), then
+    read both tables again (collect.collect): an IPv6 pair is not judged on a FAILED
+    entry older than the node's start either."""
     ask = ("printf '%%s\\n' \"$f\" | head -n %d | { while read -r a _ n _; do "
            "ping -n -q -c 1 -W %d -I \"$n\" \"$a\" >/dev/null 2>&1 & done; wait; }"
            % (collect.ASK_MAX, collect.ASK_WAIT))
     if settle > 0:
-        ask += "; if [ -n \"$(ip -4 neigh show nud incomplete)\" ]; then sleep %g; fi" % settle
-    return ["f=$(ip -4 neigh show nud failed nud incomplete)", "if [ -n \"$f\" ]; then %s; fi" % ask,
-            "r neigh 1 %s" % argv]
+        ask += "; if [ -n \"$(%s)\" ]; then sleep %g; fi" % (_unresolved("nud incomplete"), settle)
+    return ["f=$(%s)" % _unresolved("nud failed nud incomplete"), "if [ -n \"$f\" ]; then %s; fi" % ask] + [
+        "r %s 1 %s" % (key, " ".join(dict(collect.COMMANDS)[key])) for key in NEIGHBOURS]
 
 
 def _traces(targets: list[tuple[str, int, list[list[str]]]]) -> list[str]:
@@ -93,7 +101,7 @@ def read_command(n: NodePlan, targets: list[tuple[str, int, list[list[str]]]], s
     if "routing" in n:
         parts += ["echo \"$M settle - 0\"", "T=${T:-%d}" % ROUTING_WAIT, frr.settle_script()]
     for key, argv in collect.COMMANDS:
-        if key != "neigh":
+        if key not in NEIGHBOURS:
             parts.append("r %s %d %s" % (key, 2 if key in collect.NEEDED else 1, " ".join(argv)))
     parts += _neighbours(settle)
     parts.append("echo \"$M files - 0\"; grep -H '' %s 2>/dev/null || :" % FILES)
@@ -195,6 +203,9 @@ def settle_problems(name: str, text: str | None) -> list[str]:
         return ["%s: did not say whether its routing had settled (no settle line in its output)" % name]
     if got.settled:
         return []
+    if got.stopped:
+        return ["%s: FRR is not running (none of its daemons has a process); its routing was read as it was"
+                % name]
     what = [_count(got.forming, "OSPF neighbour", "not Full")] if got.forming else []
     what += [_count(got.bfd_down, "BFD session", "not up")] if got.bfd_down else []
     what += ["OSPF's routes still changing"] if not what else []

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .nodeplan import Interface, NodePlan
+from .nodeplan import Interface, NodePlan, forwards_ipv4
 from .routes import live_hops, live_key, planned_key, route_text, same_key
 
 _HOP = re.compile(r"^\s*(\d+)\s+(\S+)")
@@ -93,7 +93,8 @@ def bond_state(text: str) -> tuple[str | None, dict[str, str]]:
 
 
 def forwarding_problem(node: str, live: str, planned: bool) -> str | None:
-    """live: /proc/sys/net/ipv4/ip_forward; planned: the plan's forwarding."""
+    """live: /proc/sys/net/ipv4/ip_forward; planned: the plan's IPv4 forwarding
+    (nodeplan.forwards_ipv4)."""
     on = live.strip() == "1"
     if on == planned:
         return None
@@ -183,7 +184,9 @@ def state_problems(name: str, plan: NodePlan, read: Reader, tso: dict[str, bool 
     """Forwarding, bonds and bond offloads against the plan (read: path -> text or None;
     tso: {bond: live TSO} of the bonds whose plan turns it off)."""
     problems = []
-    fwd = forwarding_problem(name, read(FORWARD) or "", plan["forwarding"])
+    fwd = forwarding_problem(name, read(FORWARD) or "", forwards_ipv4(plan))
+    if fwd and plan["forwarding"] and not forwards_ipv4(plan):
+        fwd = "%s: IPv4 forwarding is on, the plan has no IPv4 (IPv6 only)" % name
     problems += [fwd] if fwd else []
     for iface in plan["interfaces"]:
         if iface["kind"] == "bond":

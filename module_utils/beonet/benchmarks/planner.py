@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..outputs.ipfamily import cluster_address, node_addresses
 from .capacity import pair_resources
 
 Plan = Mapping[str, Any]                      # a plan (outputs.plan.Plan) as read here
@@ -175,15 +176,14 @@ def path_lookup(plan: Plan, paths: dict[str, dict[str, list[list[str]]]]) -> Pat
     """path_of(a, b) from the allowed hop lists {src: {dst: [[address, ...], ...]}}
     (beonet_plan_result.paths): the preferred branch (the first list; every
     branch has the same length), each hop address mapped to the node that
-    holds it in the plan. A missing pair or a foreign address is a BenchError."""
+    holds it in the plan (IPv4 hops, or on an IPv6-only plan IPv6 ones). A missing pair
+    or a foreign address is a BenchError."""
     if not paths:
         raise BenchError(["paths: empty: compile the plan with every pair's expected path "
                           "(beonet_plan role with beonet_plan_paths: true)"])
     owner = {}
     for name, n in plan["nodes"].items():
-        for key in ("address", "address6"):      # IPv4, IPv6 (an IPv6-only plan: IPv6 alone)
-            if key in n:
-                owner[n[key]] = name
+        owner.update(dict.fromkeys(node_addresses(n), name))
         for iface in n["interfaces"]:
             for address in iface.get("addresses") or []:
                 owner[address.split("/")[0]] = name
@@ -370,6 +370,21 @@ def _check_pairs(p: dict[str, Any], nodes: list[str]) -> list[str]:
     return problems
 
 
+def family(plan: Plan) -> str:
+    """The family the benchmark runs over: IPv4 where the plan has it (a dual-stack plan
+    too), else IPv6."""
+    return "IPv4" if any("address" in n for n in plan["nodes"].values()) else "IPv6"
+
+
+def _check_family(plan: Plan) -> list[str]:
+    """tokex (the token exchange, ring and file copies) opens IPv4 sockets only."""
+    if family(plan) == "IPv4":
+        return []
+    return ["plan: %s is IPv6-only and tokex (roles/beonet_benchmark/files/tokex.c) speaks IPv4 only: "
+            "benchmark it with IPv4 addressing on (addressing: {ipv6: true} keeps both)"
+            % plan["topology"]["name"]]
+
+
 def validate(plan: Plan, params: dict[str, Any]) -> dict[str, Any]:
     """Check a benchmark request against the plan; returns the normalised
     parameters or raises BenchError with every problem."""
@@ -379,7 +394,7 @@ def validate(plan: Plan, params: dict[str, Any]) -> dict[str, Any]:
     problems = _check_nodes(plan, nodes, missing)
     more, sizes = _check_sizes(plan, p, nodes, missing)
     problems += more + _check_numbers(p) + _check_copies(p, nodes, missing) + _check_pairs(p, nodes)
-    problems += check_model(p.get("latency_model") or DEFAULT_MODEL)
+    problems += check_model(p.get("latency_model") or DEFAULT_MODEL) + _check_family(plan)
     if problems:
         raise BenchError(problems)
     p["nodes"] = nodes
@@ -555,7 +570,7 @@ def schedule(plan: Plan, path_of: PathOf, params: dict[str, Any],
     display), hosts {host: shell command}; '@START@' in a command is replaced by
     a common start time (epoch seconds) just before the step runs."""
     p = validate(plan, params)
-    c = _Ctx(p, {n: plan["nodes"][n]["address"] for n in p["nodes"]}, workdir, workdir + "/tokex",
+    c = _Ctx(p, {n: cluster_address(plan["nodes"][n]) for n in p["nodes"]}, workdir, workdir + "/tokex",
              workdir + "/out", workdir + "/run", int(p.get("deadline", 180)),
              lambda pair: pair_resources(plan, pair[0], pair[1], pair[2]["via"]))
     classes = classify(plan, path_of, p["nodes"])
@@ -568,7 +583,7 @@ def schedule(plan: Plan, path_of: PathOf, params: dict[str, Any],
     steps.append(_ring_step(c))            # last: the playbook runs it on its own
     for i, st in enumerate(steps):
         st["label"] = "%d/%d: %s" % (i + 1, len(steps), st["label"])
-    return {"params": p, "steps": steps, "workdir": workdir,
+    return {"params": p, "steps": steps, "workdir": workdir, "family": family(plan),
             "topology": plan["topology"]["name"],
             "link_rates": sorted({i["rate_mbit"] for n in p["nodes"]
                                   for i in plan["nodes"][n]["interfaces"] if i.get("rate_mbit")}),

@@ -1,8 +1,9 @@
 """What a lab node's FRR says about its neighbours, read by ``beonet lab outage``.
 
-Pure functions over what ``vtysh -c 'show bfd peers json'`` and ``vtysh -c 'show ip
-ospf neighbor json'`` print (FRR 10): whether a node has settled (every BFD session
-up, every OSPF adjacency formed) before a failure is made, and which BFD sessions went
+Pure functions over what ``vtysh -c 'show bfd peers json'``, ``vtysh -c 'show ip
+ospf neighbor json'`` and, where the plan has IPv6, ``vtysh -c 'show ipv6 ospf6 neighbor
+json'`` print (FRR 10): whether a node has settled (every BFD session up, every OSPF
+adjacency of each family formed) before a failure is made, and which BFD sessions went
 down during the measurement although the failure did not touch them (a neighbour that
 missed its packets on a busy host: the adjacency is dropped and formed again, and the
 pairs behind it wait for that, not for the failure). Whatever a node prints that is
@@ -15,9 +16,8 @@ from typing import Any
 
 from .. import gate
 
-SPLIT = "=== ospf"
-STATE = ("sh", "-c", "vtysh -c 'show bfd peers json'; echo; echo '%s'; "
-         "vtysh -c 'show ip ospf neighbor json'" % SPLIT)
+SPLIT = "=== ospf"      # OSPFv2's neighbours follow
+SPLIT6 = "=== ospfv3"   # OSPFv3's follow (after OSPFv2's)
 BFD = ("vtysh", "-c", "show bfd peers json")
 MAX_TEXT = 64 << 20  # what one node prints: 1,024 neighbours take about 1 MB
 MAX_DEPTH = 8        # {"neighbors": {address: [{...}]}} is 4 deep
@@ -67,19 +67,57 @@ def went_down(before: Sessions, after: Sessions, between: float) -> list[str]:
                   if peer not in after or after[peer][0] != ident or after[peer][1] < between - 1)
 
 
+def state_command(six: bool = False) -> tuple[str, ...]:
+    """What a node is asked for whether it has settled: its BFD sessions, its OSPFv2
+    neighbours and, six (the plan has IPv6), its OSPFv3 neighbours."""
+    ask = "vtysh -c 'show bfd peers json'; echo; echo '%s'; vtysh -c 'show ip ospf neighbor json'" % SPLIT
+    if six:
+        ask += "; echo; echo '%s'; vtysh -c 'show ipv6 ospf6 neighbor json'" % SPLIT6
+    return ("sh", "-c", ask)
+
+
+STATE = state_command()
+
+
+def sections(text: str) -> tuple[str, str, str]:
+    """What state_command printed: (BFD's sessions, OSPFv2's neighbours, OSPFv3's)."""
+    bfd, _sep, rest = text.partition(SPLIT)
+    ospf, _sep, ospf6 = rest.partition(SPLIT6)
+    return bfd, ospf, ospf6
+
+
+def _tally(neighbours: list[tuple[Any, Any]]) -> tuple[int, list[str]]:
+    """(neighbours Full, the NICs of those that are not) of (NIC, state) pairs."""
+    settled, forming = 0, set()
+    for nic, state in neighbours:
+        if state == SETTLED:
+            settled += 1
+        else:
+            forming.add(str(nic))
+    return settled, sorted(forming)
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    return [e if isinstance(e, dict) else {} for e in value] if isinstance(value, list) else []
+
+
 def ospf_settled(text: str) -> tuple[int, list[str]]:
     """(neighbours in a settled state, the NICs still forming an adjacency): a NIC is
     settled when every one of its neighbours is Full (beonet's OSPF has no designated
-    router: each LAN member is adjacent with every other)."""
+    router: each LAN member is adjacent with every other). ``show ip ospf neighbor json``:
+    {"neighbors": {ROUTER_ID: [{"converged": STATE, "ifaceName": "NIC:ADDRESS"}, ...]}}."""
     found = loads(text)
     nbrs = found.get("neighbors", {}) if isinstance(found, dict) else {}
-    settled, forming = 0, set()
-    for entries in nbrs.values() if isinstance(nbrs, dict) else []:
-        for e in entries if isinstance(entries, list) else []:
-            e = e if isinstance(e, dict) else {}
-            nic, state = str(e.get("ifaceName", "")).split(":")[0], e.get("converged")
-            if state == SETTLED:
-                settled += 1
-            else:
-                forming.add(nic)
-    return settled, sorted(forming)
+    entries = [e for listed in (nbrs.values() if isinstance(nbrs, dict) else []) for e in _entries(listed)]
+    return _tally([(str(e.get("ifaceName", "")).split(":")[0], e.get("converged")) for e in entries])
+
+
+def ospf6_settled(text: str) -> tuple[int, list[str]]:
+    """The same of OSPFv3: ``show ipv6 ospf6 neighbor json`` prints a list (FRR's
+    ospf6_neighbor.c): {"neighbors": [{"neighborId": ROUTER_ID, "state": STATE,
+    "interfaceName": NIC, ...}, ...]}, STATE one of Down, Attempt, Init, Twoway, ExStart,
+    ExChange, Loading, Full. Its point-to-point links are OSPF broadcast networks
+    (agent/frr.py), whose two ends both reach Full."""
+    found = loads(text)
+    nbrs = found.get("neighbors", []) if isinstance(found, dict) else []
+    return _tally([(e.get("interfaceName", ""), e.get("state")) for e in _entries(nbrs)])

@@ -15,7 +15,9 @@ probed every 100 ms while it happens, then every pair once.
    only once its session was up), and a failure made then is measured with the
    repair's delay in it;
 3. each source of such a pair pings each of its destinations every 100 ms
-   (``ping -D``: the reply times; the kernels share the host's clock); once every
+   (``ping -D``: the reply times; the kernels share the host's clock) at the address
+   the plan's tools reach it at: its IPv4 address, on an IPv6-only plan its IPv6 one
+   (``ping -6``; the outcome names the family); once every
    probe has had its first answer (a ping started after the failure would find no
    route and end at once, on a busy host ``docker exec`` can take seconds), the
    failure is made (labs/faults.py) after a quiet second, and the probes run for
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.names import escaped, shown
+from ..outputs.ipfamily import cluster_address
 from . import faults, frrstate
 from .base import DOCKER_STATE, LabError, load_state, state_dir
 
@@ -52,7 +55,7 @@ SETTLE = 60.0                  # seconds the lab may take to answer every pair b
 READY = 10.0                   # seconds the probes may take to get their first answers
 EXECS = 8                      # docker execs at a time
 PROBES = "/tmp/beonet-outage"  # the probes' output in each source container
-_REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [0-9.]+: icmp_seq=(\d+)")
+_REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [0-9a-f.:]+: icmp_seq=(\d+)")
 _SENT = re.compile(r"^\[(\d+\.\d+)\] no answer yet for icmp_seq=(\d+)")      # ping -O
 
 Pair = tuple[str, str]
@@ -72,10 +75,11 @@ class Outcome:
     window: float = 0.0
     settled: float = 0.0                                     # seconds until every pair answered
     bfd_dropped: list[str] = field(default_factory=list)     # "NODE>PEER on SEGMENT": not the failure's
+    family: str = "IPv4"                                     # of the addresses probed
 
     def as_dict(self) -> dict[str, Any]:
         worst = max(self.back.items(), key=lambda kv: kv[1], default=("", 0.0))
-        return {"fault": self.fault, "engine": self.engine, "probed": len(self.probed),
+        return {"fault": self.fault, "engine": self.engine, "family": self.family, "probed": len(self.probed),
                 "back_max_s": round(worst[1], 2), "worst": worst[0],
                 "never_back": self.never, "live_pairs": self.live_pairs,
                 "lost_for_good": self.lost, "window_s": self.window, "settled_s": round(self.settled, 1),
@@ -85,8 +89,8 @@ class Outcome:
     def line(self) -> str:
         d = self.as_dict()
         drops = self.bfd_dropped
-        return ("outage: %s, %s: %d pairs probed every %d ms, %s; %d of %d live pairs lost for good%s"
-                % (d["engine"], d["fault"], d["probed"], INTERVAL * 1000,
+        return ("outage: %s, %s: %d pairs probed (%s) every %d ms, %s; %d of %d live pairs lost for good%s"
+                % (d["engine"], d["fault"], d["probed"], d["family"], INTERVAL * 1000,
                    "all back after %.2f s (worst %s)" % (d["back_max_s"], d["worst"] or "none")
                    if not d["never_back"] else "%d never back within %.0f s" % (len(d["never_back"]),
                                                                                self.window),
@@ -175,14 +179,20 @@ def _docker(args: list[str], timeout: float = 60) -> str:
     return done.stdout
 
 
+def ping(address: str) -> str:
+    """The ping of the address's family: ``ping -6`` for an IPv6 one (iputils' ping picks
+    the family by itself; busybox's and older ones do not)."""
+    return "ping -6" if ":" in address else "ping"
+
+
 def _probe_script(addrs: list[str], seconds: float) -> str:
     """The pings of one source in the background: prints ``ready`` once each has had an
     answer (``waiting ADDR ...`` after READY seconds), then reads from stdin how many
     seconds more they run (the window, given once the failure is made) and ends them.
     No ``ping -w``: with a deadline, ping ends at its first ICMP error (a router's
     "unreachable" while the routing repairs), and the pair would read as never back."""
-    pings = " ".join("timeout %d ping -n -D -O -i %.1f %s > %s/%s 2>&1 & p=\"$p $!\";"
-                     % (int(seconds + READY) + 30, INTERVAL, a, PROBES, a) for a in addrs)
+    pings = " ".join("timeout %d %s -n -D -O -i %.1f %s > %s/%s 2>&1 & p=\"$p $!\";"
+                     % (int(seconds + READY) + 30, ping(a), INTERVAL, a, PROBES, a) for a in addrs)
     check = ("w='%s'; n=0; while [ -n \"$w\" ] && [ $n -lt %d ]; do sleep %.1f; r=; "
              "for a in $w; do grep -q 'bytes from' %s/$a || r=\"$r $a\"; done; w=$r; n=$((n+1)); done; "
              "[ -z \"$w\" ] && echo ready || echo \"waiting$w\";"
@@ -192,8 +202,8 @@ def _probe_script(addrs: list[str], seconds: float) -> str:
 
 
 def _once_script(addrs: list[str]) -> str:
-    asks = " ".join("(ping -n -c 3 -i 0.2 -W 1 %s >/dev/null 2>&1 && echo ok %s || echo lost %s) &"
-                    % (a, a, a)
+    asks = " ".join("(%s -n -c 3 -i 0.2 -W 1 %s >/dev/null 2>&1 && echo ok %s || echo lost %s) &"
+                    % (ping(a), a, a, a)
                     for a in addrs)
     return "%s wait" % asks
 
@@ -212,7 +222,7 @@ def _probe(lab: str, plan: dict[str, Any], pairs: list[Pair], seconds: float) ->
     """Start the probes: one docker exec per source, its pings in the background."""
     by_src: dict[str, list[str]] = {}
     for src, dst in pairs:
-        by_src.setdefault(src, []).append(plan["nodes"][dst]["address"])
+        by_src.setdefault(src, []).append(cluster_address(plan["nodes"][dst]))
     return [subprocess.Popen(["docker", "exec", "-i", "%s-%s" % (lab, src), "sh", "-c",
                               _probe_script(addrs, seconds)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -237,7 +247,7 @@ def _ready(lab: str, plan: dict[str, Any], live: list[str], frr: bool, pairs: li
     (the lab is still repairing an earlier failure), end them and settle again.
     Returns the seconds it took and the running probes."""
     start = time.monotonic()
-    owner = {plan["nodes"][n]["address"]: n for n in plan["nodes"]}
+    owner = {cluster_address(plan["nodes"][n]): n for n in plan["nodes"]}
     while True:
         settled = _settle(lab, plan, live, frr, start)
         procs = _probe(lab, plan, pairs, seconds)
@@ -272,7 +282,7 @@ def _outages(lab: str, plan: dict[str, Any], pairs: list[Pair], fault_at: float,
                 cur.append(line)
         for s, dst in pairs:
             if s == src:
-                took = outage_of(files.get(plan["nodes"][dst]["address"], []), fault_at)
+                took = outage_of(files.get(cluster_address(plan["nodes"][dst]), []), fault_at)
                 key = "%s>%s" % (src, dst)
                 if took is None:
                     out.never.append(key)
@@ -294,8 +304,8 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     """Every ordered pair of live nodes asked once (one docker exec per source): three
     probes 200 ms apart, an answer to any of them is an answer (one probe lost to a
     route being replaced at that instant is not a pair lost)."""
-    owner = {plan["nodes"][n]["address"]: n for n in live}
-    asks = {src: [plan["nodes"][d]["address"] for d in live if d != src] for src in live}
+    owner = {cluster_address(plan["nodes"][n]): n for n in live}
+    asks = {src: [cluster_address(plan["nodes"][d]) for d in live if d != src] for src in live}
     said = _each(lab, {src: ["sh", "-c", _once_script(addrs)] for src, addrs in asks.items()})
     for src in live:
         out.live_pairs += len(asks[src])
@@ -304,24 +314,34 @@ def _every_pair(lab: str, plan: dict[str, Any], live: list[str], out: Outcome) -
     out.lost.sort()
 
 
+def _families(plan: dict[str, Any]) -> tuple[bool, bool]:
+    """(the plan has IPv4, it has IPv6)."""
+    nodes = plan["nodes"].values()
+    return any("address" in n for n in nodes), any("address6" in n for n in nodes)
+
+
 def _frr_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     """With FRR: the live nodes without a BFD session up and an OSPF neighbour settled
-    for every live neighbour (one per segment they share), or with an adjacency still
+    for every live neighbour (one per segment they share) of each family the plan has
+    (OSPFv2 for IPv4, OSPFv3 for IPv6, a BFD session for each), or with an adjacency still
     forming: OSPF drops a neighbour when BFD does only once its session was up, and a
     failure made while an adjacency forms would measure the forming, not the failure."""
     segs = segments_of(plan)
+    four, six = _families(plan)
     behind = []
-    said = _each(lab, {n: list(frrstate.STATE) for n in live})
+    said = _each(lab, {n: list(frrstate.state_command(six)) for n in live})
     for n in live:
         want = sum(len(segs[n] & segs[m]) for m in live if m != n)
-        bfd, _sep, ospf = said[n].partition(frrstate.SPLIT)
+        bfd, ospf, ospf6 = frrstate.sections(said[n])
         up = frrstate.bfd_up(bfd)
-        settled, forming = frrstate.ospf_settled(ospf)
-        if up < want:
-            behind.append("%s (%d of %d BFD sessions up)" % (n, up, want))
-        elif settled < want or forming:
-            behind.append("%s (%d of %d OSPF neighbours settled%s)"
-                          % (n, settled, want, "; forming on " + ", ".join(forming) if forming else ""))
+        ospfs = [("OSPF", frrstate.ospf_settled(ospf))] if four else []
+        ospfs += [("OSPFv3", frrstate.ospf6_settled(ospf6))] if six else []
+        if up < want * len(ospfs):
+            behind.append("%s (%d of %d BFD sessions up)" % (n, up, want * len(ospfs)))
+            continue
+        behind += ["%s (%d of %d %s neighbours settled%s)" % (
+            n, settled, want, name, "; forming on " + ", ".join(forming) if forming else "")
+            for name, (settled, forming) in ospfs if settled < want or forming][:1]
     return behind
 
 
@@ -398,7 +418,8 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     live = [n for n in plan["nodes"] if n not in stopped and not (kind == "node" and n == what)]
     pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)
              if p[0] in live and p[1] in live]
-    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window)
+    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window,
+                  family="IPv4" if _families(plan)[0] else "IPv6")
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
     frr = compiled.graph.engine == "frr"

@@ -4,7 +4,7 @@ Whatever a node sends is checked before it is used: every key, type, address and
 size. ``parse`` raises StateError with one clear message (``NODE: state.PATH:
 problem``) for the first thing wrong; a node whose state does not parse counts as
 a node without state. Addresses become integers, as in the compiler. The IPv6 readings (``addrs6``,
-``routes6``, ``neigh6``, ``sysctl6``) are parsed the same way into a second state of
+``routes6``, ``neigh6``, ``rules6``, ``sysctl6``) are parsed the same way into a second state of
 the same shape (``NodeState.six``) that shares the node's links and filter; the
 routes the kernel adds on every NIC (link-local fe80::/64, multicast ff00::/8)
 are left out, and an address with a zone id (fe80::1%eth0) is no address.
@@ -31,7 +31,7 @@ UNICAST = "unicast"
 DROPPING = ("blackhole", "unreachable", "prohibit")
 
 
-SIX_KEYS = ("addrs6", "routes6", "neigh6", "sysctl6", "unread6")     # the IPv6 part of a state
+SIX_KEYS = ("addrs6", "routes6", "neigh6", "rules6", "sysctl6", "unread6")     # the IPv6 part of a state
 __all__ = ["quad", "parse", "NodeState", "StateError", "LiveHop", "LiveRoute"]
 
 
@@ -181,13 +181,18 @@ def parse(node: str, raw: Any, read6: bool = True) -> NodeState:
         forwarding=_flags(c, sysctl.get("forwarding", {}), ".sysctl.forwarding"),
         linkdown=_flags(c, sysctl.get("linkdown", {}), ".sysctl.linkdown"),
         use_neigh=c.flag(sysctl.get("use_neigh"), ".sysctl.use_neigh") == 1,
-        rules=[r for r in c.items(state.get("rules", []), ".rules", MAX_RULES) if _whole(c, r, ".rules")],
+        rules=_rules(c, state.get("rules", []), ".rules"),
         filter=_filter(c, c.key(state, "filter", "")),
         errors=errors, unread=unread, six=six)
     if six is not None:
         six.links, six.masters, six.filter, six.errors = links, masters, st.filter, errors
         six.unread = ["links"] * ("links" in unread) + six.unread
     return st
+
+
+def _rules(c: _Checker, rules: Any, where: str) -> list[int]:
+    """The priorities of the policy routing rules beside the kernel's (of one family)."""
+    return [r for r in c.items(rules, where, MAX_RULES) if _whole(c, r, where)]
 
 
 def _six(node: str, state: dict[str, Any]) -> NodeState:
@@ -210,7 +215,7 @@ def _six(node: str, state: dict[str, Any]) -> NodeState:
         links={}, masters={}, addrs=_addrs(c, state.get("addrs6", {}), ".addrs6"), routes=routes,
         unresolved=_neigh(c, state.get("neigh6", []), ".neigh6"), forwarding=forwarding,
         linkdown=_flags(c, sysctl.get("linkdown", {}), ".sysctl6.linkdown"),
-        use_neigh=False, rules=[], filter={},
+        use_neigh=False, rules=_rules(c, state.get("rules6", []), ".rules6"), filter={},
         unread=[key for key in NEEDED6 if key in unread or not sent[key]])
 
 
