@@ -16,7 +16,11 @@ a deadline), so the verdict holds on a slow machine as on a fast one:
 - discovery's listener on fake NICs (scripts/discover_cost.py) past its first
   seconds: at most DISCOVERY_CPU seconds of CPU per second of listening;
 - tokex's --deadline against a UDP server that never answers: the client gives up
-  (exit 3) within DEADLINE_ALLOWANCE times the deadline.
+  (exit 3) within DEADLINE_ALLOWANCE times the deadline;
+- start-up: `beonet compile topologies/metanode-testbed.yml` (the plan to stdout),
+  each run followed by one of `python -c pass` from the same interpreter, at least
+  STARTUP_RUNS times each: the compile's median at most STARTUP_RATIO times the
+  bare interpreter's median.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ RATIOS = {"compile, alias bomb": 3.0, "compile, merge bomb": 3.0,
 DISCOVERY_CPU = 0.5             # CPU seconds per second of listening
 DEADLINE_ALLOWANCE = 1.5        # tokex's end against its --deadline
 DEADLINE = 1.0
+TESTBED = os.path.join(ROOT, "topologies", "metanode-testbed.yml")
+STARTUP_RATIO = 5.0             # a small compile's whole process against `python -c pass`
+STARTUP_RUNS = 15               # runs of each at least: a median of a few ms needs many
 
 
 @dataclass
@@ -181,12 +188,32 @@ def tokex_deadline(runs: int, scratch: str) -> Check:
     return check
 
 
+def startup(runs: int) -> Check:
+    """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn,
+    max(runs, STARTUP_RUNS) times each; the compile must exit 0."""
+    check = Check("start-up, beonet compile metanode-testbed", "s")
+    bare: list[float] = []
+    for _ in range(max(runs, STARTUP_RUNS)):
+        for argv, into in (([BEONET, "compile", TESTBED], check.values),
+                           ([sys.executable, "-c", "pass"], bare)):
+            seconds, code = _timed(argv)
+            into.append(seconds)
+            if code != 0:
+                check.problem = "exit %d, not 0: %s" % (code, " ".join(argv[1:3]))
+    python = statistics.median(bare)
+    check.target = STARTUP_RATIO * python
+    check.basis = "%.1f x `python -c pass` (%.1f ms; here x%.1f)" % (
+        STARTUP_RATIO, 1000 * python, statistics.median(check.values) / python)
+    return check
+
+
 def run(only: str, runs: int, scratch: str) -> list[Check]:
     """Every check whose label contains only."""
     done = [refusal(label, hostile, reference, runs)
             for label, (hostile, reference) in refusal_argvs(scratch).items() if only in label]
     for label, measure in (("discovery listener", lambda: discovery(runs)),
-                           ("tokex --deadline", lambda: tokex_deadline(runs, scratch))):
+                           ("tokex --deadline", lambda: tokex_deadline(runs, scratch)),
+                           ("start-up, beonet compile metanode-testbed", lambda: startup(runs))):
         if only in label:
             done.append(measure())
     return done

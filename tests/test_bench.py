@@ -213,3 +213,23 @@ def test_the_hostile_files_are_what_the_labels_say(checks, tmp_path):
     bomb, ref = argvs["compile, alias bomb"]
     assert yaml.safe_load(open(ref[2]).read()) == {"name": "t"}
     assert open(bomb[2]).read().count("*a7") == 9
+
+
+def test_start_up_is_the_compiles_median_against_five_bare_interpreters(checks, monkeypatch):
+    calls = []
+
+    def timed(argv):
+        calls.append(argv)
+        return (0.06, 0) if "compile" in argv else (0.01, 0)
+    monkeypatch.setattr(checks, "_timed", timed)
+    check = checks.startup(2)
+    assert len(calls) == 2 * checks.STARTUP_RUNS and calls[0][1:] == ["compile", checks.TESTBED]
+    assert calls[1][1:] == ["-c", "pass"]
+    assert check.target == pytest.approx(0.05) and check.missed(1.0) and not check.missed(1.2)
+    assert check.basis == "5.0 x `python -c pass` (10.0 ms; here x6.0)" and not check.problem
+
+
+def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
+    monkeypatch.setattr(checks, "_timed", lambda argv: (0.01, 2 if "compile" in argv else 0))
+    check = checks.startup(1)
+    assert check.problem.startswith("exit 2, not 0: compile ") and check.missed(100.0)
