@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import startup_time
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BEONET = os.path.join(os.path.dirname(sys.executable), "beonet")
@@ -189,21 +191,24 @@ def tokex_deadline(runs: int, scratch: str) -> Check:
 
 
 def startup(runs: int) -> Check:
-    """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn,
-    max(runs, STARTUP_RUNS) times each; the compile must exit 0."""
+    """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn
+    (startup_time.py's runs), max(runs, STARTUP_RUNS) times each: the wall medians
+    judged, the CPU seconds' ratio shown beside them; a compile that fails is a problem."""
     check = Check("start-up, beonet compile metanode-testbed", "s")
-    bare: list[float] = []
-    for _ in range(max(runs, STARTUP_RUNS)):
-        for argv, into in (([BEONET, "compile", TESTBED], check.values),
-                           ([sys.executable, "-c", "pass"], bare)):
-            seconds, code = _timed(argv)
-            into.append(seconds)
-            if code != 0:
-                check.problem = "exit %d, not 0: %s" % (code, " ".join(argv[1:3]))
-    python = statistics.median(bare)
+    pairs = []
+    try:
+        for _ in range(max(runs, STARTUP_RUNS)):
+            pairs.append((startup_time.run([BEONET, "compile", TESTBED]),
+                          startup_time.run([sys.executable, "-c", "pass"])))
+    except SystemExit as exc:
+        check.problem = "beonet compile %s failed: %s" % (TESTBED, str(exc).splitlines()[-1])
+        return check
+    check.values = [a[0] for a, _b in pairs]
+    python = statistics.median(b[0] for _a, b in pairs)
+    cpu = statistics.median(a[1] for a, _b in pairs) / max(statistics.median(b[1] for _a, b in pairs), 1e-3)
     check.target = STARTUP_RATIO * python
-    check.basis = "%.1f x `python -c pass` (%.1f ms; here x%.1f)" % (
-        STARTUP_RATIO, 1000 * python, statistics.median(check.values) / python)
+    check.basis = "%.1f x `python -c pass` (%.1f ms; here x%.1f, CPU x%.1f)" % (
+        STARTUP_RATIO, 1000 * python, statistics.median(check.values) / python, cpu)
     return check
 
 

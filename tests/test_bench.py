@@ -218,18 +218,22 @@ def test_the_hostile_files_are_what_the_labels_say(checks, tmp_path):
 def test_start_up_is_the_compiles_median_against_five_bare_interpreters(checks, monkeypatch):
     calls = []
 
-    def timed(argv):
+    def run(argv):
         calls.append(argv)
-        return (0.06, 0) if "compile" in argv else (0.01, 0)
-    monkeypatch.setattr(checks, "_timed", timed)
+        return (0.06, 0.05) if "compile" in argv else (0.01, 0.01)
+    monkeypatch.setattr(checks.startup_time, "run", run)
     check = checks.startup(2)
     assert len(calls) == 2 * checks.STARTUP_RUNS and calls[0][1:] == ["compile", checks.TESTBED]
     assert calls[1][1:] == ["-c", "pass"]
     assert check.target == pytest.approx(0.05) and check.missed(1.0) and not check.missed(1.2)
-    assert check.basis == "5.0 x `python -c pass` (10.0 ms; here x6.0)" and not check.problem
+    assert check.basis == "5.0 x `python -c pass` (10.0 ms; here x6.0, CPU x5.0)" and not check.problem
 
 
 def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
-    monkeypatch.setattr(checks, "_timed", lambda argv: (0.01, 2 if "compile" in argv else 0))
+    def run(argv):
+        if "compile" in argv:
+            raise SystemExit("beonet compile x.yml failed:\nbeonet: 1 error, nothing written")
+        return (0.01, 0.01)
+    monkeypatch.setattr(checks.startup_time, "run", run)
     check = checks.startup(1)
-    assert check.problem.startswith("exit 2, not 0: compile ") and check.missed(100.0)
+    assert check.problem.endswith("failed: beonet: 1 error, nothing written") and check.missed(100.0)
