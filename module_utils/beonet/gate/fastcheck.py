@@ -156,4 +156,3 @@ def fits(schema: Any, value: object, formats: Formats) -> bool:
     if isinstance(value, list) and not _array(schema, value, formats):
         return False
     return _scalar(schema, value, formats) and _combined(schema, value, formats)
-
