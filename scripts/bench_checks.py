@@ -16,7 +16,11 @@ a deadline), so the verdict holds on a slow machine as on a fast one:
 - discovery's listener on fake NICs (scripts/discover_cost.py) past its first
   seconds: at most DISCOVERY_CPU seconds of CPU per second of listening;
 - tokex's --deadline against a UDP server that never answers: the client gives up
-  (exit 3) within DEADLINE_ALLOWANCE times the deadline.
+  (exit 3) within DEADLINE_ALLOWANCE times the deadline;
+- start-up: `beonet compile topologies/metanode-testbed.yml` (the plan to stdout),
+  each run followed by one of `python -c pass` from the same interpreter, at least
+  STARTUP_RUNS times each: the compile's median at most STARTUP_RATIO times the
+  bare interpreter's median.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import startup_time
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BEONET = os.path.join(os.path.dirname(sys.executable), "beonet")
@@ -45,6 +51,9 @@ RATIOS = {"compile, alias bomb": 3.0, "compile, merge bomb": 3.0,
 DISCOVERY_CPU = 0.5             # CPU seconds per second of listening
 DEADLINE_ALLOWANCE = 1.5        # tokex's end against its --deadline
 DEADLINE = 1.0
+TESTBED = os.path.join(ROOT, "topologies", "metanode-testbed.yml")
+STARTUP_RATIO = 5.0             # a small compile's whole process against `python -c pass`
+STARTUP_RUNS = 15               # runs of each at least: a median of a few ms needs many
 
 
 @dataclass
@@ -181,12 +190,35 @@ def tokex_deadline(runs: int, scratch: str) -> Check:
     return check
 
 
+def startup(runs: int) -> Check:
+    """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn
+    (startup_time.py's runs), max(runs, STARTUP_RUNS) times each: the wall medians
+    judged, the CPU seconds' ratio shown beside them; a compile that fails is a problem."""
+    check = Check("start-up, beonet compile metanode-testbed", "s")
+    pairs = []
+    try:
+        for _ in range(max(runs, STARTUP_RUNS)):
+            pairs.append((startup_time.run([BEONET, "compile", TESTBED]),
+                          startup_time.run([sys.executable, "-c", "pass"])))
+    except SystemExit as exc:
+        check.problem = "beonet compile %s failed: %s" % (TESTBED, str(exc).splitlines()[-1])
+        return check
+    check.values = [a[0] for a, _b in pairs]
+    python = statistics.median(b[0] for _a, b in pairs)
+    cpu = statistics.median(a[1] for a, _b in pairs) / max(statistics.median(b[1] for _a, b in pairs), 1e-3)
+    check.target = STARTUP_RATIO * python
+    check.basis = "%.1f x `python -c pass` (%.1f ms; here x%.1f, CPU x%.1f)" % (
+        STARTUP_RATIO, 1000 * python, statistics.median(check.values) / python, cpu)
+    return check
+
+
 def run(only: str, runs: int, scratch: str) -> list[Check]:
     """Every check whose label contains only."""
     done = [refusal(label, hostile, reference, runs)
             for label, (hostile, reference) in refusal_argvs(scratch).items() if only in label]
     for label, measure in (("discovery listener", lambda: discovery(runs)),
-                           ("tokex --deadline", lambda: tokex_deadline(runs, scratch))):
+                           ("tokex --deadline", lambda: tokex_deadline(runs, scratch)),
+                           ("start-up, beonet compile metanode-testbed", lambda: startup(runs))):
         if only in label:
             done.append(measure())
     return done

@@ -15,7 +15,8 @@ baseline's fastest run in the same run. A case misses when its fastest run is
 over --tolerance times that (CI: 1.5): other work on the machine only ever adds
 time, and a burst of it can take most of a few runs, so the fastest run of each is
 the figure least moved by it (the medians are printed too). Then the checks of bench_checks.py (hostile
-inputs refused at once, the discovery loop's CPU, tokex's deadline), each
+inputs refused at once, the discovery loop's CPU, tokex's deadline, a small
+compile's start-up against a bare Python's), each
 against a reference measured in the same run. Exits 1 on a miss (also with
 --only), 2 when a baseline commit is not in the clone (a shallow clone).
 """

@@ -213,3 +213,27 @@ def test_the_hostile_files_are_what_the_labels_say(checks, tmp_path):
     bomb, ref = argvs["compile, alias bomb"]
     assert yaml.safe_load(open(ref[2]).read()) == {"name": "t"}
     assert open(bomb[2]).read().count("*a7") == 9
+
+
+def test_start_up_is_the_compiles_median_against_five_bare_interpreters(checks, monkeypatch):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return (0.06, 0.05) if "compile" in argv else (0.01, 0.01)
+    monkeypatch.setattr(checks.startup_time, "run", run)
+    check = checks.startup(2)
+    assert len(calls) == 2 * checks.STARTUP_RUNS and calls[0][1:] == ["compile", checks.TESTBED]
+    assert calls[1][1:] == ["-c", "pass"]
+    assert check.target == pytest.approx(0.05) and check.missed(1.0) and not check.missed(1.2)
+    assert check.basis == "5.0 x `python -c pass` (10.0 ms; here x6.0, CPU x5.0)" and not check.problem
+
+
+def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
+    def run(argv):
+        if "compile" in argv:
+            raise SystemExit("beonet compile x.yml failed:\nbeonet: 1 error, nothing written")
+        return (0.01, 0.01)
+    monkeypatch.setattr(checks.startup_time, "run", run)
+    check = checks.startup(1)
+    assert check.problem.endswith("failed: beonet: 1 error, nothing written") and check.missed(100.0)

@@ -531,3 +531,14 @@ def test_a_labs_own_failure_exits_1(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, "lab", "fault", "t.yml", "--node", "n1", "--stop")
     assert code == 1 and err == "beonet lab: no lab in .lab/beonet-t: bring it up first (beonet lab up)\n"
+
+
+def test_a_line_naming_its_command_first_builds_that_command_only(capsys):
+    table = next(a for a in cli.parser(["paths"], only=True)._actions
+                 if isinstance(a, argparse._SubParsersAction))
+    assert list(table.choices) == ["paths"]
+    full = next(a for a in cli.parser(["paths"])._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(full.choices) == list(cli.COMMANDS)
+    with pytest.raises(SystemExit):
+        cli.main(["-h", "paths"])             # beonet's own help: every command listed
+    assert "bonded-figure" in capsys.readouterr().out

@@ -62,9 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+def parser(commands: Iterable[str] | None = None, only: bool = False) -> argparse.ArgumentParser:
     """The whole parser; with commands, the options of those commands only (the
-    others are listed with their help, as `beonet -h` shows them)."""
+    others are listed with their help, as `beonet -h` shows them; with only, not
+    at all: for a line that names its command first, whose help is the command's)."""
     wanted = set(COMMANDS if commands is None else commands)
     p = argparse.ArgumentParser(prog="beonet", description="Compile a cluster network "
                                 "topology into per-node plans, dry runs and exports.")
@@ -73,6 +74,8 @@ def parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
                            help="one of the commands below; 'beonet COMMAND -h' for its options")
     for name, (module, help_) in COMMANDS.items():
+        if only and name not in wanted:
+            continue
         s = sub.add_parser(name, help=help_, description=help_)
         if name in wanted:
             importlib.import_module("." + module, __name__).populate(name, s)
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     argv = sys.argv[1:] if argv is None else argv
     name = _command(argv)
-    args = parser([name] if name in COMMANDS else []).parse_args(argv)
+    first = name in COMMANDS and argv[0] == name       # not `beonet -h compile`
+    args = parser([name] if name in COMMANDS else [], only=first).parse_args(argv)
     from .safety import refused_arguments
     refused = refused_arguments(args)
     if refused:

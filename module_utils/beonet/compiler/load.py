@@ -15,7 +15,14 @@ from ipaddress import IPv4Network, IPv6Network
 from typing import Any
 
 from .. import gate
-from ..gate.validate import missing_libraries, path_text, require_libraries, schema_messages, strict_validator
+from ..gate.validate import (
+    missing_libraries,
+    path_text,
+    require_libraries,
+    schema_messages,
+    strict_validator,
+    surely_valid,
+)
 from ..gate.yamltext import MAX_BYTES, Lines, parse_yaml
 from . import family
 from .errors import Problems
@@ -50,10 +57,26 @@ def _is_ipv6_network(value: object) -> bool:
     return "/" in value and "%" not in value and IPv6Network(value, strict=True).prefixlen >= 0
 
 
+FORMATS = {"ipv4-network": _is_ipv4_network, "ipv6-network": _is_ipv6_network}
+
+
 @functools.cache
 def _schema_validator() -> Any:
     """The JSON Schema validator of topologies, with beonet's formats and integer type."""
-    return strict_validator(SCHEMA, {"ipv4-network": _is_ipv4_network, "ipv6-network": _is_ipv6_network})
+    return strict_validator(SCHEMA, FORMATS)
+
+
+def _schema_problems(data: dict[str, Any], problems: Problems) -> None:
+    """Each schema error of data, in line order (jsonschema is asked only when
+    the data is not surely valid)."""
+    if surely_valid(SCHEMA, data, FORMATS):
+        return
+    for error in sorted(_schema_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        if error.validator in ("if", "allOf"):
+            continue
+        for parts, msg in schema_messages(error):
+            problems.add(path_text(parts), msg)
+    problems.items.sort(key=lambda p: (p.line or 0, p.path))
 
 
 def _size(data: dict[str, Any], problems: Problems) -> None:
@@ -72,12 +95,7 @@ def validate(data: Any, file: str | None, lines: Lines) -> Problems:
         problems.add("", "a topology must be a YAML mapping (got %s)"
                      % ("an empty file" if data is None else type(data).__name__))
         return problems
-    for error in sorted(_schema_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        if error.validator in ("if", "allOf"):
-            continue
-        for parts, msg in schema_messages(error):
-            problems.add(path_text(parts), msg)
-    problems.items.sort(key=lambda p: (p.line or 0, p.path))
+    _schema_problems(data, problems)
     chosen = data.get("family")
     for other in SCHEMA["properties"]["family"]["enum"]:
         if other != chosen and other in data:

@@ -1,40 +1,69 @@
 """Data checked against a JSON Schema as beonet reads every input: integers are
 integers, patterns match the whole text, formats are beonet's, and each error
 becomes a key path and a message a person can act on. jsonschema is imported
-when present (an Ansible controller may lack it: checking then raises
-ImportError naming it, and ``missing_libraries`` says what is missing).
+when first needed (an Ansible controller may lack it: checking then raises
+ImportError naming it, and ``missing_libraries`` says what is missing); data
+that ``fastcheck`` finds valid does not need it.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import re
-from collections.abc import Callable
+import importlib.util
+import sys
+from types import ModuleType
 from typing import Any
 
-try:
-    from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
-except ImportError as exc:
-    JSONSCHEMA_IMPORT_ERROR: ImportError | None = exc
-else:
-    JSONSCHEMA_IMPORT_ERROR = None
-
+from .fastcheck import Formats, Unsure, anchored, fits
 from .yamltext import YAML_IMPORT_ERROR, PathPart, join_path
+
+
+@functools.cache
+def _jsonschema() -> ModuleType | ImportError:
+    """The jsonschema package, or the ImportError of importing it."""
+    try:
+        import jsonschema
+    except ImportError as exc:
+        return exc
+    return jsonschema
+
+
+def _jsonschema_missing() -> ImportError | None:
+    """Why jsonschema cannot be imported, or None; found without importing it."""
+    if sys.modules.get("jsonschema") is not None:
+        return None
+    try:
+        if importlib.util.find_spec("jsonschema") is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    found = _jsonschema()
+    return found if isinstance(found, ImportError) else None
 
 
 def missing_libraries() -> str | None:
     """None when loading can work here, else which of PyYAML and jsonschema are missing and why."""
     missing = ["%s (%s)" % (name, error) for name, error in
-               (("PyYAML", YAML_IMPORT_ERROR), ("jsonschema", JSONSCHEMA_IMPORT_ERROR)) if error]
+               (("PyYAML", YAML_IMPORT_ERROR), ("jsonschema", _jsonschema_missing())) if error]
     return ", ".join(missing) or None
 
 
-def require_libraries() -> None:
-    missing = missing_libraries()
+def require_libraries(missing: str | None = None) -> None:
+    """ImportError naming what is missing (missing_libraries(), or missing when given)."""
+    missing = missing or missing_libraries()
     if missing:
         raise ImportError("loading a topology needs the Python packages PyYAML and jsonschema; "
                           "missing: %s" % missing)
+
+
+def surely_valid(schema: dict[str, Any], data: object, formats: Formats) -> bool:
+    """True when data is valid against schema as strict_validator(schema, formats)
+    reads it, decided without jsonschema; False when jsonschema must say."""
+    try:
+        return fits(schema, data, formats)
+    except Unsure:
+        return False
 
 
 def _is_integer(_checker: object, value: object) -> bool:
@@ -42,30 +71,28 @@ def _is_integer(_checker: object, value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@functools.cache
-def anchored(pattern: str) -> re.Pattern[str]:
-    """A schema pattern as ECMA-262 reads it: '$' is the end of the text (Python's
-    '$' also matches before a final line break: a name ending in one would pass)."""
-    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
-
-
 def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Any:
     if validator.is_type(instance, "string") and not anchored(pattern).search(instance):
-        yield ValidationError("%r does not match %r" % (instance, pattern))
+        yield _jsonschema().ValidationError(  # type: ignore[union-attr]
+            "%r does not match %r" % (instance, pattern))
 
 
 def strict_validator(schema: dict[str, Any],
-                     formats: dict[str, Callable[[object], bool]] | None = None) -> Any:
+                     formats: Formats | None = None) -> Any:
     """A draft 2020-12 validator of schema as beonet reads every input: integers
     are integers (not 4.0, not true), patterns match the whole text, and each
     format of formats is checked by its function (ValueError or False: refused)."""
     require_libraries()
-    format_checker = FormatChecker(formats=())
+    jsonschema: Any = _jsonschema()
+    if isinstance(jsonschema, ImportError):         # found, but its import fails
+        require_libraries("jsonschema (%s)" % jsonschema)
+    draft = jsonschema.Draft202012Validator
+    format_checker = jsonschema.FormatChecker(formats=())
     for name, check in (formats or {}).items():
         format_checker.checks(name, raises=(ValueError, TypeError))(check)
-    validator_class = validators.extend(
-        Draft202012Validator, validators={"pattern": _pattern},
-        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+    validator_class = jsonschema.validators.extend(
+        draft, validators={"pattern": _pattern},
+        type_checker=draft.TYPE_CHECKER.redefine("integer", _is_integer))
     return validator_class(schema, format_checker=format_checker)
 
 
