@@ -74,6 +74,8 @@ def canonical(text: str) -> str:
 def planned_key(r: Route) -> RouteKey:
     hops = r.get("nexthops")
     pairs = [(r["via"], r["dev"])] if not hops else [(h["via"], h["dev"]) for h in hops]
+    if ":" not in r["to"]:          # an IPv4 route: its text is the kernel's already
+        return (r["to"], tuple(pairs), r["src"])
     return (canonical(r["to"]), tuple((canonical(via), dev) for via, dev in pairs), canonical(r["src"]))
 
 
