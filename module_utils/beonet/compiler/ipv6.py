@@ -120,10 +120,12 @@ def relabel(graph: Graph) -> None:
     if not graph.v6:
         return
     addr = counterparts(graph)
+    # Each IPv4 destination (a segment's prefix, a host's /32) to its IPv6 one.
     prefix = {(seg.net, seg.plen): (seg.net6, seg.plen6) for seg in graph.segments if seg.routed}
-    shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+    prefix.update(((a4, 32), (a6, HOST_PLEN)) for a4, a6 in addr.items())
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {(): ()}
     for node in graph.nodes:
-        node.routes6 = [_relabelled(r, addr, prefix, shared) for r in node.routes]
+        node.routes6 = _relabelled(node.routes, addr, prefix, shared)
 
 
 def counterparts(graph: Graph) -> dict[int, int]:
@@ -136,13 +138,17 @@ def counterparts(graph: Graph) -> dict[int, int]:
     return addr
 
 
-def _relabelled(r: Route, addr: dict[int, int], prefix: dict[tuple[int, int], tuple[int, int]],
-                shared: dict[tuple[int, ...], tuple[int, ...]]) -> Route:
-    net, plen = (addr[r.net], HOST_PLEN) if r.plen == 32 else prefix[r.net, r.plen]
-    alt = shared.get(r.alt_via)
-    if alt is None:
-        alt = shared[r.alt_via] = tuple(addr[a] for a in r.alt_via)
-    return Route(net, plen, addr[r.via], r.dev, addr[r.src], alt, r.alt_dev)
+def _relabelled(routes: list[Route], addr: dict[int, int], prefix: dict[tuple[int, int], tuple[int, int]],
+                shared: dict[tuple[int, ...], tuple[int, ...]]) -> list[Route]:
+    """routes in IPv6; shared: the gateway tuples of multipath routes already relabelled."""
+    out = []
+    for r in routes:
+        net, plen = prefix[r.net, r.plen]
+        alt = shared.get(r.alt_via)
+        if alt is None:
+            alt = shared[r.alt_via] = tuple(addr[a] for a in r.alt_via)
+        out.append(Route(net, plen, addr[r.via], r.dev, addr[r.src], alt, r.alt_dev))
+    return out
 
 
 def check(graph: Graph, problems: Problems) -> None:
