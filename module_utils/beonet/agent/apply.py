@@ -27,6 +27,7 @@ node:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 from collections.abc import Callable, Iterable
@@ -122,18 +123,23 @@ def has_ipv6(n: NodePlan) -> bool:
     return any(":" in a for i in n["interfaces"] for a in i["addresses"])
 
 
+@functools.lru_cache(maxsize=1 << 16)      # the same prefixes recur on every node of a build
+def _network(text: str, strict: bool = True) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """A network's text parsed (strict: no host bits), or an interface address's network."""
+    return ipaddress.ip_network(text) if strict else ipaddress.ip_interface(text).network
+
+
 def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
     """The prefixes the forward filter passes: those given (the topology's, IPv4 as
     given), and the IPv6 prefixes of the node's own plan: its NICs' networks, the
     destinations of its routes (static or learned) and its IPv6 loopback, so the filter
     passes every IPv6 destination the node routes to, merged into the fewest prefixes."""
     given = list(prefixes)
-    six = [ipaddress.ip_network(p) for p in given if ":" in p]
-    six += [ipaddress.ip_interface(a).network for i in n["interfaces"] for a in i["addresses"] if ":" in a]
-    six += [ipaddress.ip_network(r["to"]) for r in list(n["routes"]) + list(n.get("learned", []))
-            if ":" in r["to"]]
+    six = [_network(p) for p in given if ":" in p]
+    six += [_network(a, False) for i in n["interfaces"] for a in i["addresses"] if ":" in a]
+    six += [_network(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
     loop6 = n.get("routing", {}).get("loopback6")
-    six += [ipaddress.ip_interface(loop6).network] if loop6 else []
+    six += [_network(loop6, False)] if loop6 else []
     merged = ipaddress.collapse_addresses(x for x in six if isinstance(x, ipaddress.IPv6Network))
     return [p for p in given if ":" not in p] + [str(x) for x in merged]
 

@@ -12,6 +12,7 @@ or another set of next hops, differs. Commands keep the plan's order.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ def live_hops(r: dict[str, Any]) -> Hops:
     return ((r.get("gateway"), r.get("dev")),)
 
 
+@functools.lru_cache(maxsize=1 << 16)      # a build asks for the same few thousand texts again and again
 def canonical(text: str) -> str:
     """An IPv6 address, ADDR/LEN or network as the kernel prints it (RFC 5952: lower
     case, the longest run of zeros shortened); IPv4 text as it is."""
