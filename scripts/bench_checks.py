@@ -64,10 +64,15 @@ class Check:
     basis: str = ""             # what the target is
     values: list[float] = field(default_factory=list)
     problem: str = ""           # a wrong result (an exit code, a frame not heard)
+    goal_only: bool = False     # measured and shown against its target, not yet judged
 
     def missed(self, tolerance: float) -> bool:
         return bool(self.problem) or not self.values or \
             statistics.median(self.values) > self.target * tolerance
+
+    def fails(self, tolerance: float) -> bool:
+        """Missed and judged: a goal not yet met fails only on a wrong result."""
+        return bool(self.problem) if self.goal_only else self.missed(tolerance)
 
 
 def alias_bomb(levels: int = 9) -> str:
@@ -193,8 +198,9 @@ def tokex_deadline(runs: int, scratch: str) -> Check:
 def startup(runs: int) -> Check:
     """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn
     (startup_time.py's runs), max(runs, STARTUP_RUNS) times each: the wall medians
-    judged, the CPU seconds' ratio shown beside them; a compile that fails is a problem."""
-    check = Check("start-up, beonet compile metanode-testbed", "s")
+    shown against 5 times (a goal, not judged yet), the CPU seconds' ratio beside them;
+    a compile that fails is a problem."""
+    check = Check("start-up, beonet compile metanode-testbed", "s", goal_only=True)
     pairs = []
     try:
         for _ in range(max(runs, STARTUP_RUNS)):
@@ -233,5 +239,6 @@ def report(done: list[Check], tolerance: float) -> bool:
         med = statistics.median(c.values) if c.values else float("nan")
         print("%-46s %5d %9.3f %9.3f  %s (%s)%s%s" % (
             c.label, len(c.values), med, c.target, c.basis, c.unit,
-            "  <-- MISSED" if c.missed(tolerance) else "", ": " + c.problem if c.problem else ""))
-    return not any(c.missed(tolerance) for c in done)
+            ("  <-- MISSED" + (" (a goal, not judged yet)" if c.goal_only else "")) if c.missed(tolerance)
+            else "", ": " + c.problem if c.problem else ""))
+    return not any(c.fails(tolerance) for c in done)

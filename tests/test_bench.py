@@ -227,6 +227,9 @@ def test_start_up_is_the_compiles_median_against_five_bare_interpreters(checks, 
     assert calls[1][1:] == ["-c", "pass"]
     assert check.target == pytest.approx(0.05) and check.missed(1.0) and not check.missed(1.2)
     assert check.basis == "5.0 x `python -c pass` (10.0 ms; here x6.0, CPU x5.0)" and not check.problem
+    # a goal, shown against its target, not judged yet: the report passes with it missed
+    assert check.goal_only and not check.fails(1.0)
+    assert checks.report([check], 1.0)
 
 
 def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
@@ -237,3 +240,4 @@ def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
     monkeypatch.setattr(checks.startup_time, "run", run)
     check = checks.startup(1)
     assert check.problem.endswith("failed: beonet: 1 error, nothing written") and check.missed(100.0)
+    assert check.fails(100.0) and not checks.report([check], 100.0)
