@@ -8,6 +8,23 @@ import hypothesis
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def ansible_render(template: str, variables: dict) -> object:
+    """TEMPLATE (a task's Jinja text) as ansible-playbook renders it on localhost with
+    VARIABLES (the project's ansible.cfg; the json callback reads the result)."""
+    import json
+
+    import yaml
+    play = [{"hosts": "localhost", "gather_facts": False, "vars": variables,
+             "tasks": [{"ansible.builtin.debug": {"msg": template}}]}]
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                          "localhost,", "-c", "local", "/dev/stdin"], cwd=ROOT, env=env,
+                         input=yaml.safe_dump(play), capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
 sys.path.insert(0, str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "scripts"))        # make bench's modules (bench_checks)
 hermetic.install()

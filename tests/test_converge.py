@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import ROOT, needs_host
+from conftest import ROOT, ansible_render, needs_host
 
 from beonet.agent import frr, readout
 
@@ -259,3 +259,23 @@ def test_ipv6_routes_without_their_source_form_only_ospfv3s_adjacencies_again(tm
                        after6=HOST6 + UNSOURCED6.replace("metric", "src fd00:0:0:ffff::1 metric"))
     assert line == "beonet-settle settled 5 4 4 0 0 0 1"
     assert (tmp_path / "cleared6").exists() and not (tmp_path / "cleared").exists()
+
+
+def _fail_msg(got: list[str]) -> str:
+    """The wait's assert message (converge.yml) for the loop's last line GOT."""
+    task = next(t for t in TASKS if "ansible.builtin.assert" in t)
+    want = ["12", "14", "0"]
+    return str(ansible_render(task["ansible.builtin.assert"]["fail_msg"], {"got": got, "want": want}))
+
+
+def test_the_wait_says_when_frr_is_not_running():
+    msg = _fail_msg(["beonet-settle", "stopped", "0", "0", "0", "0", "0", "0", "0"])
+    assert msg.startswith("localhost: FRR is not running (none of its daemons has a process)")
+    assert "OSPF installed" not in msg
+
+
+def test_the_wait_names_what_did_not_settle():
+    msg = _fail_msg(["beonet-settle", "unsettled", "60", "10", "12", "1", "2", "3", "0"])
+    assert msg.startswith("localhost: after 60 s OSPF installed 10 routes over 12 next hops (1 without")
+    assert "the plan expects 12 over 14; 2 OSPF neighbours not Full, 3 BFD sessions not up" in msg
+    assert "show ipv6 ospf6 neighbor" in msg

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import yaml
-from conftest import ROOT
+from conftest import ROOT, ansible_render
 
 BIN = os.path.dirname(sys.executable)
 
@@ -19,20 +19,11 @@ def _compile(topology: str) -> dict:
                                      capture_output=True, text=True, check=True).stdout)
 
 
-def _render(plan: dict, node: str, by: str) -> str:
+def _render(plan: dict, node: str, by: str) -> object:
     """The counter's nft match, as count.yml's task renders it for NODE of PLAN."""
     task = yaml.safe_load((ROOT / "molecule/testbed/count.yml").read_text())[0]["tasks"][1]
-    play = [{"hosts": "localhost", "gather_facts": False,
-             "vars": {**task["vars"], "beonet_testbed_count_by": by,
-                      "beonet_testbed_node": plan["nodes"][node]},
-             "tasks": [{"ansible.builtin.debug": {"msg": "{{ beonet_testbed_match }}"}}]}]
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                          "/dev/stdin"], cwd=ROOT, env=env, input=yaml.safe_dump(play),
-                         capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
+    return ansible_render("{{ beonet_testbed_match }}", {**task["vars"], "beonet_testbed_count_by": by,
+                                                         "beonet_testbed_node": plan["nodes"][node]})
 
 
 def test_static_counts_any_source_but_the_cluster_address():
