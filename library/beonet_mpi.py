@@ -41,6 +41,13 @@ options:
     description: Options of the ssh the launcher runs (key, known hosts), for I(action=plan).
     type: str
     default: ""
+  node_paths:
+    description:
+      - The role's paths on the nodes, by what they are (its folder, the MPI parameter files, the
+        hosts file); each must be a plain absolute path (printable, no C(..), no C(//)), else
+        nothing runs.
+    type: dict
+    default: {}
   run:
     description: The run returned by I(action=plan), for I(action=report).
     type: dict
@@ -123,7 +130,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.beonet.agent.arguments import escaped_arguments
 
 try:
-    from ansible.module_utils.beonet.agent import nodeplan
+    from ansible.module_utils.beonet.agent import backends, nodeplan
     from ansible.module_utils.beonet.agent.names import UnsafeText, one_line
     from ansible.module_utils.beonet.benchmarks import mpi
     from ansible.module_utils.beonet.benchmarks import planner as bench
@@ -162,6 +169,7 @@ def main() -> None:
             "slots": {"type": "dict", "default": {}},
             "params": {"type": "dict", "default": {}},
             "ssh_args": {"type": "str", "default": ""},
+            "node_paths": {"type": "dict", "default": {}},
             "run": {"type": "dict"},
             "samples": {"type": "str"},
             "environment": {"type": "dict", "default": {}},
@@ -175,6 +183,10 @@ def main() -> None:
     if IMPORT_ERROR:
         module.fail_json(msg="beonet: missing Python library on the controller", exception=IMPORT_ERROR)
     p = module.params
+    paths = ["%s: %s" % (k, backends.plain_path_problem(v)) for k, v in sorted(p["node_paths"].items())
+             if backends.plain_path_problem(v)]
+    if paths:
+        module.fail_json(msg="beonet mpi: %s" % "; ".join(paths), errors=paths)
     if not (p["plan"] or {}).get("nodes"):
         module.fail_json(msg="beonet mpi: plan: no compiled plan; run the beonet_plan role first "
                              "(beonet_plan_paths: true), as playbooks/mpi.yml does")

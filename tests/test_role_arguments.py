@@ -42,6 +42,22 @@ def test_a_wrong_role_variable_stops_before_any_task(tmp_path, role, var, value,
                      + tasks[0].split("'main'", 1)[1]], tasks
 
 
+@pytest.mark.parametrize("var,value", [
+    ("beonet_mpi_hosts_file", "{a: 1}"), ("beonet_mpi_hosts_file", "etc/hosts"),
+    ("beonet_mpi_hosts_file", "/etc/../root/x"), ("beonet_mpi_hosts_file", "/etc//hosts"),
+    ("beonet_mpi_hosts_file", '"/etc/ho\\nsts"'), ("beonet_mpi_mca_file", '"/etc/x\\u2028y"'),
+    ("beonet_mpi_dir", "/etc/beonet/mpi/"), ("beonet_mpi_prte_file", "[a]"),
+])
+def test_the_mpi_roles_paths_on_the_nodes_are_plain_absolute_paths(tmp_path, var, value):
+    # the module refuses them before the role's first task that changes a node
+    (tmp_path / "play.yml").write_text(PLAY.format(role="beonet_mpi", var=var, value=value))
+    res = local_play(tmp_path / "play.yml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and ("beonet mpi: %s: " % var) in out, out
+    assert "is not a plain absolute path" in out, out
+    assert "Install Open MPI" not in out, out
+
+
 SLURM_PLAY = """\
 - hosts: localhost
   gather_facts: false

@@ -26,11 +26,21 @@ CONFIG_DIRS = tuple(dict.fromkeys((NETWORKD,) + tuple(d for b in BACKENDS.values
                                   + ("/etc/sysctl.d", "/etc/nftables.d", "/var/lib/beonet", "/etc/frr")))
 
 
+def plain_path_problem(path: object) -> str | None:
+    """Why path is not a plain absolute path (text, printable, normalised: no '..',
+    no '//', no trailing '/'), or None."""
+    if not isinstance(path, str) or not path.isprintable() or os.path.normpath(path) != path \
+            or not path.startswith("/"):
+        return "%r is not a plain absolute path" % (path,)
+    return None
+
+
 def config_path_problem(path: str) -> str | None:
     """Why beonet must not write (or remove) path on a node, or None: it must be a
     plain absolute path, inside one of CONFIG_DIRS, with nothing unprintable."""
-    if not path.isprintable() or os.path.normpath(path) != path or not path.startswith("/"):
-        return "%r is not a plain absolute path" % path
+    plain = plain_path_problem(path)
+    if plain:
+        return plain
     if not any(path.startswith(d + "/") for d in CONFIG_DIRS):
         return "%s lies outside the network configuration folders" % path
     return None
