@@ -295,8 +295,7 @@ def _ipv6_routes(module: AnsibleModule, result: dict[str, Any]) -> None:
     name, plan = module.params["node"], module.params["plan"]
     routes = collect.needed(_runner(module), ["ip", "-j", "-6", "route", "show", "table", "main"], errors)
     if routes is None:
-        result["problems"].append("%s: could not read its IPv6 routes (%s); run verify again"
-                                  % (name, "; ".join(errors)))
+        result["problems"].append(verify.routes_unread(name, errors, True))
         return
     problems, diff = verify.route_problems(name, plan, routes, True)
     result["problems"] += problems

@@ -169,6 +169,12 @@ def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]],
     return planned, sorted(live)
 
 
+def routes_unread(name: str, errors: list[str], six: bool = False) -> str:
+    """The problem of a node whose routing table (six: its IPv6 one) could not be read."""
+    family = "IPv6 " if six else ""
+    return "%s: could not read its %sroutes (%s); run verify again" % (name, family, "; ".join(errors))
+
+
 def route_problems(node: str, plan_node: NodePlan, live_routes: list[dict[str, Any]],
                    six: bool = False) -> tuple[list[str], list[str]]:
     """The live table of one family (six: IPv6) against the plan: (problems, unified
@@ -213,7 +219,7 @@ def node_result(name: str, plan: NodePlan, expected: dict[str, Any], seen: dict[
     problems = state_problems(name, plan, read, tso)
     route_diff: list[str] = []
     if routes is None:              # failed twice, or cut short: not every planned route missing
-        problems.append("%s: could not read its routes (%s); run verify again" % (name, "; ".join(errors)))
+        problems.append(routes_unread(name, errors))
     else:
         route_problems_, route_diff = route_problems(name, plan, routes)
         problems += route_problems_

@@ -123,7 +123,7 @@ def routes6_problems(name: str, n: NodePlan, out: readout.Output) -> list[str]:
     errors: list[str] = []
     routes = collect.needed(lambda _argv: (rc, text, err), dict(collect.COMMANDS)["routes6"], errors)
     if not isinstance(routes, list):
-        return ["%s: could not read its IPv6 routes (%s); run verify again" % (name, "; ".join(errors))]
+        return [verify.routes_unread(name, errors, True)]
     return verify.route_problems(name, n, [_as_listed(r) for r in collect.reduce_routes(routes, 6)], True)[0]
 
 
