@@ -618,3 +618,49 @@ def test_beonets_ipv6_rule_is_judged_by_its_own_set():
     f["chains"][0]["rules"].append(nft.RULE6)
     f["chains"][0]["count"] = 3
     assert nft.judge(f, 128).unjudged == "beonet's forward chain holds rules beonet does not write"
+
+
+# --- OSPFv3's routes: next hops named by the neighbour's link-local address
+
+FRR6 = ("name: frr6\nfamily: metagraph\nmetagraph: {groups: 2, nodes_per_group: 3, p2p_per_node: 1}\n"
+        "routing: {engine: frr}\naddressing: {ipv6: true}\n")
+
+
+@pytest.fixture(scope="module", name="frr6")
+def frr6_plan():
+    return render.plan(pipeline.compile_text(FRR6, "frr6.yml"))
+
+
+def _link_local(states, node, nic):
+    return next(a for a in states[node]["addrs6"][nic] if a.startswith("fe80:"))
+
+
+def test_ospfv3_routes_through_link_local_next_hops_prove_every_pair(frr6):
+    states = six_healthy(frr6)
+    vias = [h["via"] for s in states.values() for r in s["routes6"] for h in r["hops"] if h.get("via")]
+    assert len(vias) > 30 and all(v.startswith("fe80::") for v in vias)
+    result = _prove6(frr6, states)
+    assert (result["proven"], result["mismatched"], result["problems"]) == (2 * 6 * 5, 0, [])
+
+
+def test_a_link_local_next_hop_no_node_on_its_link_holds_is_named(frr6):
+    states = six_healthy(frr6)
+    lost = _link_local(states, "node02", "eth1")
+    states["node02"]["addrs6"]["eth1"].remove(lost)
+    # the same address on another link (node04's point-to-point NIC) holds nothing on the LAN
+    states["node04"]["addrs6"]["eth2"].append(lost)
+    result = _prove6(frr6, states)
+    why = ("IPv6: next hop %s of node node01: no node on the network of its NIC eth1 holds that "
+           "link-local address" % lost.split("/")[0])
+    assert why in {r["why"] for r in result["mismatches"]}
+    assert all(r["pair"].endswith("(IPv6)") for r in result["mismatches"])
+
+
+def test_a_link_local_address_two_nodes_hold_on_one_link_is_named(frr6):
+    states = six_healthy(frr6)
+    twice = _link_local(states, "node02", "eth1")
+    states["node03"]["addrs6"]["eth1"].append(twice)
+    result = _prove6(frr6, states)
+    why = ("IPv6: next hop %s of node node01: 2 nodes on the network of its NIC eth1 hold that "
+           "link-local address" % twice.split("/")[0])
+    assert why in {r["why"] for r in result["mismatches"]}

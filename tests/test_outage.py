@@ -12,6 +12,7 @@ from beonet.compiler import pipeline
 from beonet.labs import frrstate, outage
 from beonet.labs.base import LabError
 from beonet.outputs import plan as render
+from beonet.outputs.ipfamily import cluster_address
 
 
 def _mesh():
@@ -389,7 +390,9 @@ def test_an_outage_with_frr_names_the_bfd_sessions_dropped_the_failure_did_not_t
 
     monkeypatch.setattr(outage, "_docker", docker)
     out = outage.measure(str(topo), str(tmp_path), None, "node", "node-0-1", window=1)
-    assert made == ["stop", "start"] and sorted(set(reads)) == ["node-0-0", "node-1-0", "node-1-1"]
+    # the failed node is read before the failure (its own link-local addresses), not after
+    assert made == ["stop", "start"] and sorted(set(reads)) == sorted(plan["nodes"])
+    assert reads.count("node-0-1") == 1 and reads.count("node-0-0") == 2
     assert out.bfd_dropped == ["node-0-0>node-1-0 on %s" % shared[("node-0-0", "node-1-0")]]
     assert "; BFD dropped 1 session the failure did not touch (node-0-0>node-1-0 on " in out.line()
     assert out.as_dict()["bfd_dropped"] == out.bfd_dropped
@@ -535,3 +538,73 @@ def test_ospfv3_neighbours_full_are_settled_and_the_others_name_their_nic():
                                      for k, (nic, state) in enumerate([("eth1", "Full"), ("eth2", "Twoway"),
                                                                        ("eth2", "Loading")])]})
     assert frrstate.ospf6_settled(said) == (1, ["eth2"])
+
+
+# --- IPv6: the family probed, and OSPFv3's BFD sessions with link-local peers
+
+def _dual(tmp_path, extra=""):
+    topo = tmp_path / "mesh6.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\naddressing: {ipv6: true}\n" + extra)
+    return topo
+
+
+def test_an_outage_probes_the_family_asked_for_and_says_which(tmp_path, monkeypatch):
+    _fake_lab(monkeypatch, [0])
+    probed = []
+    monkeypatch.setattr(outage, "_probe", lambda _lab, plan, pairs, _s: probed.append(
+        {cluster_address(plan["nodes"][d]) for _s_, d in pairs}) or [])
+    topo = str(_dual(tmp_path))
+    four = outage.measure(topo, str(tmp_path), None, "node", "node-0-1", window=1)
+    six = outage.measure(topo, str(tmp_path), None, "node", "node-0-1", window=1, family=6)
+    assert (four.family, six.family) == ("IPv4", "IPv6") and "probed (IPv6)" in six.line()
+    assert probed[0] and all(":" not in a for a in probed[0]) and all(":" in a for a in probed[1])
+
+
+@pytest.mark.parametrize("text, family", [("", 6), ("addressing: {ipv4: false, ipv6: true}\n", 4)])
+def test_an_outage_of_a_family_the_plan_has_not_is_refused_before_anything_is_made(tmp_path, monkeypatch,
+                                                                                  capsys, text, family):
+    made, _asks = _fake_lab(monkeypatch, [0])
+    topo = tmp_path / "t.yml"
+    topo.write_text("name: m\nfamily: mesh\nmesh: {dims: [2, 2]}\n" + text)
+    assert cli.main(["lab", "outage", str(topo), "--node", "node-0-1", "--family", str(family)]) == 2
+    assert made == []
+    said = capsys.readouterr().err
+    assert "outage: --family %d: the plan has no IPv%d addresses" % (family, family) in said
+
+
+def _bfd6(peers):
+    """show bfd peers json of sessions to link-local peers: (peer, local, NIC)."""
+    return json.dumps([{"peer": p, "local": mine, "interface": nic, "id": k + 1, "status": "up", "uptime": 50}
+                       for k, (p, mine, nic) in enumerate(peers)])
+
+
+def test_link_local_bfd_peers_are_named_by_their_node_through_the_lab_s_nics():
+    plan, _paths = _mesh()
+    seg = {n: {i["name"]: i["segment"] for i in node["interfaces"]} for n, node in plan["nodes"].items()}
+    a, b = "node-0-0", "node-1-0"
+    shared = next(s for s in seg[a].values() if s in seg[b].values())
+    nic_a = next(n for n, s in seg[a].items() if s == shared)
+    nic_b = next(n for n, s in seg[b].items() if s == shared)
+    segment_of = {"%s:%s" % (a, nic_a): shared, "%s:%s" % (b, nic_b): shared}
+    said = {a: _bfd6([("fe80::b", "fe80::a", nic_a)]), b: _bfd6([("fe80::a", "fe80::b", nic_b)])}
+    before = {n: frrstate.sessions_up(text) for n, text in said.items()}
+    assert list(before[a]) == ["fe80::b%%%s" % nic_a]
+    held = frrstate.link_local_holders(said, segment_of)
+    assert held == {("fe80::a", shared): a, ("fe80::b", shared): b}
+    peers = outage.Peers(plan, segment_of, held)
+    assert peers.of(a, "fe80::b%" + nic_a) == (b, shared)
+    assert peers.of(a, "fe80::b%nosuch") == ("fe80::b%nosuch", "?")
+    # the cable between them took both sessions down: the failure's, not a drop
+    assert outage.bfd_dropped(plan, "cable", "%s:%s" % (a, nic_a), before, {}, 5.0, peers) == []
+    other = next(n for n in plan["nodes"] if n not in (a, b))
+    assert outage.bfd_dropped(plan, "node", other, before, {}, 5.0, peers) == \
+        ["%s>%s on %s" % (a, b, shared), "%s>%s on %s" % (b, a, shared)]
+
+
+@pytest.mark.parametrize("peer", [{"peer": "fe80::1", "interface": ["eth0"]}, {"peer": "fe80::1%eth0"},
+                                  {"peer": "fe80::1", "interface": None}])
+def test_a_link_local_peer_without_a_plain_nic_keeps_its_text(peer):
+    said = json.dumps([dict(peer, id=1, status="up", uptime=5)])
+    assert list(frrstate.sessions_up(said)) == [peer["peer"]]
+    said = json.dumps([dict(peer, local="fe80::2")])
+    assert frrstate.link_local_holders({"n": said}, {"n:eth0": "s"}) == {}

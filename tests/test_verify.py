@@ -147,3 +147,28 @@ def test_an_inventory_that_is_not_utf8_is_an_input_error(tmp_path, capsys):
 def test_traceroute_traces_an_ipv6_address_over_ipv6():
     assert verify.traceroute_command("fd00::1", 5, 1)[:3] == ["traceroute", "-n", "-6"]
     assert "-6" not in verify.traceroute_command("10.0.0.1", 5, 1)
+
+
+def test_ospfv3_routes_seen_from_the_node_alone_are_matched_by_device():
+    from test_live_proof import FRR6, six_healthy
+    from test_verify_readout import _listed
+
+    plan = render.plan(pipeline.compile_text(FRR6, "frr6.yml"))
+    node = plan["nodes"]["node01"]
+    learned6 = [r for r in node["learned"] if ":" in r["to"]]
+    live = _listed(six_healthy(plan)["node01"]["routes6"])
+    assert len(live) == len(learned6) > 0
+    assert all(h["gateway"].startswith("fe80::") for r in live for h in r.get("nexthops", [r]))
+    assert verify.route_problems("node01", node, live, True, by_device=True) == ([], [])
+    # compared by address, the node alone cannot tell who holds a link-local next hop
+    assert len(verify.route_problems("node01", node, live, True)[0]) == len(learned6)
+    one = next(k for k, r in enumerate(live) if "gateway" in r)
+    gone = live[one]
+    rest = live[:one] + live[one + 1:]
+    want = "node01: route missing: %s via link-local dev %s src %s" % (
+        gone["dst"], gone["dev"], gone["prefsrc"])
+    assert verify.route_problems("node01", node, rest, True, by_device=True)[0] == [want]
+    # a global next hop is not OSPFv3's: not in the plan
+    odd = dict(gone, gateway=node["address6"].replace("::1", "::9"))
+    problems = verify.route_problems("node01", node, rest + [odd], True, by_device=True)[0]
+    assert problems[-1].startswith("node01: route not in the plan: %s via %s" % (gone["dst"], odd["gateway"]))

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from conftest import ROOT, needs_host
-from test_live_proof import dual_plan, only_plan, six_healthy, six_prefixes  # noqa: F401  (fixtures)
+from test_live_proof import dual_plan, frr6_plan, only_plan, six_healthy, six_prefixes  # noqa: F401  (fixtures)
 
 from beonet.agent import collect, readout, verify
 from beonet.compiler import pipeline
@@ -321,11 +321,11 @@ def test_traceroute_mode_on_an_ipv6_only_plan_traces_every_node_over_ipv6(only):
 
 
 def _listed(routes):
-    """beonet's routes of a state as ``ip -j route`` lists them."""
+    """beonet's routes of a state (OSPF's under FRR) as ``ip -j route`` lists them."""
     return [dict({"dst": r["dst"], "prefsrc": r["src"]},
                  **({"gateway": r["hops"][0]["via"], "dev": r["hops"][0]["dev"]} if len(r["hops"]) == 1 else
                     {"nexthops": [{"gateway": h["via"], "dev": h["dev"]} for h in r["hops"]]}))
-            for r in routes if r.get("proto") == "250"]
+            for r in routes if r.get("proto") in ("250", "ospf")]
 
 
 def _output(plan, name, states, traces):
@@ -377,3 +377,21 @@ def test_the_module_reports_ipv6_mismatches_on_one_line_each(dual):
     result = task.prove_task(params, False, False)
     assert result["mismatched"] > 0 and all(line.isprintable() for line in result["report"])
     assert any(" (IPv6) | fd" in line for line in result["report"])
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_ospfv3_routes_compare_with_the_plan_through_their_link_local_next_hops(frr6, live):
+    states = six_healthy(frr6)
+    outputs = {n: _output(frr6, n, states, []) for n in frr6["nodes"]}
+    assert "fe80::" in outputs["node01"]
+    judged = controller.judge(frr6, six_prefixes(frr6), outputs, {}, [], 10, live)["traced"]
+    assert [p for p in judged["problems"] if "route" in p] == []
+    # without node02's link-local address on the LAN its neighbours' routes through it
+    # are not the plan's (the walk names the address no node holds)
+    lost = next(a for a in states["node02"]["addrs6"]["eth1"] if a.startswith("fe80:"))
+    states["node02"]["addrs6"]["eth1"].remove(lost)
+    outputs["node02"] = _output(frr6, "node02", states, [])
+    judged = controller.judge(frr6, six_prefixes(frr6), outputs, {}, [], 10, live)["traced"]
+    missing = [p for p in judged["problems"] if p.startswith("node01: route missing: fd")]
+    assert missing and all(" via %s " % frr6["nodes"]["node02"]["interfaces"][0]["addresses"][1].split("/")[0]
+                           in p for p in missing)

@@ -144,29 +144,45 @@ def is_link_local(address: str) -> bool:
         return False
 
 
-def _plan_business(r: dict[str, Any], devs: set[str]) -> bool:
+LINK_LOCAL = "link-local"       # a next hop named by device only (by_device)
+
+
+def _plan_business(r: dict[str, Any], devs: set[str], by_device: bool = False) -> bool:
     """A live route through gateways on the plan's interfaces (every next hop of a
-    multipath route), other than IPv6 link-local."""
+    multipath route), other than IPv6 link-local ones (by_device: those too)."""
     if is_link_local(r["dst"]):
         return False
-    return all(dev in devs and via and not is_link_local(via) for via, dev in live_hops(r))
+    return all(dev in devs and via and (by_device or not is_link_local(via)) for via, dev in live_hops(r))
+
+
+def _by_device(key: Any, live: bool) -> Any:
+    """A route key whose next hops are named by device only: a planned one's every next
+    hop, a live one's link-local ones (OSPFv3's)."""
+    to, hops, src = key
+    return (to, tuple((LINK_LOCAL if not live or is_link_local(via or "") else via, dev)
+                      for via, dev in hops), src)
 
 
 def route_lines(plan_node: NodePlan, live_routes: list[dict[str, Any]],
-                six: bool = False) -> tuple[list[str], list[str]]:
+                six: bool = False, by_device: bool = False) -> tuple[list[str], list[str]]:
     """(planned, live) sorted route lines of one node in one family (six: IPv6), in one
     format (a multipath route on one line, its next hops as a set: routes.same_key).
-    With routing.engine frr the plan's routes are those OSPF learns.
+    With routing.engine frr the plan's routes are those OSPF learns. by_device: OSPFv3's
+    routes seen from the node alone, whose next hops are the neighbours' link-local
+    addresses (which node holds one only verify.yml's proof, reading every node, knows):
+    compared by destination, source and devices.
 
     live_routes: parsed ``ip -j -4 route show table main`` (-6 of IPv6). Only routes
     through a gateway on one of the plan's interfaces count: the management network's
     routes, the kernel's connected routes and IPv6 link-local routes are not
     the plan's business."""
-    planned = sorted(route_text(same_key(planned_key(r)))
-                     for r in plan_node["routes"] + plan_node.get("learned", []) if (":" in r["to"]) == six)
+    keys = [planned_key(r) for r in plan_node["routes"] + plan_node.get("learned", [])
+            if (":" in r["to"]) == six]
     devs = {i["name"] for i in plan_node["interfaces"]}
-    live = [route_text(same_key(live_key(r))) for r in live_routes if _plan_business(r, devs)]
-    return planned, sorted(live)
+    seen = [live_key(r) for r in live_routes if _plan_business(r, devs, by_device)]
+    if by_device:
+        keys, seen = [_by_device(k, False) for k in keys], [_by_device(k, True) for k in seen]
+    return sorted(route_text(same_key(k)) for k in keys), sorted(route_text(same_key(k)) for k in seen)
 
 
 def routes_unread(name: str, errors: list[str], six: bool = False) -> str:
@@ -176,10 +192,10 @@ def routes_unread(name: str, errors: list[str], six: bool = False) -> str:
 
 
 def route_problems(node: str, plan_node: NodePlan, live_routes: list[dict[str, Any]],
-                   six: bool = False) -> tuple[list[str], list[str]]:
+                   six: bool = False, by_device: bool = False) -> tuple[list[str], list[str]]:
     """The live table of one family (six: IPv6) against the plan: (problems, unified
-    diff lines)."""
-    planned, live = route_lines(plan_node, live_routes, six)
+    diff lines); by_device: see route_lines."""
+    planned, live = route_lines(plan_node, live_routes, six, by_device)
     problems = ["%s: route missing: %s" % (node, x) for x in sorted(set(planned) - set(live))]
     problems += ["%s: route not in the plan: %s" % (node, x) for x in sorted(set(live) - set(planned))]
     diff = list(difflib.unified_diff(planned, live, "%s plan" % node, "%s live" % node, lineterm=""))

@@ -106,7 +106,7 @@ def cmd_outage(args: argparse.Namespace) -> None:
     with _lab_errors():
         with contextlib.redirect_stdout(sys.stderr):      # the fault's own lines; stdout is the result's
             found = outage.measure(args.topology, os.getcwd(), args.name, given[0][0], given[0][1],
-                                   args.window)
+                                   args.window, args.family)
     print(outage.report(found, args.format))
 
 
@@ -182,6 +182,8 @@ def _outage(s: argparse.ArgumentParser) -> None:
     _targets(s, "outage")
     s.add_argument("--window", type=float, default=10.0, metavar="SECONDS",
                    help="seconds the probes run after the failure (default 10)")
+    s.add_argument("--family", type=int, choices=[4, 6],
+                   help="the address family probed (default: IPv4 where the plan has it)")
     s.add_argument("--format", "--outage-format", dest="format", choices=["text", "json"],
                    default="text", help="one line (default) or the JSON with every probed pair")
 

@@ -23,7 +23,8 @@ MAX_TEXT = 64 << 20  # what one node prints: 1,024 neighbours take about 1 MB
 MAX_DEPTH = 8        # {"neighbors": {address: [{...}]}} is 4 deep
 SETTLED = "Full"     # every neighbour is adjacent: point-to-point, and point-to-multipoint on LANs
 
-# peer address -> (the session's local discriminator, seconds it has been up)
+# peer address -> (the session's local discriminator, seconds it has been up); a link-local
+# peer (OSPFv3's, IPv6) as ADDRESS%NIC: such an address names a node only on its link
 Sessions = dict[str, tuple[int, float]]
 
 
@@ -48,14 +49,37 @@ def bfd_up(text: str) -> int:
     return sum(1 for p in _peers(text) if p.get("status") == "up")
 
 
+def _link_local(address: Any, nic: Any) -> str | None:
+    """ADDRESS%NIC of an IPv6 link-local address (fe80::/10) seen on a NIC; None: not one."""
+    if not (isinstance(address, str) and isinstance(nic, str)) or "%" in address:
+        return None
+    head = address.split(":", 1)[0].lower()
+    return "%s%%%s" % (address, nic) if len(head) == 4 and head[:3] in ("fe8", "fe9", "fea", "feb") else None
+
+
 def sessions_up(text: str) -> Sessions:
-    """The BFD sessions up: {peer address: (local discriminator, seconds up)}."""
+    """The BFD sessions up: {peer (ADDRESS%NIC where link-local): (local discriminator,
+    seconds up)}."""
     out: Sessions = {}
     for p in _peers(text):
         ident, up, peer = p.get("id"), p.get("uptime"), p.get("peer")
         if (p.get("status") == "up" and isinstance(peer, str) and isinstance(ident, int)
                 and isinstance(up, (int, float)) and not isinstance(up, bool) and up >= 0):
-            out[peer] = (ident, float(up))
+            out[_link_local(peer, p.get("interface")) or peer] = (ident, float(up))
+    return out
+
+
+def link_local_holders(said: dict[str, str], segment_of: dict[str, str]) -> dict[tuple[str, str], str]:
+    """(link-local address, segment) -> the node holding it there, from each node's BFD
+    sessions (said: node -> what it printed; a session's ``local`` address on its
+    ``interface``); segment_of: "NODE:NIC" -> the segment that NIC is on."""
+    out: dict[tuple[str, str], str] = {}
+    for node, text in said.items():
+        for p in _peers(text):
+            mine = _link_local(p.get("local"), p.get("interface"))
+            segment = segment_of.get("%s:%s" % (node, p.get("interface")))
+            if mine is not None and segment is not None:
+                out[(mine.partition("%")[0], segment)] = node
     return out
 
 

@@ -21,7 +21,7 @@ probed every 100 ms while it happens, then every pair once.
    probe has had its first answer (a ping started after the failure would find no
    route and end at once, on a busy host ``docker exec`` can take seconds), the
    failure is made (labs/faults.py) after a quiet second, and the probes run for
-   the window;
+   the window (--family 6: the IPv6 address of a dual-stack plan);
 4. each pair's outage is the time from the failure to the first answer after
    its last lost probe (0 when none was lost), never-answered ones are lost;
 5. with the failure still in place, every ordered pair of live nodes is asked
@@ -47,7 +47,7 @@ from typing import Any
 from ..agent.names import escaped, shown
 from ..outputs.ipfamily import cluster_address
 from . import faults, frrstate
-from .base import DOCKER_STATE, LabError, load_state, state_dir
+from .base import DOCKER_STATE, LabError, LabUsageError, load_state, state_dir
 
 INTERVAL = 0.1                 # seconds between the probes of one pair
 QUIET = 1.0                    # seconds of probing before the failure
@@ -345,22 +345,53 @@ def _frr_behind(lab: str, plan: dict[str, Any], live: list[str]) -> list[str]:
     return behind
 
 
-def _bfd_read(lab: str, live: list[str]) -> dict[str, frrstate.Sessions]:
-    said = _each(lab, {n: list(frrstate.BFD) for n in live})
+def _bfd_read(lab: str, live: list[str]) -> dict[str, str]:
+    """What each live node's ``show bfd peers json`` printed."""
+    return _each(lab, {n: list(frrstate.BFD) for n in live})
+
+
+def _sessions(said: dict[str, str]) -> dict[str, frrstate.Sessions]:
     return {n: frrstate.sessions_up(text) for n, text in said.items()}
 
 
+def nic_segments(record: dict[str, Any]) -> dict[str, str]:
+    """"NODE:NIC" (the lab's NIC names) -> its segment, from the lab's state record."""
+    segments = record.get("segments")
+    return {nic: seg for seg, info in (segments.items() if isinstance(segments, dict) else ())
+            if isinstance(info, dict) for nic in info.get("nics", []) if isinstance(nic, str)}
+
+
+class Peers:
+    """Who a BFD peer is: the node and segment of a plan address, or of a link-local
+    ADDRESS%NIC (the lab's NIC) by the nodes' own link-local addresses."""
+
+    def __init__(self, plan: dict[str, Any], segment_of: dict[str, str] | None = None,
+                 link_local: dict[tuple[str, str], str] | None = None) -> None:
+        self.owner = {a.split("/")[0]: (name, i["segment"]) for name, n in plan["nodes"].items()
+                      for i in n["interfaces"] for a in i["addresses"]}
+        self.segment_of, self.link_local = segment_of or {}, link_local or {}
+
+    def of(self, node: str, peer: str) -> tuple[str, str]:
+        """(the peer's node, the segment) of node's session to peer; (peer, "?"): unknown."""
+        if peer in self.owner:
+            return self.owner[peer]
+        address, zone, nic = peer.partition("%")
+        seg = self.segment_of.get("%s:%s" % (node, nic)) if zone else None
+        if seg is None:
+            return peer, "?"
+        return self.link_local.get((address, seg), address), seg
+
+
 def bfd_dropped(plan: dict[str, Any], kind: str, what: str, before: dict[str, frrstate.Sessions],
-                after: dict[str, frrstate.Sessions], between: float) -> list[str]:
+                after: dict[str, frrstate.Sessions], between: float, peers: Peers | None = None) -> list[str]:
     """The BFD sessions that went down between two readings `between` seconds apart
     although the failure did not take them down: "NODE>PEER on SEGMENT"."""
-    owner = {a.split("/")[0]: (name, i["segment"]) for name, n in plan["nodes"].items()
-             for i in n["interfaces"] for a in i["addresses"]}
+    peers = peers or Peers(plan)
     where, cable_seg = failed_at(plan, kind, what)
     out = []
     for n in sorted(before):
         for peer in frrstate.went_down(before[n], after.get(n, {}), between):
-            m, seg = owner.get(peer, (peer, "?"))
+            m, seg = peers.of(n, peer)
             touched = (where in (n, m) if kind == "node" else seg == where if kind == "switch"
                        else seg == cable_seg and where in (n, m))
             if not touched:
@@ -393,8 +424,21 @@ def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: f
 FAULTS = {"node": ("stop", "start"), "cable": ("down", "up"), "switch": ("down", "up")}
 
 
+def probed_plan(plan: dict[str, Any], family: int | None) -> tuple[dict[str, Any], str]:
+    """The plan as the probes see it, and the family's name: each node's ``address`` that
+    of the family probed (family 4 or 6; None: IPv4 where the plan has it)."""
+    four, six = _families(plan)
+    family = family or (4 if four else 6)
+    if family not in (4, 6) or not (four if family == 4 else six):
+        raise LabUsageError("outage: --family %s: the plan has no IPv%s addresses" % (family, family))
+    if family == 4 or not four:
+        return plan, "IPv%d" % family
+    nodes = {n: dict(node, address=node["address6"]) for n, node in plan["nodes"].items()}
+    return dict(plan, nodes=nodes), "IPv6"
+
+
 def measure(topology: str, root: str, label: str | None, kind: str, what: str,
-            window: float = 10.0) -> Outcome:
+            window: float = 10.0, family: int | None = None) -> Outcome:
     """Make one failure on the Docker lab, measure it (see the module's docstring), undo it."""
     from ..compiler import pipeline
     from ..outputs import plan as render
@@ -418,24 +462,27 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     live = [n for n in plan["nodes"] if n not in stopped and not (kind == "node" and n == what)]
     pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)
              if p[0] in live and p[1] in live]
-    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window,
-                  family="IPv4" if _families(plan)[0] else "IPv6")
+    probed, name = probed_plan(plan, family)
+    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window, family=name)
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
     frr = compiled.graph.engine == "frr"
-    out.settled, procs = _ready(record["lab"], plan, [n for n in plan["nodes"] if n not in stopped],
-                                frr, pairs, QUIET + window)
+    up_now = [n for n in plan["nodes"] if n not in stopped]
+    out.settled, procs = _ready(record["lab"], probed, up_now, frr, pairs, QUIET + window)
     try:
-        before, read_at = (_bfd_read(record["lab"], live) if frr else {}), time.monotonic()
+        said, read_at = (_bfd_read(record["lab"], up_now) if frr else {}), time.monotonic()
+        segment_of = nic_segments(record)
+        peers = Peers(plan, segment_of, frrstate.link_local_holders(said, segment_of))
         time.sleep(QUIET)
         fault_at = time.time()
         faults.fault(topology, root, label, "docker", action=down, **args)
         _run_for(procs, fault_at + window - time.time())
-        _outages(record["lab"], plan, pairs, fault_at, out)
-        _every_pair(record["lab"], plan, live, out)
+        _outages(record["lab"], probed, pairs, fault_at, out)
+        _every_pair(record["lab"], probed, live, out)
         if frr:
             between = time.monotonic() - read_at
-            out.bfd_dropped = bfd_dropped(plan, kind, what, before, _bfd_read(record["lab"], live), between)
+            out.bfd_dropped = bfd_dropped(plan, kind, what, _sessions(said),
+                                          _sessions(_bfd_read(record["lab"], live)), between, peers)
     finally:
         for p in procs:
             if p.poll() is None:

@@ -15,7 +15,7 @@ from typing import Any
 from ..agent import collect, diagnose, readout, verify
 from ..agent.nodeplan import NodePlan
 from ..gate import node as sent
-from . import proof, report, tables
+from . import linklocal, proof, report, state, tables
 from .family import V4, V6
 
 MODES = ("live", "traceroute")
@@ -102,6 +102,7 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
             states[name] = readout.state_of_output(outs[name])
     result: dict[str, Any] = {}
     allowed = {name: dict(expected.get(name, {})) for name in outs}
+    nets: dict[str, tables.Net] = {}
     if live:
         result, nets = proof.prove_live(plan, prefixes, states, keep, False)
         allowed = allowed_by_tables(nets, allowed)
@@ -109,28 +110,61 @@ def judge(plan: Mapping[str, Any], prefixes: list[str], outputs: Mapping[str, st
                for name, out in outs.items()}
     for name, problems in refused.items():
         results[name]["problems"][:0] = problems
+    gateways = Gateways6(list(nodes), states, nets.get(V6.name))
     for name, out in outs.items():
         if "address6" in nodes[name]:
-            results[name]["problems"] += routes6_problems(name, nodes[name], out)
+            results[name]["problems"] += routes6_problems(name, nodes[name], out, gateways)
     result["traced"] = summarise(results, unreachable, nodes, time.monotonic() - start)
     return result
 
 
-def routes6_problems(name: str, n: NodePlan, out: readout.Output) -> list[str]:
+class Gateways6:
+    """The global address on the link of the node holding a link-local next hop (OSPFv3's
+    routes name their next hops so; the plan names the neighbour's global address)."""
+
+    def __init__(self, names: list[str], raw: Mapping[str, Any], net: tables.Net | None) -> None:
+        self.index = {name: i for i, name in enumerate(names)}
+        walked = list(net.states) if net is not None else [None] * len(names)
+        self.states = [st if st is not None else _six(n, raw.get(n)) for n, st in zip(names, walked)]
+        self.held = linklocal.holders(self.states)
+
+    def name(self, node: str, via: Any, dev: Any) -> Any:
+        """via as the plan would name it (itself when it is not a link-local address that
+        one node on the link holds)."""
+        addr = V6.parse(via) if isinstance(via, str) else None
+        if addr is None or not linklocal.is_link_local(addr) or node not in self.index:
+            return via
+        found = linklocal.resolve(self.states, self.held, self.index[node], str(dev), addr)
+        return via if isinstance(found, str) else V6.text(found[2])
+
+
+def _six(name: str, raw: Any) -> state.NodeState | None:
+    """A node's parsed IPv6 state (None: it sent none usable)."""
+    try:
+        return state.parse(name, raw).six if raw is not None else None
+    except state.StateError:
+        return None
+
+
+def routes6_problems(name: str, n: NodePlan, out: readout.Output, gateways: Gateways6) -> list[str]:
     """The node's IPv6 routes against its plan's (the IPv4 ones are compared by
-    readout.node_result): a route missing or not in the plan, or why they are unread."""
+    readout.node_result): a route missing or not in the plan, or why they are unread.
+    A link-local next hop counts as the global address its holder has on the link."""
     rc, text, err = out.commands.get("routes6", (127, "", "no IPv6 routes printed"))
     errors: list[str] = []
     routes = collect.needed(lambda _argv: (rc, text, err), dict(collect.COMMANDS)["routes6"], errors)
     if not isinstance(routes, list):
         return [verify.routes_unread(name, errors, True)]
-    return verify.route_problems(name, n, [_as_listed(r) for r in collect.reduce_routes(routes, 6)], True)[0]
+    listed = [_as_listed(r, lambda via, dev: gateways.name(name, via, dev))
+              for r in collect.reduce_routes(routes, 6)]
+    return verify.route_problems(name, n, listed, True)[0]
 
 
-def _as_listed(r: dict[str, Any]) -> dict[str, Any]:
+def _as_listed(r: dict[str, Any], via: Any = lambda v, _d: v) -> dict[str, Any]:
     """A reduced route (collect.reduce_routes: its destination with its length, one
-    multipath route for its siblings) as ``ip -j route`` lists one."""
-    hops = [{"gateway": h.get("via"), "dev": h.get("dev")} for h in r["hops"]]
+    multipath route for its siblings) as ``ip -j route`` lists one (via: how a next hop
+    is named, given its address and device)."""
+    hops = [{"gateway": via(h.get("via"), h.get("dev")), "dev": h.get("dev")} for h in r["hops"]]
     out: dict[str, Any] = {"dst": r["dst"], "prefsrc": r.get("src")}
     if len(hops) == 1:
         out.update(hops[0])

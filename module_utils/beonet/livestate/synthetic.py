@@ -5,9 +5,10 @@ frr: the loopback on lo and the routes OSPF learns), forwarding and the
 failover sysctls as planned, beonet's forward filter on forwarding nodes, every
 neighbour answering; with IPv6 its IPv6 part too (``addrs6``, ``routes6`` with the
 connected /64s and /127s as the kernel lists them, without a source, ``sysctl6``;
-the filter's IPv6 rule and set). The proof builds the plan's tables from it with
-the code that builds the live ones; the tests and the timing use it as live
-state."""
+the filter's IPv6 rule and set; under FRR each NIC's link-local address and OSPFv3's
+routes through the neighbours' link-local addresses: ``link_local``). The proof
+builds the plan's tables from it with the code that builds the live ones; the tests
+and the timing use it as live state."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 from ..agent.collect import STATE_FORMAT
 from ..agent.nodeplan import NodePlan
 from ..agent.routes import next_hops
-from .family import family_of
+from .family import V6, family_of
 from .nft import CHAIN, RULE, RULE6, SET, SET6, TABLE
 
 NO_FILTER: dict[str, Any] = {"chains": [], "sets": {}, "legacy": []}
@@ -61,10 +62,11 @@ def plan_state(n: NodePlan, prefixes: Iterable[str]) -> dict[str, Any]:
             links[member] = {"state": "up", "master": iface["name"]}
     routes6 = _connected(n, six, 6)
     for r in n["routes"] + n.get("learned", []):          # OSPF's routes under FRR
+        ospf6 = "routing" in n and ":" in r["to"]
         (routes6 if ":" in r["to"] else routes).append(
             {"dst": r["to"], "type": "unicast", "src": r["src"],
              "proto": "250" if "routing" not in n else "ospf",
-             "hops": [{"via": via, "dev": dev} for via, dev in next_hops(r)]})
+             "hops": [{"via": link_local(via) if ospf6 else via, "dev": dev} for via, dev in next_hops(r)]})
     fwd = 1 if n["forwarding"] else 0
     skip = 1 if n.get("failover") else 0
     nics = ["all"] + [name for name in four if name != "lo"]
@@ -90,7 +92,20 @@ def _addresses(n: NodePlan) -> tuple[dict[str, list[str]], dict[str, list[str]]]
             (six if ":" in a else four).setdefault(iface["name"], []).append(a)
     if "loopback6" in n.get("routing", {}):
         six["lo"].append(n["routing"]["loopback6"])
+        for nic, addrs in list(six.items()):
+            if nic != "lo":
+                six[nic] = addrs + ["%s/64" % link_local(addrs[0].split("/")[0])]
     return four, six
+
+
+def link_local(address: str) -> str:
+    """The link-local address a synthetic node has on the NIC holding the global IPv6
+    address: fe80:: with the address's last 64 bits plus one (distinct on every link: the
+    plan's host numbers are), as OSPFv3 names a neighbour."""
+    value = V6.parse(address)
+    if value is None:
+        raise ValueError("not an IPv6 address: %r" % address)
+    return V6.text((0xFE80 << 112) | ((value + 1) & ((1 << 64) - 1)))
 
 
 def _connected(n: NodePlan, addrs: dict[str, list[str]], version: int) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from ..compiler.model import ON_LINK, Graph, Hop, Interface, Node, RouteTable, Segment
+from . import linklocal
 from .family import V4, Family
 from .nft import Verdict, judge
 from .state import DROPPING, UNICAST, LiveHop, LiveRoute, NodeState
@@ -40,6 +41,7 @@ class Net:
     owner: dict[int, int] = field(default_factory=dict)      # address -> node holding it
     nic_of: list[dict[int, str]] = field(default_factory=list)   # node -> address -> its NIC
     verdicts: list[Verdict] = field(default_factory=list)
+    held: linklocal.Holders = field(default_factory=dict)   # IPv6 link-local -> its holders
     problems: list[str] = field(default_factory=list)        # duplicate addresses
     fam: Family = V4
 
@@ -57,6 +59,8 @@ def build(names: list[str], address: list[int], states: list[NodeState | None],
     addresses, which name the gateways of nodes without state."""
     net = Net(names, address, states, fam=fam)
     _owners(net, fallback)
+    if fam is not V4:
+        net.held = linklocal.holders(states)
     for i, st in enumerate(states):
         net.reasons.append([])
         net.gone.append([])
@@ -188,6 +192,8 @@ def _gateway(net: Net, i: int, st: NodeState, h: LiveHop, multipath: bool) -> tu
         if multipath and st.use_neigh:
             return None, why, True
         return _dead(net, i, why), why, False
+    if net.fam is not V4 and linklocal.is_link_local(via):
+        return _link_local(net, i, dev, via)
     j = net.owner.get(via)
     if j is None:
         return _dead(net, i, "next hop %s of node %s: no node holds that address" % (gw, name)), "", False
@@ -195,6 +201,18 @@ def _gateway(net: Net, i: int, st: NodeState, h: LiveHop, multipath: bool) -> tu
         return _dead(net, i, "next hop %s of node %s is its own address" % (gw, name)), "", False
     if net.states[j] is not None and not net.up(j, net.nic_of[j].get(via)):
         return _dead(net, i, link_down(net.names[j], net.nic_of[j].get(via))), "", False
+    return j, "", False
+
+
+def _link_local(net: Net, i: int, dev: str, via: int) -> tuple[int | None, str, bool]:
+    """A next hop named by its link-local address (OSPFv3's): the node holding it on the link."""
+    found = linklocal.resolve(net.states, net.held, i, dev, via)
+    if isinstance(found, str):
+        why = "next hop %s of node %s: %s" % (net.fam.text(via), net.names[i], found)
+        return _dead(net, i, why), "", False
+    j, nic, _address = found
+    if not net.up(j, nic):
+        return _dead(net, i, link_down(net.names[j], nic)), "", False
     return j, "", False
 
 
