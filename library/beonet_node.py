@@ -659,7 +659,7 @@ def main() -> None:
         "backend": backend + ("/" + decision.renderer if backend == "netplan" else ""),
         "notes": decision.notes}
     if "routing" in n:
-        result["frr_installed"] = frr.installed(NODE_ROOT)
+        result["frr_installed"] = frr.installed(NODE_ROOT, frr.watched(n))
     if p["validate_only"]:
         module.exit_json(**result)
     write = not (module.check_mode or p["preflight"])

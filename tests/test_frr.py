@@ -360,6 +360,13 @@ def test_installed_looks_for_every_daemon(tmp_path):
     (lib / frr.RELOAD).write_text("")
     (lib / frr.RELOAD).chmod(0o755)
     assert frr.installed(str(tmp_path))
+    # a plan with IPv6 needs ospf6d too
+    six = {"routing": {"engine": "frr", "loopback6": "fd00::1/128"}}
+    assert frr.watched(six) == frr.WATCHED + ("ospf6d",)
+    assert not frr.installed(str(tmp_path), frr.watched(six))
+    (lib / "ospf6d").write_text("")
+    (lib / "ospf6d").chmod(0o755)
+    assert frr.installed(str(tmp_path), frr.watched(six))
 
 
 def test_frrs_init_script_runs_with_its_output_in_a_log_not_the_callers_pipes():

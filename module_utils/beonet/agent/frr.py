@@ -395,10 +395,11 @@ def leave_actions(n: NodePlan, conf_text: str | None, is_running: bool, systemd:
                   for loop in loopbacks_of(conf_text or "") if loop in on_lo]
 
 
-def installed(root: str = "/") -> bool:
-    """Whether FRR's daemons and its reload tool are on the node (Debian's and Red Hat's
-    packages put them here; Debian's frr-pythontools brings the tool)."""
-    return all(os.access(os.path.join(root, "usr/lib/frr", d), os.X_OK) for d in WATCHED + (RELOAD,))
+def installed(root: str = "/", daemons: tuple[str, ...] = WATCHED) -> bool:
+    """Whether FRR's daemons (the plan's: ``watched``) and its reload tool are on the node
+    (Debian's and Red Hat's packages put them here; Debian's frr-pythontools brings the
+    tool)."""
+    return all(os.access(os.path.join(root, "usr/lib/frr", d), os.X_OK) for d in daemons + (RELOAD,))
 
 
 def systemd_runs(root: str = "/") -> bool:
