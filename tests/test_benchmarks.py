@@ -654,6 +654,22 @@ def test_a_family_the_plan_has_not_or_a_hostile_one_is_refused(addressing, famil
     assert "count: 0 is out of range" in caught.value.problems[-1]       # listed with the others
 
 
+@pytest.mark.parametrize("addressing,params,said", [
+    (DUAL, {}, "Measured over IPv4."), (DUAL, {"family": 6}, "Measured over IPv6."),
+    (ONLY6, {}, "Measured over IPv6.")])
+def test_the_results_of_an_ipv6_run_say_so(addressing, params, said, tmp_path):
+    _c, plan, path_of = _six_paths(addressing, "address6" if addressing is ONLY6 else "address")
+    s = bench.schedule(plan, path_of, dict(SMALL, count=10, sizes=[4, 8192], mss_points=False, **params))
+    res = report.collect(s, _fake_outputs(s), plan)
+    assert res["aggregate"] and res["latency"]
+    text = report.summary_markdown(s, res, {}, "routed-mesh")
+    assert said in text and text.count("Measured over") == 1
+    report.write_results(str(tmp_path), s, res, {}, plan, _fake_outputs(s))
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["params"]["family"] == (6 if "6" in said else 4)
+    assert said in (tmp_path / "summary.md").read_text()
+
+
 def test_a_node_without_an_address_of_the_family_is_named():
     _c, plan, path_of = _six_paths(DUAL, "address")
     plan = json.loads(json.dumps(plan))
