@@ -462,21 +462,26 @@ def test_tokex_echoes_udp_from_the_address_it_was_sent_to(tokex, server):
 
 
 @needs_cc
-def test_tokex_serves_on_one_address_with_bind(tokex, tmp_path):
+@pytest.mark.parametrize("mine,other", [("::1", "127.0.0.1"), ("127.0.0.1", "::1")])
+def test_tokex_serves_on_one_address_with_bind(tokex, tmp_path, mine, other):
+    """-B: the server listens on that address only (TCP and UDP); the other family's
+    loopback finds no server."""
     port = _free_port()
-    proc = subprocess.Popen([tokex, "serve", "-p", str(port), "-B", "::1", "--idle", "30",
+    proc = subprocess.Popen([tokex, "serve", "-p", str(port), "-B", mine, "--idle", "30",
                              "--dir", str(tmp_path)])
     try:
         time.sleep(0.2)
-        six = subprocess.run([tokex, "client", "-H", "::1", "-p", str(port), "--proto", "both", "-n", "5",
-                              "--sizes", "4", "--stats-only"], capture_output=True, text=True, timeout=30)
-        four = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(port), "--proto", "udp",
-                               "-n", "5", "--sizes", "4"], capture_output=True, text=True, timeout=30)
+        ok = subprocess.run([tokex, "client", "-H", mine, "-p", str(port), "--proto", "both", "-n", "5",
+                             "--sizes", "4,3000", "--stats-only"], capture_output=True, text=True, timeout=30)
+        refused = subprocess.run([tokex, "client", "-H", other, "-p", str(port), "--proto", "udp",
+                                  "-n", "5", "--sizes", "4"], capture_output=True, text=True, timeout=30)
     finally:
         proc.terminate()
         proc.wait(timeout=5)
-    assert six.returncode == 0 and len(json.loads(six.stdout)["runs"]) == 2
-    assert four.returncode == 4 and "no tokex server on the port" in four.stderr
+    assert ok.returncode == 0, ok.stderr
+    runs = json.loads(ok.stdout)["runs"]
+    assert [(r["proto"], r["lost"]) for r in runs] == [("tcp", 0), ("tcp", 0), ("udp", 0), ("udp", 0)]
+    assert refused.returncode == 4 and "no tokex server on the port" in refused.stderr
 
 
 @needs_cc

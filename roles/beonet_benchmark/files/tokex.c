@@ -275,6 +275,8 @@ static int listen_socket(const char *addr, int port, int socktype)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
         if (bind(fd, (struct sockaddr *)&s6, sizeof s6) == 0)
             return fd;
+        if (errno != EADDRNOTAVAIL && errno != EAFNOSUPPORT) /* IPv6 is there: no fallback */
+            die(4, "bind %s :: port %d: %s", socktype == SOCK_STREAM ? "tcp" : "udp", port, strerror(errno));
         close(fd);
     }
     struct sockaddr_in *s4 = (struct sockaddr_in *)&at.sa;
@@ -292,18 +294,17 @@ static void tcp_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* A socket connected to HOST:PORT (from --bind's address when given). */
-static int open_connected(const char *host, int port, int socktype, const char *from)
+/* A socket connected to `to` (from --bind's address when given), else -1 and errno. */
+static int open_connected(const struct peer *to, int socktype, const char *from)
 {
-    struct peer to = resolve(host, port, socktype);
     int fd;
     if (from) {
-        struct peer at = local_address(from, 0, socktype, &to);
+        struct peer at = local_address(from, 0, socktype, to);
         fd = bound_socket(&at, socktype, 0);
-    } else if ((fd = socket(to.sa.ss_family, socktype, 0)) < 0) {
+    } else if ((fd = socket(to->sa.ss_family, socktype, 0)) < 0) {
         die(4, "socket: %s", strerror(errno));
     }
-    if (connect(fd, (struct sockaddr *)&to.sa, to.len) == 0)
+    if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0)
         return fd;
     int e = errno;
     close(fd);
@@ -313,8 +314,9 @@ static int open_connected(const char *host, int port, int socktype, const char *
 
 static int tcp_connect(const char *host, int port, double give_up, const char *from)
 {
+    struct peer to = resolve(host, port, SOCK_STREAM);
     for (;;) {
-        int fd = open_connected(host, port, SOCK_STREAM, from);
+        int fd = open_connected(&to, SOCK_STREAM, from);
         if (fd >= 0) {
             tcp_tune(fd);
             nonblock(fd);
@@ -1087,7 +1089,7 @@ static int cmd_client(const struct opts *o)
         int fd;
         if (pi == 0) {
             fd = tcp_connect(o->host, o->port, give_up, o->bind);
-        } else if ((fd = open_connected(o->host, o->port, SOCK_DGRAM, o->bind)) < 0) {
+        } else if ((fd = open_connected(&to, SOCK_DGRAM, o->bind)) < 0) {
             die(4, "udp socket to %s port %d: %s", o->host, o->port, strerror(errno));
         } else {
             int big = 4 << 20;
