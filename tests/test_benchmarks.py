@@ -519,9 +519,10 @@ def test_playbook_refuses_a_bad_request_before_touching_a_node():
     # The example inventory's hosts are documentation addresses: any connection
     # would fail as unreachable, so a clean refusal proves none was attempted.
     res = _play("-e", json.dumps({"beonet_benchmark_params": {"nodes": ["node-0-0", "ghost"],
-                                                          "sizes": [4, 100000]}}))
+                                                          "sizes": [4, 100000], "family": 6}}))
     assert res.returncode != 0
     assert "nodes: ghost not in the plan of routed-mesh" in res.stdout
+    assert "family: 6: the plan of routed-mesh has no IPv6 addresses" in res.stdout
     assert "sizes: 100000 is out of range" in res.stdout
     assert "nothing started" in res.stdout
     assert "unreachable=1" not in res.stdout and "UNREACHABLE" not in res.stdout
