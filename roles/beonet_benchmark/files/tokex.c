@@ -22,7 +22,7 @@
  * receives all of it into a buffer and sends it back; COUNT times.  Sockets are
  * non-blocking (fcntl O_NONBLOCK) and driven by poll(), as in the papers.  TCP
  * runs with TCP_NODELAY.  UDP tokens larger than one datagram are split into
- * datagrams of at most MTU-28 bytes (MTU-48 over IPv6) (the papers' "separate UDP packets"); the
+ * datagrams of at most MTU-28 bytes, MTU-48 over IPv6 (the papers' "separate UDP packets"); the
  * server echoes a token only once every datagram of it has arrived; a token
  * not back within 200 ms is sent again and counted as lost.
  *
