@@ -35,7 +35,11 @@ options:
         node through I(plan).
     type: dict
   params:
-    description: Benchmark request (nodes, sizes, count, pairs, classes, file_mb, remote_copies, ...).
+    description:
+      - Benchmark request (nodes, sizes, count, pairs, classes, file_mb, remote_copies, family, ...).
+      - C(family) is the IP family every step runs over, 4 or 6 (tokex, iperf3 and the ring
+        take the nodes' addresses of that family); by default IPv4 where the plan has it
+        (a dual-stack plan too), else IPv6. A family the plan has no addresses of fails.
     type: dict
     default: {}
   probe:

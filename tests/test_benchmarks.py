@@ -356,13 +356,17 @@ def server(tokex, tmp_path):
     proc.wait(timeout=5)
 
 
+LOOPBACKS = ["127.0.0.1", "::1"]     # one server listens on both families
+
+
 @needs_cc
-def test_tokex_loopback_tcp_and_udp_exchange(tokex, server):
-    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--proto", "both",
+@pytest.mark.parametrize("host", LOOPBACKS + ["[::1]"])
+def test_tokex_loopback_tcp_and_udp_exchange(tokex, server, host):
+    out = subprocess.run([tokex, "client", "-H", host, "-p", str(server), "--proto", "both",
                           "-n", "50", "--sizes", "4,1448,8192,20000"],
                          capture_output=True, text=True, check=True, timeout=60)
     doc = json.loads(out.stdout)
-    assert doc["tool"] == "tokex" and doc["version"] == 1
+    assert doc["tool"] == "tokex" and doc["version"] == 1 and doc["peer"] == host
     runs = doc["runs"]
     assert [(r["proto"], r["size"]) for r in runs] == [
         (p, s) for p in ("tcp", "udp") for s in (4, 1448, 8192, 20000)]
@@ -377,13 +381,14 @@ def test_tokex_loopback_tcp_and_udp_exchange(tokex, server):
 
 
 @needs_cc
-def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path):
-    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--window", "4",
+@pytest.mark.parametrize("host", LOOPBACKS)
+def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path, host):
+    out = subprocess.run([tokex, "client", "-H", host, "-p", str(server), "--window", "4",
                           "-n", "40", "--sizes", "8192", "--stats-only"],
                          capture_output=True, text=True, check=True, timeout=60)
     run = json.loads(out.stdout)["runs"][0]
     assert run["window"] == 4 and "samples_us" not in run and run["count"] == 40
-    out = subprocess.run([tokex, "client", "-H", "127.0.0.1", "-p", str(server), "--mode", "stream",
+    out = subprocess.run([tokex, "client", "-H", host, "-p", str(server), "--mode", "stream",
                           "-n", "100", "--sizes", "65536"], capture_output=True, text=True,
                          check=True, timeout=60)
     run = json.loads(out.stdout)["runs"][0]
@@ -393,16 +398,17 @@ def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path):
     loc = json.loads(subprocess.run([tokex, "copy", str(src), str(tmp_path / "dst")], check=True,
                                     capture_output=True, text=True).stdout)
     assert loc["bytes"] == 300000 and (tmp_path / "dst").read_bytes() == src.read_bytes()
-    rem = json.loads(subprocess.run([tokex, "fsend", str(src), "-H", "127.0.0.1", "-p", str(server),
+    rem = json.loads(subprocess.run([tokex, "fsend", str(src), "-H", host, "-p", str(server), "-B", host,
                                      "--dest", "got"], check=True, capture_output=True,
                                     text=True).stdout)
     assert rem["copy"] == "remote" and (tmp_path / "got").read_bytes() == src.read_bytes()
 
 
 @needs_cc
-def test_tokex_ring_on_loopback(tokex):
+@pytest.mark.parametrize("addrs", ["127.0.0.1,127.0.0.2,127.0.0.3", "127.0.0.1,::1,127.0.0.2"])
+def test_tokex_ring_on_loopback(tokex, addrs):
+    """Each rank listens on its own address: IPv4 ones, or IPv4 and IPv6 ones in one ring."""
     port = _free_port()
-    addrs = "127.0.0.1,127.0.0.2,127.0.0.3"
     others = [subprocess.Popen([tokex, "ring", "--rank", str(r), "--addrs", addrs, "-p", str(port),
                                 "-n", "20", "--sizes", "4,4096", "--deadline", "30"],
                                stdout=subprocess.PIPE, text=True) for r in (1, 2)]
@@ -427,12 +433,55 @@ def test_tokex_ring_on_loopback(tokex):
     (["client", "-H", "127.0.0.1", "-n", "zero"], "option -n: 'zero' is not an integer"),
     (["ring", "--rank", "3", "--addrs", "127.0.0.1,127.0.0.2"], "--rank 3 is outside the ring of 2"),
     (["fsend", "/etc/hostname", "-H", "127.0.0.1", "--dest", "../x"], "--dest must be a plain file name"),
+    # a UDP token's datagrams: MTU-28 bytes over IPv4, MTU-48 over IPv6, 12 of them tokex's header
+    (["client", "-H", "127.0.0.1", "--proto", "udp", "--sizes", "93441"], "max 93440 bytes at MTU 1500"),
+    (["client", "-H", "::1", "--proto", "udp", "--sizes", "93000"], "max 92160 bytes at MTU 1500"),
+    (["client", "-H", "::1", "-B", "127.0.0.1"], "--bind 127.0.0.1 is an IPv4 address, the peer an IPv6 one"),
+    (["client", "-H", "127.0.0.1", "-B", "::1"], "--bind ::1 is an IPv6 address, the peer an IPv4 one"),
+    (["client", "-H", "::1", "-B", "node-0-0"], "not an IPv4 or IPv6 address: node-0-0"),
+    (["serve", "-B", "10.0.0.300"], "not an IPv4 or IPv6 address: 10.0.0.300"),
+    (["ring", "--rank", "0", "--addrs", "::1::2,127.0.0.1"], "not an IPv4 or IPv6 address: ::1::2"),
     (["dance"], "unknown command 'dance'"),
 ])
 def test_tokex_usage_errors(tokex, args, message):
     res = subprocess.run([tokex, *args], capture_output=True, text=True, timeout=10)
     assert res.returncode == 2
     assert message in res.stderr
+    assert res.stdout == ""             # refused before a word of output
+
+
+@needs_cc
+def test_tokex_echoes_udp_from_the_address_it_was_sent_to(tokex, server):
+    """A node's second address (127.0.0.2 on lo): the kernel would send the echo from
+    127.0.0.1, which the client's connected socket drops; it leaves from 127.0.0.2."""
+    out = subprocess.run([tokex, "client", "-H", "127.0.0.2", "-p", str(server), "--proto", "udp",
+                          "-n", "20", "--sizes", "4,3000", "--deadline", "20", "--stats-only"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [(r["size"], r["lost"]) for r in json.loads(out.stdout)["runs"]] == [(4, 0), (3000, 0)]
+
+
+@needs_cc
+@pytest.mark.parametrize("mine,other", [("::1", "127.0.0.1"), ("127.0.0.1", "::1")])
+def test_tokex_serves_on_one_address_with_bind(tokex, tmp_path, mine, other):
+    """-B: the server listens on that address only (TCP and UDP); the other family's
+    loopback finds no server."""
+    port = _free_port()
+    proc = subprocess.Popen([tokex, "serve", "-p", str(port), "-B", mine, "--idle", "30",
+                             "--dir", str(tmp_path)])
+    try:
+        time.sleep(0.2)
+        ok = subprocess.run([tokex, "client", "-H", mine, "-p", str(port), "--proto", "both", "-n", "5",
+                             "--sizes", "4,3000", "--stats-only"], capture_output=True, text=True, timeout=30)
+        refused = subprocess.run([tokex, "client", "-H", other, "-p", str(port), "--proto", "udp",
+                                  "-n", "5", "--sizes", "4"], capture_output=True, text=True, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+    assert ok.returncode == 0, ok.stderr
+    runs = json.loads(ok.stdout)["runs"]
+    assert [(r["proto"], r["lost"]) for r in runs] == [("tcp", 0), ("tcp", 0), ("udp", 0), ("udp", 0)]
+    assert refused.returncode == 4 and "no tokex server on the port" in refused.stderr
 
 
 @needs_cc
@@ -470,9 +519,10 @@ def test_playbook_refuses_a_bad_request_before_touching_a_node():
     # The example inventory's hosts are documentation addresses: any connection
     # would fail as unreachable, so a clean refusal proves none was attempted.
     res = _play("-e", json.dumps({"beonet_benchmark_params": {"nodes": ["node-0-0", "ghost"],
-                                                          "sizes": [4, 100000]}}))
+                                                          "sizes": [4, 100000], "family": 6}}))
     assert res.returncode != 0
     assert "nodes: ghost not in the plan of routed-mesh" in res.stdout
+    assert "family: 6: the plan of routed-mesh has no IPv6 addresses" in res.stdout
     assert "sizes: 100000 is out of range" in res.stdout
     assert "nothing started" in res.stdout
     assert "unreachable=1" not in res.stdout and "UNREACHABLE" not in res.stdout
@@ -533,27 +583,106 @@ def _six(addressing):
     return c, render.plan(c)
 
 
-@pytest.mark.parametrize("addressing,key", [({"ipv6": True}, "address"),
-                                            ({"ipv4": False, "ipv6": True}, "address6")])
-def test_the_hops_of_a_dual_stack_or_ipv6_only_plan_map_to_their_nodes(addressing, key):
+def _six_paths(addressing, key):
+    """The plan of routed-mesh with this addressing and path_of from its hop lists of `key`."""
     from beonet.outputs.ipfamily import Paths
 
     c, plan = _six(addressing)
     paths = Paths(c)
     hops = {a: {b: paths.addresses(a, b)[key] for b in plan["nodes"] if b != a} for a in plan["nodes"]}
-    path_of = bench.path_lookup(plan, hops)
+    return c, plan, bench.path_lookup(plan, hops)
+
+
+DUAL, ONLY6 = {"ipv6": True}, {"ipv4": False, "ipv6": True}
+SMALL = {"nodes": ["node-0-0", "node-0-1", "node-1-1"], "copies": 1, "remote_copies": [1], "file_mb": [1],
+         "classes": ["same-segment"]}
+
+
+@pytest.mark.parametrize("addressing,key", [(DUAL, "address"), (DUAL, "address6"), (ONLY6, "address6")])
+def test_the_hops_of_a_dual_stack_or_ipv6_only_plan_map_to_their_nodes(addressing, key):
+    c, plan, path_of = _six_paths(addressing, key)
     assert path_of("node-0-0", "node-3-3") == [h["node"] for h in c.path("node-0-0", "node-3-3")[0]]
-    if key == "address":
-        s = bench.schedule(plan, path_of, {"nodes": ["node-0-0", "node-0-1"], "copies": 1,
-                                           "remote_copies": [1], "file_mb": [1]})
-        assert s["family"] == "IPv4" and "-H %s " % plan["nodes"]["node-0-1"]["address"] in \
-            s["steps"][0]["hosts"]["node-0-0"]
-        return
+
+
+def _commands(s):
+    return [cmd for st in s["steps"] for cmd in st["hosts"].values()]
+
+
+@pytest.mark.parametrize("addressing,params,key", [
+    (DUAL, {}, "address"), (DUAL, {"family": 4}, "address"), (DUAL, {"family": 6}, "address6"),
+    (ONLY6, {}, "address6"), (ONLY6, {"family": 6}, "address6")])
+def test_every_step_runs_over_the_family_asked_for(addressing, params, key):
+    """IPv4 where the plan has it, unless family: 6; an IPv6-only plan over IPv6. Every
+    tool a step runs (tokex client, iperf3, fsend, the ring) reaches its peer at the
+    peer's address of that family."""
+    _c, plan, path_of = _six_paths(addressing, "address6" if addressing is ONLY6 else "address")
+    s = bench.schedule(plan, path_of, dict(SMALL, **params))
+    assert s["family"] == ("IPv6" if key == "address6" else "IPv4")
+    assert s["params"]["family"] == (6 if key == "address6" else 4)
+    ours = {n: plan["nodes"][n][key] for n in SMALL["nodes"]}
+    other = {plan["nodes"][n].get("address" if key == "address6" else "address6") for n in SMALL["nodes"]}
+    commands = " ".join(_commands(s))
+    assert "-H %s " % ours["node-0-1"] in commands and "iperf3 -c %s " % ours["node-0-1"] in commands
+    assert "--addrs %s " % ",".join(ours.values()) in commands
+    assert not [a for a in other if a and a in commands]
+    # MSS points of the family: IPv6's header is 20 bytes longer than IPv4's
+    assert set(bench.mss_points(1500, version=4 if key == "address" else 6)) <= set(s["params"]["sizes"])
+    assert bench.mss_points(1500) == [1445, 1448, 1451, 2893, 2899]            # MSS 1500 - 52
+    assert bench.mss_points(1500, version=6) == [1425, 1428, 1431, 2853, 2859]  # MSS 1500 - 72
+
+
+BAD_FAMILY = "family: must be 4 or 6 (the IP family the benchmark runs over), "
+
+
+@pytest.mark.parametrize("addressing,family,problem", [
+    (ONLY6, 4, "family: 4: the plan of routed-mesh has no IPv4 addresses (it has IPv6); "
+               "leave family out or set 6"),
+    (None, 6, "family: 6: the plan of routed-mesh has no IPv6 addresses (it has IPv4); "
+              "addressing: {ipv6: true} adds IPv6"),
+    (DUAL, 5, BAD_FAMILY + "not a number 5"),
+    (DUAL, "6", BAD_FAMILY + "not '6'"),
+    (DUAL, "ipv6", BAD_FAMILY + "not 'ipv6'"),
+    (DUAL, True, BAD_FAMILY + "not a boolean True"),
+    (DUAL, 6.0, BAD_FAMILY + "not a number 6.0"),
+    (DUAL, [6], BAD_FAMILY + "not a list [6]"),
+    (DUAL, {"v": 6}, BAD_FAMILY + "not a mapping {'v': 6}"),
+    (DUAL, "\x1b[2J" * 30, BAD_FAMILY + "not '\\x1b[2J"),
+])
+def test_a_family_the_plan_has_not_or_a_hostile_one_is_refused(addressing, family, problem):
+    if addressing is None:
+        plan, path_of = compiled("routed-mesh.yml")
+    else:
+        _c, plan, path_of = _six_paths(addressing, "address6" if addressing is ONLY6 else "address")
     with pytest.raises(bench.BenchError) as caught:
-        bench.schedule(plan, path_of, {})
-    assert caught.value.problems == [
-        "plan: routed-mesh is IPv6-only and tokex (roles/beonet_benchmark/files/tokex.c) speaks IPv4 only: "
-        "benchmark it with IPv4 addressing on (addressing: {ipv6: true} keeps both)"]
+        bench.schedule(plan, path_of, dict(SMALL, family=family, count=0))
+    assert caught.value.problems[0].startswith(problem)
+    assert "\x1b" not in str(caught.value) and len(caught.value.problems[0]) < 200
+    assert "count: 0 is out of range" in caught.value.problems[-1]       # listed with the others
+
+
+@pytest.mark.parametrize("addressing,params,said", [
+    (DUAL, {}, "Measured over IPv4."), (DUAL, {"family": 6}, "Measured over IPv6."),
+    (ONLY6, {}, "Measured over IPv6.")])
+def test_the_results_of_an_ipv6_run_say_so(addressing, params, said, tmp_path):
+    _c, plan, path_of = _six_paths(addressing, "address6" if addressing is ONLY6 else "address")
+    s = bench.schedule(plan, path_of, dict(SMALL, count=10, sizes=[4, 8192], mss_points=False, **params))
+    res = report.collect(s, _fake_outputs(s), plan)
+    assert res["aggregate"] and res["latency"]
+    text = report.summary_markdown(s, res, {}, "routed-mesh")
+    assert said in text and text.count("Measured over") == 1
+    report.write_results(str(tmp_path), s, res, {}, plan, _fake_outputs(s))
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["params"]["family"] == (6 if "6" in said else 4)
+    assert said in (tmp_path / "summary.md").read_text()
+
+
+def test_a_node_without_an_address_of_the_family_is_named():
+    _c, plan, path_of = _six_paths(DUAL, "address")
+    plan = json.loads(json.dumps(plan))
+    del plan["nodes"]["node-0-1"]["address6"]
+    with pytest.raises(bench.BenchError) as caught:
+        bench.validate(plan, dict(SMALL, family=6))
+    assert caught.value.problems == ["family: 6: node-0-1 have no IPv6 address in the plan"]
 
 
 def test_module_documentation_parses():

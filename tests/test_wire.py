@@ -3,6 +3,7 @@ up concurrent runs and judges them; the runner with tokex replaced by canned
 runs (molecule/links runs it on a real lab)."""
 
 import pytest
+import yaml
 from conftest import ROOT
 
 from beonet.compiler import pipeline
@@ -131,13 +132,58 @@ def test_main_prepares_measures_and_stops(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(wire, "_prepare", lambda conts, text: calls.append(("prepare", conts, text)))
     monkeypatch.setattr(wire, "_stop", lambda conts: calls.append(("stop", conts)))
     monkeypatch.setattr(wire, "measure_lan",
-                        lambda lab, plan, seg: ["%s: missed" % seg] if seg == "hub" else [])
+                        lambda lab, plan, seg, version: ["%s: missed" % seg] if seg == "hub" else [])
     assert wire.main([TOPOLOGY, "--name", "mol-links", "--tokex", str(source)]) == 1
     conts = ["mol-links-n%d" % k for k in range(1, 5)]
     assert calls == [("prepare", conts, source.read_text()), ("stop", conts)]
     assert "wire: hub: missed" in capsys.readouterr().err
-    monkeypatch.setattr(wire, "measure_lan", lambda lab, plan, seg: [])
+    monkeypatch.setattr(wire, "measure_lan", lambda lab, plan, seg, version: [])
     assert wire.main([TOPOLOGY, "--tokex", str(source)]) == 0
+
+
+def _addressed(tmp_path, addressing):
+    """hub-and-switch.yml with this addressing, as a file; its plan."""
+    doc = yaml.safe_load(open(TOPOLOGY, encoding="utf-8"))
+    doc["addressing"] = addressing
+    path = tmp_path / "hub-and-switch.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path), render.plan(pipeline.compile_file(str(path)))
+
+
+@pytest.mark.parametrize("addressing,args,version", [
+    ({"ipv4": False, "ipv6": True}, [], 6), ({"ipv6": True}, [], 4), ({"ipv6": True}, ["--family", "6"], 6)])
+def test_main_measures_over_the_plan_s_family(monkeypatch, tmp_path, addressing, args, version):
+    """IPv4 where the plan has it, else IPv6; --family 6 picks a dual-stack plan's IPv6."""
+    path, six = _addressed(tmp_path, addressing)
+    seen = []
+    monkeypatch.setattr(wire, "_prepare", lambda conts, text: None)
+    monkeypatch.setattr(wire, "_stop", lambda conts: None)
+    monkeypatch.setattr(wire, "measure_lan", lambda lab, plan, seg, v: seen.append((seg, v)) or [])
+    assert wire.main([path, *args]) == 0
+    assert seen == [("hub", version), ("switch", version)]
+    key = "address6" if version == 6 else "address"
+    assert wire.lans(six, version) == ["hub", "switch"]
+    hub = six["segments"]["hub"]["members"]
+    assert wire.pairs(six, "hub", version) == [((hub[0]["node"], hub[0][key]), (hub[1]["node"], hub[1][key])),
+                                               ((hub[2]["node"], hub[2][key]), (hub[3]["node"], hub[3][key]))]
+
+
+def test_a_family_the_plan_has_not_is_refused(tmp_path, capsys):
+    path, six = _addressed(tmp_path, {"ipv4": False, "ipv6": True})
+    assert wire.lans(six, 4) == []
+    assert wire.main([path, "--family", "4"]) == 2
+    assert "has no IPv4 addresses (--family 4)" in capsys.readouterr().err
+    assert wire.main([TOPOLOGY, "--family", "6"]) == 2
+    assert "hub-and-switch.yml has no IPv6 addresses (--family 6)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        wire.main([TOPOLOGY, "--family", "5"])
+    assert exc.value.code == 2 and "invalid choice: 5" in capsys.readouterr().err
+
+
+def test_ipv6_headers_cost_20_bytes_more_a_segment():
+    # 8 KB over IPv6: 6 segments of at most 1428 bytes, 110 bytes each of headers and overhead
+    assert wire.wire_bytes(8192, 1500, 6) == 8192 + 6 * 110 == wire.wire_bytes(8192, 1500) + 6 * 20
+    assert wire.pingpong_bound(8192, 100, 1500, 6) == pytest.approx(8192 * 12.5 / (8852 - 3125))
 
 
 def test_main_needs_a_lan_of_four(capsys):

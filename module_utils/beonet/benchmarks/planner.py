@@ -17,7 +17,8 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..outputs.ipfamily import cluster_address, node_addresses
+from ..agent.names import shown
+from ..outputs.ipfamily import node_addresses
 from .capacity import pair_resources
 
 Plan = Mapping[str, Any]                      # a plan (outputs.plan.Plan) as read here
@@ -30,6 +31,8 @@ DEFAULT_SIZES = [2 ** n for n in range(2, 14)]      # 4 .. 8192, the papers' ran
 TOKEX_PORT = 6201
 RING_PORT = 6202
 IPERF_PORT = 6203
+FAMILIES = {4: ("IPv4", "address"), 6: ("IPv6", "address6")}   # family: (name, node plan key)
+TCP_HEADERS = {4: 52, 6: 72}    # IP header 20 (IPv6: 40), TCP 20 and its timestamps 12
 CLASS_ORDER = ["same-segment", "cross-switch", "p2p", "bonded",
                "gateway-1", "gateway-2", "gateway-3"]
 
@@ -282,10 +285,11 @@ def pair_counts(available: int, requested: list[int] | None = None) -> list[int]
 
 # ---------------------------------------------------------------- validation
 
-def mss_points(mtu: int = 1500, delta: int = 3) -> list[int]:
+def mss_points(mtu: int = 1500, delta: int = 3, version: int = 4) -> list[int]:
     """Token sizes a few bytes either side of the TCP MSS (with timestamps) and
-    of the UDP payload of one datagram: where a token starts needing two packets."""
-    mss = mtu - 52
+    of the UDP payload of one datagram: where a token starts needing two packets.
+    version: the IP family's (IPv6's header is 20 bytes longer than IPv4's)."""
+    mss = mtu - TCP_HEADERS[version]
     return sorted({mss - delta, mss, mss + delta, 2 * mss - delta, 2 * mss + delta})
 
 
@@ -304,8 +308,8 @@ def _check_nodes(plan: Plan, nodes: list[str], missing: list[str]) -> list[str]:
     return problems
 
 
-def _check_sizes(plan: Plan, p: dict[str, Any], nodes: list[str],
-                 missing: list[str]) -> tuple[list[str], list[Any]]:
+def _check_sizes(plan: Plan, p: dict[str, Any], nodes: list[str], missing: list[str],
+                 version: int) -> tuple[list[str], list[Any]]:
     """(problems, the sorted token sizes with the MSS points unless turned off)."""
     problems = []
     sizes = p.get("sizes") or list(DEFAULT_SIZES)
@@ -319,7 +323,7 @@ def _check_sizes(plan: Plan, p: dict[str, Any], nodes: list[str],
     if not bad and p.get("mss_points", True):
         mtu = min(i["mtu"] for n in nodes if n in plan["nodes"]
                   for i in plan["nodes"][n]["interfaces"]) if not missing else 1500
-        sizes = sorted(set(sizes) | set(mss_points(mtu)))
+        sizes = sorted(set(sizes) | set(mss_points(mtu, version=version)))
     elif not bad:
         sizes = sorted(set(sizes))
     return problems, sizes
@@ -370,19 +374,29 @@ def _check_pairs(p: dict[str, Any], nodes: list[str]) -> list[str]:
     return problems
 
 
-def family(plan: Plan) -> str:
-    """The family the benchmark runs over: IPv4 where the plan has it (a dual-stack plan
-    too), else IPv6."""
-    return "IPv4" if any("address" in n for n in plan["nodes"].values()) else "IPv6"
+def families(plan: Plan) -> list[int]:
+    """The IP families (4, 6) the plan's nodes have addresses of."""
+    return [v for v, (_name, key) in FAMILIES.items() if any(key in n for n in plan["nodes"].values())]
 
 
-def _check_family(plan: Plan) -> list[str]:
-    """tokex (the token exchange, ring and file copies) opens IPv4 sockets only."""
-    if family(plan) == "IPv4":
-        return []
-    return ["plan: %s is IPv6-only and tokex (roles/beonet_benchmark/files/tokex.c) speaks IPv4 only: "
-            "benchmark it with IPv4 addressing on (addressing: {ipv6: true} keeps both)"
-            % plan["topology"]["name"]]
+def _check_family(plan: Plan, p: dict[str, Any], nodes: list[str]) -> tuple[list[str], int]:
+    """(problems, the family the benchmark runs over): the request's `family` (4 or 6),
+    by default IPv4 where the plan has it (a dual-stack plan too), else IPv6."""
+    has = families(plan)
+    v = p.get("family")
+    if v is None:
+        v = has[0] if has else 4
+    elif not _is_int(v, 4, 6) or v not in FAMILIES:
+        return ["family: must be 4 or 6 (the IP family the benchmark runs over), not %s" % shown(v)], 4
+    elif v not in has:
+        return ["family: %d: the plan of %s has no %s addresses (it has %s); %s" % (
+            v, plan["topology"]["name"], FAMILIES[v][0], " and ".join(FAMILIES[h][0] for h in has),
+            "addressing: {ipv6: true} adds IPv6" if v == 6 else "leave family out or set 6")], v
+    name, key = FAMILIES[v]
+    without = [n for n in nodes if n in plan["nodes"] and key not in plan["nodes"][n]]
+    if without:
+        return ["family: %d: %s have no %s address in the plan" % (v, _few(without), name)], v
+    return [], v
 
 
 def validate(plan: Plan, params: dict[str, Any]) -> dict[str, Any]:
@@ -391,12 +405,14 @@ def validate(plan: Plan, params: dict[str, Any]) -> dict[str, Any]:
     p = dict(params)
     nodes = p.get("nodes") or list(plan["nodes"])
     missing = [n for n in nodes if n not in plan["nodes"]]
-    problems = _check_nodes(plan, nodes, missing)
-    more, sizes = _check_sizes(plan, p, nodes, missing)
+    problems, version = _check_family(plan, p, nodes)
+    problems += _check_nodes(plan, nodes, missing)
+    more, sizes = _check_sizes(plan, p, nodes, missing, version)
     problems += more + _check_numbers(p) + _check_copies(p, nodes, missing) + _check_pairs(p, nodes)
-    problems += check_model(p.get("latency_model") or DEFAULT_MODEL) + _check_family(plan)
+    problems += check_model(p.get("latency_model") or DEFAULT_MODEL)
     if problems:
         raise BenchError(problems)
+    p["family"] = version
     p["nodes"] = nodes
     p["sizes"] = sizes
     p.setdefault("count", 1000)
@@ -570,7 +586,8 @@ def schedule(plan: Plan, path_of: PathOf, params: dict[str, Any],
     display), hosts {host: shell command}; '@START@' in a command is replaced by
     a common start time (epoch seconds) just before the step runs."""
     p = validate(plan, params)
-    c = _Ctx(p, {n: cluster_address(plan["nodes"][n]) for n in p["nodes"]}, workdir, workdir + "/tokex",
+    name, key = FAMILIES[p["family"]]
+    c = _Ctx(p, {n: plan["nodes"][n][key] for n in p["nodes"]}, workdir, workdir + "/tokex",
              workdir + "/out", workdir + "/run", int(p.get("deadline", 180)),
              lambda pair: pair_resources(plan, pair[0], pair[1], pair[2]["via"]))
     classes = classify(plan, path_of, p["nodes"])
@@ -583,7 +600,7 @@ def schedule(plan: Plan, path_of: PathOf, params: dict[str, Any],
     steps.append(_ring_step(c))            # last: the playbook runs it on its own
     for i, st in enumerate(steps):
         st["label"] = "%d/%d: %s" % (i + 1, len(steps), st["label"])
-    return {"params": p, "steps": steps, "workdir": workdir, "family": family(plan),
+    return {"params": p, "steps": steps, "workdir": workdir, "family": name,
             "topology": plan["topology"]["name"],
             "link_rates": sorted({i["rate_mbit"] for n in p["nodes"]
                                   for i in plan["nodes"][n]["interfaces"] if i.get("rate_mbit")}),

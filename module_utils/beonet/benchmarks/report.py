@@ -488,10 +488,16 @@ def summary_markdown(sched: dict[str, Any], res: Results, env: dict[str, Any], t
     lines += ["", "Throughput: MB = 10^6 bytes. *exchange* counts the token both ways "
               "(2 x size x count / time, the papers' token-exchange count), *one-way* counts it "
               "once (what a stream, or iperf3, measures). Planned link rate %s MB/s (a bond: "
-              "its channels together)." % _fmt(res["link_MBps"]),
+              "its channels together).%s" % (_fmt(res["link_MBps"]), _family_sentence(p)),
               "", "## Token exchange (aggregate over concurrent pairs)", ""]
     lines += _tokex_markdown(p, res)
     return "\n".join(lines + _other_markdown(p, res))
+
+
+def _family_sentence(p: dict[str, Any]) -> str:
+    """' Measured over IPv4.' (or IPv6): the request's family, where it records one."""
+    family = p.get("family")
+    return " Measured over IPv%d." % family if family in (4, 6) and not isinstance(family, bool) else ""
 
 
 def _other_markdown(p: dict[str, Any], res: Results) -> list[str]:

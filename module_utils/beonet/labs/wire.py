@@ -1,7 +1,7 @@
 """Measure a Docker lab's LANs against what a wire allows, with tokex (the
 benchmark's own tool, built from source in the containers):
 
-    python -m beonet.labs.wire TOPOLOGY [--name LAB] [--tokex PATH]
+    python -m beonet.labs.wire TOPOLOGY [--name LAB] [--tokex PATH] [--family 4|6]
 
 On every LAN with at least four members, two disjoint pairs (its first four
 members, in plan order) run TCP streams, one pair alone and both together; a
@@ -16,6 +16,8 @@ costing W bytes on the wire exchanges at most size x rate / (W - bucket) (146 %
 of the link for 8 KB, 98 % for 64 KB at 100 Mbit/s and MTU 1500); a token that
 fits in such a bucket is not checked. A stream must reach near the rate. Each figure is printed as a
 `beonet-measured:` line; any check missed is printed and the exit code is 1.
+The runs go over IPv4 where the plan has it, else over IPv6 (--family picks one of
+a dual-stack plan); a frame's TCP/IP headers are those of the family.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..benchmarks.planner import FAMILIES, TCP_HEADERS, families
 from ..compiler import pipeline
 from ..outputs import plan as render
 from .base import ETH_HEADER, WIRE_OVERHEAD, frame_bytes, lab_name
@@ -46,7 +49,6 @@ STREAM_SECONDS = 2.0        # a stream lasts about this long at the link rate (s
 # and 77-82 % on the switch; so a shaper is called wrong only below 60 % (a rate set in
 # the wrong unit, or a link left unshaped by a shared bridge, is far beyond that).
 STREAM_MIN = 0.60
-TCP_IP_HEADERS = 52         # IPv4 20, TCP 20 and its timestamps 12
 PINGPONG_SLACK = 1.02       # timing noise allowed over the bucket's bound
 # What the check calls wire-like, on its own (not read from the lab's shaping,
 # so a change there is caught): a bucket of at most two full frames or of the
@@ -73,23 +75,28 @@ def aggregate(runs: list[Run]) -> float:
     return sum(r["size"] * r["count"] for r in runs) / (last - first) / 1e6
 
 
-def pairs(plan: Mapping[str, Any], segment: str) -> list[Pair]:
-    """The two disjoint pairs of a LAN: its first four members, 1->2 and 3->4."""
-    members = [(m["node"], m["address"]) for m in plan["segments"][segment]["members"]]
+def pairs(plan: Mapping[str, Any], segment: str, version: int = 4) -> list[Pair]:
+    """The two disjoint pairs of a LAN: its first four members, 1->2 and 3->4, with
+    their addresses of the IP family `version`."""
+    key = FAMILIES[version][1]
+    members = [(m["node"], m[key]) for m in plan["segments"][segment]["members"]]
     return [(members[0], members[1]), (members[2], members[3])]
 
 
-def lans(plan: Mapping[str, Any]) -> list[str]:
-    """The LANs a wire check can run on: IP segments with four members or more."""
+def lans(plan: Mapping[str, Any], version: int = 4) -> list[str]:
+    """The LANs a wire check can run on: segments of four members or more, each with
+    an address of the IP family `version`."""
+    key = FAMILIES[version][1]
     return [name for name, s in plan["segments"].items()
-            if s["kind"] == "lan" and len(s["members"]) >= 4 and all("address" in m for m in s["members"])]
+            if s["kind"] == "lan" and len(s["members"]) >= 4 and all(key in m for m in s["members"])]
 
 
-def wire_bytes(size: int, mtu: int) -> int:
+def wire_bytes(size: int, mtu: int, version: int = 4) -> int:
     """What a TCP token of size bytes costs on an Ethernet wire: its segments'
-    payload, TCP/IP and Ethernet headers and the wire's own overhead."""
-    segments = -(-size // (mtu - TCP_IP_HEADERS))
-    return size + segments * (TCP_IP_HEADERS + ETH_HEADER + WIRE_OVERHEAD)
+    payload, TCP/IP (IPv4 or IPv6) and Ethernet headers and the wire's own overhead."""
+    headers = TCP_HEADERS[version]
+    segments = -(-size // (mtu - headers))
+    return size + segments * (headers + ETH_HEADER + WIRE_OVERHEAD)
 
 
 def wire_like_burst(rate_mbit: int, mtu: int) -> int:
@@ -97,12 +104,12 @@ def wire_like_burst(rate_mbit: int, mtu: int) -> int:
     return max(WIRE_LIKE_FRAMES * frame_bytes(mtu), rate_mbit * WIRE_LIKE_US // 8)
 
 
-def pingpong_bound(size: int, rate_mbit: int, mtu: int) -> float | None:
+def pingpong_bound(size: int, rate_mbit: int, mtu: int, version: int = 4) -> float | None:
     """The most exchange MB/s a wire-like shaper lets a TCP ping-pong of
     size-byte tokens reach: each direction sends one bucket at once and the
     rest at the rate. None when a token fits in the bucket (nothing to check)."""
     burst = wire_like_burst(rate_mbit, mtu)
-    paced = wire_bytes(size, mtu) - burst
+    paced = wire_bytes(size, mtu, version) - burst
     return size * rate_mbit / 8 / paced if paced > 0 else None
 
 
@@ -179,12 +186,13 @@ def clients(lab: str, jobs: list[tuple[Pair, list[str]]]) -> list[Run]:
     return runs
 
 
-def measure_lan(lab: str, plan: Mapping[str, Any], seg: str) -> list[str]:
-    """Measure one LAN, print what was measured; the checks it missed."""
+def measure_lan(lab: str, plan: Mapping[str, Any], seg: str, version: int = 4) -> list[str]:
+    """Measure one LAN over the IP family `version`, print what was measured; the checks
+    it missed."""
     s = plan["segments"][seg]
     medium = s.get("medium", "switched")
     rate = s["rate_mbit"] / 8
-    p1, p2 = pairs(plan, seg)
+    p1, p2 = pairs(plan, seg, version)
     stream = ["--mode", "stream", "--sizes", str(STREAM_SIZE), "-n", str(stream_count(s["rate_mbit"]))]
     missed: list[str] = []
     for attempt in range(STREAM_ATTEMPTS):
@@ -202,7 +210,7 @@ def measure_lan(lab: str, plan: Mapping[str, Any], seg: str) -> list[str]:
         return missed
     for size, count in PINGPONGS:
         run = clients(lab, [(p1, ["--sizes", str(size), "-n", str(count)])])[0]
-        bound = pingpong_bound(size, s["rate_mbit"], s["mtu"])
+        bound = pingpong_bound(size, s["rate_mbit"], s["mtu"], version)
         print("beonet-measured: %s: ping-pong %d B tokens: exchange %.2f MB/s (%.1f %% of the link; "
               "bound %s), median round trip %.0f us"
               % (seg, size, run["exchange_MBps"], 100 * run["exchange_MBps"] / rate,
@@ -217,18 +225,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("topology")
     parser.add_argument("--name", help="the lab's name (default: beonet-<topology name>)")
     parser.add_argument("--tokex", default=os.path.join("roles", "beonet_benchmark", "files", "tokex.c"))
+    parser.add_argument("--family", type=int, choices=sorted(FAMILIES),
+                        help="the IP family to measure over (default: IPv4 where the plan has it, else IPv6)")
     args = parser.parse_args(argv)
     plan = render.plan(pipeline.compile_file(args.topology))
     lab = lab_name(plan, args.name)
-    segs = lans(plan)
+    has = families(plan)
+    version = args.family or (has[0] if has else 4)
+    if version not in has:
+        print("wire: %s has no %s addresses (--family %d)" % (args.topology, FAMILIES[version][0], version),
+              file=sys.stderr)
+        return 2
+    segs = lans(plan, version)
     if not segs:
         print("wire: %s has no LAN with four members" % args.topology, file=sys.stderr)
         return 1
-    conts = sorted({"%s-%s" % (lab, n) for seg in segs for pair in pairs(plan, seg) for n, _ in pair})
+    conts = sorted({"%s-%s" % (lab, n) for seg in segs
+                    for pair in pairs(plan, seg, version) for n, _ in pair})
     with open(args.tokex, encoding="utf-8") as fh:
         _prepare(conts, fh.read())
     try:
-        missed = [m for seg in segs for m in measure_lan(lab, plan, seg)]
+        missed = [m for seg in segs for m in measure_lan(lab, plan, seg, version)]
     finally:
         _stop(conts)
     for m in missed:

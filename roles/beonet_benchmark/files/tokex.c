@@ -3,20 +3,26 @@
  * one C file with no dependency beyond libc.  Built on the nodes (or once for
  * them) with:   gcc -O2 -Wall -o tokex tokex.c
  *
- *   tokex serve  [-p PORT] [--dir DIR] [--idle S] [--deadline S] [--daemon --pidfile F]
- *   tokex client -H HOST [-p PORT] [--proto tcp|udp|both] [--sizes 4,8,..] [-n 1000]
+ *   tokex serve  [-p PORT] [-B ADDR] [--dir DIR] [--idle S] [--deadline S] [--daemon --pidfile F]
+ *   tokex client -H HOST [-p PORT] [-B ADDR] [--proto tcp|udp|both] [--sizes 4,8,..] [-n 1000]
  *                [--window W] [--mode pingpong|stream] [--warmup K] [--start-at EPOCH]
  *                [--mtu 1500] [--stats-only] [--deadline S] [--out FILE]
  *   tokex ring   --rank R --addrs A0,A1,.. [-p PORT] [--sizes ..] [-n ROUNDS] [--deadline S]
  *   tokex mkfile PATH BYTES
  *   tokex copy   SRC DST                       (local read()/write() copy)
- *   tokex fsend  FILE -H HOST [-p PORT] --dest NAME   (remote copy; NAME lands in the server's --dir)
+ *   tokex fsend  FILE -H HOST [-p PORT] [-B ADDR] --dest NAME   (remote copy; NAME lands in the server's --dir)
+ *
+ * Addresses are IPv4 or IPv6 literals (an IPv6 one bare, in brackets or with %scope),
+ * or host names.  The server listens on every address of both families (IPv4 alone
+ * where the node has IPv6 off), or with -B/--bind ADDR on that address only; a client's
+ * -B ADDR is its source address (of the peer's family).  A ring rank listens on its
+ * own address in --addrs; a ring may mix the families.
  *
  * Token exchange (pingpong): one side sends a token of SIZE bytes, the partner
  * receives all of it into a buffer and sends it back; COUNT times.  Sockets are
  * non-blocking (fcntl O_NONBLOCK) and driven by poll(), as in the papers.  TCP
  * runs with TCP_NODELAY.  UDP tokens larger than one datagram are split into
- * datagrams of at most MTU-28 bytes (the papers' "separate UDP packets"); the
+ * datagrams of at most MTU-28 bytes, MTU-48 over IPv6 (the papers' "separate UDP packets"); the
  * server echoes a token only once every datagram of it has arrived; a token
  * not back within 200 ms is sent again and counted as lost.
  *
@@ -161,22 +167,125 @@ static int read_all(int fd, char *buf, size_t n)
     return 0;
 }
 
-static struct sockaddr_in resolve(const char *host, int port)
+/* ---- addresses: IPv4 or IPv6, picked by the address given ---- */
+struct peer {
+    struct sockaddr_storage sa;
+    socklen_t len;
+};
+
+/* The socket address of HOST (an IPv4 or IPv6 literal, "[v6]" too, an IPv6 one with
+ * %scope; else a host name unless numeric_only) of the given family (AF_UNSPEC: any);
+ * 0, else getaddrinfo's error. */
+static int lookup(const char *host, int port, int socktype, int family, int numeric_only,
+                  struct peer *out)
 {
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &sa.sin_addr) == 1)
-        return sa;
+    char text[256], svc[8];
+    size_t n = strlen(host);
+    if (n >= sizeof text)
+        return EAI_NONAME;
+    if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+        memcpy(text, host + 1, n - 2);
+        text[n - 2] = 0;
+    } else {
+        memcpy(text, host, n + 1);
+    }
+    snprintf(svc, sizeof svc, "%d", port);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_INET;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-        die(4, "cannot resolve host %s", host);
-    sa.sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    freeaddrinfo(res);
-    return sa;
+    hints.ai_family = family;
+    hints.ai_socktype = socktype;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    int rc = getaddrinfo(text, svc, &hints, &res);
+    if (rc == EAI_NONAME && !numeric_only) {
+        hints.ai_flags = AI_NUMERICSERV; /* not a literal: a host name */
+        rc = getaddrinfo(text, svc, &hints, &res);
+    }
+    if (rc == 0 && !res)
+        rc = EAI_NONAME;
+    if (rc == 0) {
+        memset(out, 0, sizeof *out);
+        memcpy(&out->sa, res->ai_addr, res->ai_addrlen);
+        out->len = res->ai_addrlen;
+    }
+    if (res)
+        freeaddrinfo(res);
+    return rc;
+}
+
+static struct peer resolve(const char *host, int port, int socktype)
+{
+    struct peer p;
+    int rc = lookup(host, port, socktype, AF_UNSPEC, 0, &p);
+    if (rc != 0)
+        die(4, "cannot resolve host %s: %s", host, gai_strerror(rc));
+    return p;
+}
+
+/* --bind ADDR (an address of this node) for a socket towards `to`: same family. */
+static struct peer local_address(const char *addr, int port, int socktype, const struct peer *to)
+{
+    struct peer p;
+    int family = to ? to->sa.ss_family : AF_UNSPEC;
+    if (lookup(addr, port, socktype, family, 1, &p) == 0)
+        return p;
+    if (to && lookup(addr, port, socktype, AF_UNSPEC, 1, &p) == 0)
+        die(2, "--bind %s is an %s address, the peer an %s one", addr,
+            p.sa.ss_family == AF_INET6 ? "IPv6" : "IPv4", family == AF_INET6 ? "IPv6" : "IPv4");
+    die(2, "not an IPv4 or IPv6 address: %s", addr);
+    return p;
+}
+
+/* A socket of the address's family bound to it (SO_REUSEADDR first when reuse). */
+static int bound_socket(const struct peer *at, int socktype, int reuse)
+{
+    char text[NI_MAXHOST] = "?";
+    int one = 1, fd = socket(at->sa.ss_family, socktype, 0);
+    if (fd < 0)
+        die(4, "socket: %s", strerror(errno));
+    if (reuse)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)&at->sa, at->len) == 0)
+        return fd;
+    int e = errno;
+    getnameinfo((const struct sockaddr *)&at->sa, at->len, text, sizeof text, NULL, 0, NI_NUMERICHOST);
+    die(4, "bind %s %s port %d: %s", socktype == SOCK_STREAM ? "tcp" : "udp", text,
+        ntohs(at->sa.ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)&at->sa)->sin6_port
+                                           : ((const struct sockaddr_in *)&at->sa)->sin_port),
+        strerror(e));
+    return -1;
+}
+
+/* A socket bound to ADDR:PORT, or without ADDR to every address of the node in both
+ * families (IPv4 clients arrive as ::ffff:a.b.c.d), IPv4 alone where IPv6 is off. */
+static int listen_socket(const char *addr, int port, int socktype)
+{
+    struct peer at;
+    if (addr) {
+        at = local_address(addr, port, socktype, NULL);
+        return bound_socket(&at, socktype, 1);
+    }
+    int one = 1, zero = 0, fd = socket(AF_INET6, socktype, 0);
+    if (fd >= 0) {
+        struct sockaddr_in6 s6;
+        memset(&s6, 0, sizeof s6);
+        s6.sin6_family = AF_INET6;
+        s6.sin6_port = htons((uint16_t)port);
+        s6.sin6_addr = in6addr_any;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        if (bind(fd, (struct sockaddr *)&s6, sizeof s6) == 0)
+            return fd;
+        if (errno != EADDRNOTAVAIL && errno != EAFNOSUPPORT) /* IPv6 is there: no fallback */
+            die(4, "bind %s :: port %d: %s", socktype == SOCK_STREAM ? "tcp" : "udp", port, strerror(errno));
+        close(fd);
+    }
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&at.sa;
+    memset(&at, 0, sizeof at);
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons((uint16_t)port);
+    s4->sin_addr.s_addr = htonl(INADDR_ANY);
+    at.len = sizeof *s4;
+    return bound_socket(&at, socktype, 1);
 }
 
 static void tcp_tune(int fd)
@@ -185,41 +294,43 @@ static void tcp_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static int tcp_connect(const char *host, int port, double give_up)
+/* A socket connected to `to` (from --bind's address when given), else -1 and errno. */
+static int open_connected(const struct peer *to, int socktype, const char *from)
 {
-    struct sockaddr_in sa = resolve(host, port);
+    int fd;
+    if (from) {
+        struct peer at = local_address(from, 0, socktype, to);
+        fd = bound_socket(&at, socktype, 0);
+    } else if ((fd = socket(to->sa.ss_family, socktype, 0)) < 0) {
+        die(4, "socket: %s", strerror(errno));
+    }
+    if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0)
+        return fd;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+static int tcp_connect(const char *host, int port, double give_up, const char *from)
+{
+    struct peer to = resolve(host, port, SOCK_STREAM);
     for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0)
-            die(4, "socket: %s", strerror(errno));
-        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        int fd = open_connected(&to, SOCK_STREAM, from);
+        if (fd >= 0) {
             tcp_tune(fd);
             nonblock(fd);
             return fd;
         }
-        int e = errno;
-        close(fd);
         if (now_mono() > give_up)
-            die(4, "connect %s:%d: %s", host, port, strerror(e));
+            die(4, "connect %s port %d: %s", host, port, strerror(errno));
         usleep(50000);
     }
 }
 
 static int tcp_listen(const char *bind_to, int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    struct sockaddr_in sa;
-    if (fd < 0)
-        die(4, "socket: %s", strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind_to && inet_pton(AF_INET, bind_to, &sa.sin_addr) != 1)
-        die(2, "not an IPv4 address: %s", bind_to);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        die(4, "bind tcp %s:%d: %s", bind_to ? bind_to : "*", port, strerror(errno));
+    int fd = listen_socket(bind_to, port, SOCK_STREAM);
     if (listen(fd, 64) < 0)
         die(4, "listen: %s", strerror(errno));
     return fd;
@@ -280,7 +391,7 @@ static int parse_sizes(const char *s, int *out)
 
 /* ---- options ---- */
 struct opts {
-    const char *host, *dir, *pidfile, *addrs, *dest, *mode, *proto;
+    const char *host, *bind, *dir, *pidfile, *addrs, *dest, *mode, *proto;
     int port, count, warmup, window, rank, mtu, stats_only, daemon;
     long deadline, idle;
     double start_at;
@@ -330,6 +441,8 @@ static void parse(int argc, char **argv, struct opts *o)
         const char *a = argv[i];
         if (!strcmp(a, "-H") || !strcmp(a, "--host"))
             o->host = need(argc, argv, &i);
+        else if (!strcmp(a, "-B") || !strcmp(a, "--bind"))
+            o->bind = need(argc, argv, &i);
         else if (!strcmp(a, "-p") || !strcmp(a, "--port"))
             o->port = (int)num(a, need(argc, argv, &i), 1, 65534);
         else if (!strcmp(a, "-n") || !strcmp(a, "--count"))
@@ -475,8 +588,17 @@ static void serve_tcp_session(int fd, const struct opts *o)
     }
 }
 
+/* Room for one IP_PKTINFO or IPV6_PKTINFO control message, aligned for it. */
+union pktinfo_ctl {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo))];
+};
+
 struct udp_client {
-    struct sockaddr_in addr;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    union pktinfo_ctl from; /* the address the client sent to: the echo leaves from it */
+    size_t fromlen;
     uint32_t seq;
     uint16_t n, got;
     uint64_t have; /* bitmap of chunks received */
@@ -485,14 +607,128 @@ struct udp_client {
     uint16_t len[MAX_CHUNKS];
 };
 
+static int same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return 0;
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a, *y = (const struct sockaddr_in6 *)b;
+        return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
+               !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr);
+    }
+    const struct sockaddr_in *x = (const struct sockaddr_in *)a, *y = (const struct sockaddr_in *)b;
+    return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+}
+
+/* Ask for the address each datagram came to (see reply_from). */
+static void want_pktinfo(int ufd)
+{
+    struct sockaddr_storage me;
+    socklen_t len = sizeof me;
+    int one = 1;
+    if (getsockname(ufd, (struct sockaddr *)&me, &len) == 0 && me.ss_family == AF_INET6)
+        setsockopt(ufd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+    else
+        setsockopt(ufd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+}
+
+static size_t put_cmsg(union pktinfo_ctl *out, int level, int type, const void *data, size_t len)
+{
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_control = out->buf;
+    m.msg_controllen = sizeof out->buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = level;
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(len);
+    memcpy(CMSG_DATA(c), data, len);
+    return CMSG_SPACE(len);
+}
+
+/* The address a datagram came to (recvmsg's control data), as sendmsg's: the echo
+ * leaves from it, as the client's connected socket takes answers from that address
+ * only (a node with several interfaces may route the echo out of another one). */
+static size_t reply_from(struct msghdr *m, union pktinfo_ctl *out)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+            struct in6_pktinfo pi;
+            memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            if (!IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr))
+                pi.ipi6_ifindex = 0; /* the route picks the interface */
+            return put_cmsg(out, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof pi);
+        }
+        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+            struct in_pktinfo pi;
+            memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            pi.ipi_spec_dst = pi.ipi_addr;
+            pi.ipi_ifindex = 0;
+            return put_cmsg(out, IPPROTO_IP, IP_PKTINFO, &pi, sizeof pi);
+        }
+    }
+    return 0;
+}
+
+/* Send the client's token back, chunk by chunk, from the address it came to. */
+static void echo_token(int ufd, struct udp_client *c, int chunk)
+{
+    for (int i = 0; i < c->n; i++) {
+        struct iovec iov = {c->buf + (size_t)i * chunk, c->len[i]};
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_name = &c->addr;
+        m.msg_namelen = c->addrlen;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = c->fromlen ? c->from.buf : NULL;
+        m.msg_controllen = c->fromlen;
+        while (sendmsg(ufd, &m, 0) < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
+                break;
+            wait_fd(ufd, POLLOUT);
+        }
+    }
+}
+
+/* The client a datagram is from: its slot, else the least recently seen one. */
+static struct udp_client *client_of(struct udp_client *cl, const struct sockaddr_storage *from,
+                                    socklen_t fl, uint32_t seq, int chunk)
+{
+    struct udp_client *c = &cl[0];
+    for (int i = 0; i < UDP_CLIENTS; i++) {
+        if (cl[i].buf && same_peer(&cl[i].addr, from))
+            return &cl[i];
+        if (cl[i].seen < c->seen)
+            c = &cl[i];
+    }
+    if (!c->buf && !(c->buf = malloc((size_t)MAX_CHUNKS * chunk)))
+        die(4, "out of memory");
+    c->addr = *from;
+    c->addrlen = fl;
+    c->seq = seq + 1; /* force a reset in serve_udp */
+    return c;
+}
+
 static void serve_udp(int ufd, struct udp_client *cl, int mtu)
 {
     char pkt[65536];
-    struct sockaddr_in from;
-    socklen_t fl = sizeof from;
+    struct sockaddr_storage from;
+    union pktinfo_ctl ctl, reply;
+    struct iovec iov = {pkt, sizeof pkt};
+    struct msghdr m;
     ssize_t r;
-    int chunk = mtu - 28;
-    while ((r = recvfrom(ufd, pkt, sizeof pkt, 0, (struct sockaddr *)&from, &fl)) >= UDP_HDR) {
+    int chunk = mtu - 28; /* IPv4's headers: IPv6 clients send smaller datagrams */
+    for (;;) {
+        memset(&m, 0, sizeof m);
+        m.msg_name = &from;
+        m.msg_namelen = sizeof from;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl.buf;
+        m.msg_controllen = sizeof ctl.buf;
+        if ((r = recvmsg(ufd, &m, 0)) < UDP_HDR)
+            break;
         uint32_t seq, size;
         uint16_t idx, n;
         memcpy(&seq, pkt, 4);
@@ -505,23 +741,11 @@ static void serve_udp(int ufd, struct udp_client *cl, int mtu)
         (void)size;
         if (n == 0 || n > MAX_CHUNKS || idx >= n || r > chunk)
             continue;
-        struct udp_client *c = NULL, *oldest = &cl[0];
-        for (int i = 0; i < UDP_CLIENTS; i++) {
-            if (cl[i].buf && cl[i].addr.sin_addr.s_addr == from.sin_addr.s_addr &&
-                cl[i].addr.sin_port == from.sin_port) {
-                c = &cl[i];
-                break;
-            }
-            if (cl[i].seen < oldest->seen)
-                oldest = &cl[i];
-        }
-        if (!c) {
-            c = oldest;
-            if (!c->buf && !(c->buf = malloc((size_t)MAX_CHUNKS * chunk)))
-                die(4, "out of memory");
-            c->addr = from;
-            c->seq = seq + 1; /* force a reset below */
-        }
+        struct udp_client *c = client_of(cl, &from, m.msg_namelen, seq, chunk);
+        size_t rl = reply_from(&m, &reply);
+        c->fromlen = rl;
+        if (rl)
+            memcpy(c->from.buf, reply.buf, rl);
         c->seen = now_mono();
         if (c->seq != seq || c->n != n) {
             c->seq = seq;
@@ -536,20 +760,11 @@ static void serve_udp(int ufd, struct udp_client *cl, int mtu)
             c->len[idx] = (uint16_t)r;
         }
         if (c->got == c->n) {
-            /* the whole token is in the buffer: send it back */
-            for (int i = 0; i < c->n; i++) {
-                while (sendto(ufd, c->buf + (size_t)i * chunk, c->len[i], 0,
-                              (struct sockaddr *)&c->addr, sizeof c->addr) < 0) {
-                    if (errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
-                        break;
-                    wait_fd(ufd, POLLOUT);
-                }
-            }
+            echo_token(ufd, c, chunk); /* the whole token is in the buffer: send it back */
             c->have = 0;
             c->got = 0;
             c->seq = seq + 0x80000000u; /* a resend of this token is echoed again */
         }
-        fl = sizeof from;
     }
 }
 
@@ -563,15 +778,9 @@ static void on_term(int sig)
 static int cmd_serve(const struct opts *o)
 {
     mkdir(o->dir, 0755);
-    int lfd = tcp_listen(NULL, o->port);
-    int ufd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)o->port);
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (ufd < 0 || bind(ufd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        die(4, "bind udp port %d: %s", o->port, strerror(errno));
+    int lfd = tcp_listen(o->bind, o->port);
+    int ufd = listen_socket(o->bind, o->port, SOCK_DGRAM);
+    want_pktinfo(ufd);
     int big = 4 << 20;
     setsockopt(ufd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     setsockopt(ufd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
@@ -731,10 +940,17 @@ static void tcp_stream(int fd, struct run *R)
     R->seconds = now_mono() - t0;
 }
 
-static void udp_exchange(int fd, struct run *R, int mtu, int warmup)
+/* Token bytes in one datagram of at most MTU bytes: IPv4 and UDP headers take 28 bytes,
+ * IPv6 and UDP ones 48, tokex's own UDP_HDR. */
+static int udp_chunk(int mtu, int family)
+{
+    return mtu - (family == AF_INET6 ? 48 : 28) - UDP_HDR;
+}
+
+static void udp_exchange(int fd, struct run *R, int chunk, int mtu, int warmup)
 {
     static char pkt[65536], rpkt[65536];
-    int size = R->size, chunk = mtu - 28 - UDP_HDR;
+    int size = R->size;
     int n = (size + chunk - 1) / chunk;
     if (n > MAX_CHUNKS)
         die(2, "UDP token of %d bytes needs %d datagrams (max %d at MTU %d)", size, n, MAX_CHUNKS, mtu);
@@ -849,11 +1065,14 @@ static int cmd_client(const struct opts *o)
     if (o->start_at > 0)
         sleep_until_wall(o->start_at);
     int stream = !strcmp(o->mode, "stream");
-    int do_tcp = strcmp(o->proto, "udp") != 0, do_udp = strcmp(o->proto, "tcp") != 0;
+    int do_tcp = strcmp(o->proto, "udp") != 0, do_udp = strcmp(o->proto, "tcp") != 0, chunk = 0;
     if (stream && do_udp)
         die(2, "--mode stream is TCP only (use --proto tcp)");
+    struct peer to = resolve(o->host, o->port, SOCK_STREAM);
+    if (o->bind)
+        local_address(o->bind, 0, SOCK_STREAM, &to);
     if (do_udp) {
-        int chunk = o->mtu - 28 - UDP_HDR;
+        chunk = udp_chunk(o->mtu, to.sa.ss_family);
         for (int i = 0; i < o->nsizes; i++)
             if ((o->sizes[i] + chunk - 1) / chunk > MAX_CHUNKS)
                 die(2, "size %d is too large for UDP (max %d bytes at MTU %d)", o->sizes[i],
@@ -869,14 +1088,12 @@ static int cmd_client(const struct opts *o)
             continue;
         int fd;
         if (pi == 0) {
-            fd = tcp_connect(o->host, o->port, give_up);
+            fd = tcp_connect(o->host, o->port, give_up, o->bind);
+        } else if ((fd = open_connected(&to, SOCK_DGRAM, o->bind)) < 0) {
+            die(4, "udp socket to %s port %d: %s", o->host, o->port, strerror(errno));
         } else {
-            struct sockaddr_in sa = resolve(o->host, o->port);
-            fd = socket(AF_INET, SOCK_DGRAM, 0);
             int big = 4 << 20;
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-            if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-                die(4, "udp socket: %s", strerror(errno));
             nonblock(fd);
         }
         for (int i = 0; i < o->nsizes; i++) {
@@ -887,7 +1104,7 @@ static int cmd_client(const struct opts *o)
             if (!R.rtt)
                 die(4, "out of memory");
             if (pi == 1)
-                udp_exchange(fd, &R, o->mtu, o->warmup);
+                udp_exchange(fd, &R, chunk, o->mtu, o->warmup);
             else if (stream)
                 tcp_stream(fd, &R);
             else
@@ -920,7 +1137,7 @@ static int cmd_ring(const struct opts *o)
         die(2, "--rank %d is outside the ring of %d", o->rank, n);
     set_deadline(o->deadline);
     int lfd = tcp_listen(addr[o->rank], o->port);
-    int next = tcp_connect(addr[(o->rank + 1) % n], o->port, now_mono() + 60);
+    int next = tcp_connect(addr[(o->rank + 1) % n], o->port, now_mono() + 60, NULL);
     int prev = -1;
     while (prev < 0) {
         prev = accept(lfd, NULL, NULL);
@@ -1088,7 +1305,7 @@ static int cmd_fsend(int argc, char **argv, const struct opts *o)
     int in = open_source(argv[2], &len, &resident);
     if (len > 0xffffffffL)
         die(2, "file too large (max 4 GB)");
-    int fd = tcp_connect(o->host, o->port, now_mono() + 10);
+    int fd = tcp_connect(o->host, o->port, now_mono() + 10, o->bind);
     if (o->start_at > 0)
         sleep_until_wall(o->start_at);
     static char buf[1 << 16];
