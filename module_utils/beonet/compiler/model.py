@@ -10,33 +10,40 @@ is itself, not its field values, wherever it is looked up or collected.
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
-
-_pack = struct.Struct("!I").pack
-_unpack = struct.Struct("!I").unpack
 
 UNASSIGNED = -1                     # Segment.net before the address stage (and of channels)
 
 
 @cache
 def ip_text(value: int) -> str:
-    return socket.inet_ntoa(_pack(value))
+    """An IPv4 address (a 32-bit number) in dotted-quad text."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError("not an IPv4 address: %r" % value)
+    return "%d.%d.%d.%d" % (value >> 24, value >> 16 & 255, value >> 8 & 255, value & 255)
 
 
 def ip_int(text: str) -> int:
-    """The address as a number; ValueError for text that is none (never OSError, which
-    the command line reads as a file it could not write)."""
+    """The address as a number, read as inet_aton(3) reads it; ValueError for text that
+    is none (never OSError, which the command line reads as a file it could not write)."""
+    parts = text.split(".")
+    if len(parts) == 4 and all(p in _DECIMAL_OCTET for p in parts):
+        a, b, c, d = map(_DECIMAL_OCTET.__getitem__, parts)
+        return a << 24 | b << 16 | c << 8 | d
+    # other spellings (octal, hexadecimal, fewer parts): the C library's reading
+    import socket
     try:
         packed = socket.inet_aton(text)
     except OSError:
         raise ValueError("not an IPv4 address: %r" % text) from None
-    value: int = _unpack(packed)[0]
-    return value
+    return int.from_bytes(packed, "big")
+
+
+# "0" to "255" in plain decimal (no sign, no leading zero: inet_aton reads 010 as octal)
+_DECIMAL_OCTET = {str(k): k for k in range(256)}
 
 
 def mask(plen: int) -> int:
@@ -46,11 +53,13 @@ def mask(plen: int) -> int:
 @cache
 def ip6_text(value: int) -> str:
     """An IPv6 address (a 128-bit number) in its RFC 5952 text."""
+    import socket
     return socket.inet_ntop(socket.AF_INET6, value.to_bytes(16, "big"))
 
 
 def ip6_int(text: str) -> int:
     """The IPv6 address as a number; ValueError for text that is none."""
+    import socket
     try:
         return int.from_bytes(socket.inet_pton(socket.AF_INET6, text), "big")
     except OSError:

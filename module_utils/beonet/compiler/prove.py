@@ -26,7 +26,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import TypedDict, cast
 
-from . import family, ipv6
+from . import family
 from .errors import Problems
 from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
@@ -231,7 +231,9 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
                   tally.pairs, tables, owner, tally.branching)
     _check_forwarding(graph.nodes, proof, problems)
     _check_shortest(graph, tally.sums, problems)
-    ipv6.check(graph, problems)
+    if graph.v6:
+        from . import ipv6
+        ipv6.check(graph, problems)
     return (None if problems else proof), problems
 
 

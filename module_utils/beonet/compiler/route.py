@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
-from . import family, ipv6
+from . import family
 from .model import Graph, Interface, Links, Node, Reach, Route, ends_of_shortest, mask
 
 
@@ -606,4 +606,6 @@ def route(graph: Graph) -> None:
     else:
         fast = family.of(graph.family).route
         (fast or generic)(graph)
-    ipv6.relabel(graph)
+    if graph.v6:
+        from . import ipv6
+        ipv6.relabel(graph)
