@@ -1,6 +1,9 @@
-"""scripts/startup_time.py: a command and its yardstick in turn, the figures printed."""
+"""scripts/startup_time.py: a command and its yardstick in turn, the figures printed;
+what a compile's start-up imports."""
 
 import importlib.util
+import json
+import subprocess
 import sys
 
 import pytest
@@ -30,3 +33,18 @@ def test_no_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         startup_time.main(["-n", "2"])
     assert exc.value.code == 2 and "give -- COMMAND" in capsys.readouterr().err
+
+
+def test_a_compile_to_stdout_imports_only_what_it_uses():
+    """The start-up of `beonet compile` of an IPv4 topology: no dataclass module
+    (nor inspect, which it imports), no hashlib or socket (IPv6, bond MACs without
+    an address), no difflib (a misspelt key's hint)."""
+    code = ("import sys; sys.argv = ['beonet', 'compile', %r]; "
+            "from beonet.cli import main; code = main(); sys.stdout.flush(); "
+            "print(sorted(m for m in %r if m in sys.modules), code, file=sys.stderr)"
+            % (str(ROOT / "topologies" / "metanode-testbed.yml"),
+               ("dataclasses", "inspect", "hashlib", "socket", "difflib")))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                         env={"PYTHONPATH": str(ROOT / "module_utils")})
+    assert out.stderr.splitlines()[-1] == "[] 0"
+    assert json.loads(out.stdout)["topology"]["name"]

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from .records import replaced
+
 UNASSIGNED = -1                     # Segment.net before the address stage (and of channels)
 
 
@@ -511,13 +513,7 @@ class Graph:
 
     def replace(self, **changes: Any) -> Graph:
         """A new graph with these fields changed and the others shared with this one."""
-        unknown = set(changes) - set(Graph.__slots__)
-        if unknown:
-            raise TypeError("Graph has no field %s" % ", ".join(sorted(unknown)))
-        new = Graph.__new__(Graph)
-        for name in Graph.__slots__:
-            setattr(new, name, changes.get(name, getattr(self, name)))
-        return new
+        return replaced(self, changes)
 
     def add_node(self, node: Node) -> None:
         self.nodes.append(node)
