@@ -22,6 +22,13 @@ def test_the_command_and_the_yardstick_run_in_turn(capsys):
     assert all("median" in line for line in out[1:3] + out[4:])
 
 
+@pytest.mark.parametrize("value,said", [("1", True), ("", False)])
+def test_a_start_without_cached_bytecode_is_pointed_out(monkeypatch, capsys, value, said):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", value)
+    assert startup_time.main(["-n", "1", "--", sys.executable, "-c", "pass"]) == 0
+    assert ("PYTHONDONTWRITEBYTECODE is set" in capsys.readouterr().err) is said
+
+
 def test_a_failing_command_stops_the_script_and_says_why():
     failing = "import sys; sys.stderr.write('why'); sys.exit(3)"
     with pytest.raises(SystemExit) as exc:
