@@ -242,3 +242,29 @@ def report(done: list[Check], tolerance: float) -> bool:
             ("  <-- MISSED" + (" (a goal, not judged yet)" if c.goal_only else "")) if c.missed(tolerance)
             else "", ": " + c.problem if c.problem else ""))
     return not any(c.fails(tolerance) for c in done)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The checks alone, without the compile cases of compile_timing.py; exit 1 when
+    one misses its target (a goal not judged yet only on a wrong result)."""
+    import argparse
+    import tempfile
+    p = argparse.ArgumentParser(description="`make bench`'s checks alone, without the compile "
+                                "cases of compile_timing.py (which runs them after its cases)")
+    p.add_argument("--only", default="", help="run only the checks whose label contains this "
+                   "(e.g. 'start-up')")
+    p.add_argument("--runs", type=int, default=5, help="runs of each check (default 5; "
+                   "start-up takes at least %d)" % STARTUP_RUNS)
+    p.add_argument("--tolerance", type=float, default=1.0, help="a check passes at most this "
+                   "times its target (default 1.0)")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="beonet-checks-") as scratch:
+        done = run(args.only, args.runs, scratch)
+    if not done:
+        print("bench_checks: no check matches --only %r" % args.only, file=sys.stderr)
+        return 2
+    return 0 if report(done, args.tolerance) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

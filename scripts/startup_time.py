@@ -10,6 +10,10 @@ system) from the operating system's accounting of the finished child. The
 ratio A/B is taken pair by pair (a drift of the machine's speed moves both
 runs of a pair), and each figure is printed as min, median and max: quote
 the median. Outputs are thrown away; a command that fails stops the script.
+With PYTHONDONTWRITEBYTECODE set, a Python command whose modules have no
+cached bytecode (an editable install, a fresh checkout) compiles them again
+on every run: the script says so on stderr (`python -m compileall` the
+package first, or unset it, to measure a start as an installed package has it).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if not command or args.runs < 1:
         p.error("give -- COMMAND [ARG ...] and at least one run")
     yardstick = shlex.split(args.vs)
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("startup_time: PYTHONDONTWRITEBYTECODE is set: modules without cached bytecode are "
+              "compiled again on every run", file=sys.stderr)
     run(command), run(yardstick)                      # warm-up: caches, not counted
     pairs = [(run(command), run(yardstick)) for _ in range(args.runs)]
     for label, argv_, k in (("A", command, 0), ("B", yardstick, 1)):

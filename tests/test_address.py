@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from beonet.compiler import pipeline
 from beonet.compiler.errors import CompileError
+from beonet.compiler.model import ip_int, ip_text
 from beonet.outputs import plan as render
 
 
@@ -141,3 +142,30 @@ def test_forward_prefixes_do_not_grow_with_the_links(groups, per_group):
     assert len(nets) <= 8 < len(segs)
     assert all(any(s.subnet_of(n) for n in nets) for s in segs)
     assert sum(n.num_addresses for n in nets) == sum(s.num_addresses for s in segs)
+
+
+@pytest.mark.parametrize("text,value", [
+    ("10.1.2.3", 0x0A010203), ("0.0.0.0", 0), ("255.255.255.255", 0xFFFFFFFF),
+    ("010.0.0.1", 0x08000001),          # a leading zero is octal, as inet_aton(3) reads it
+    ("0x0a.0.0.1", 0x0A000001), ("10.1", 0x0A000001), ("10.1.2", 0x0A010002)])
+def test_ip_int_reads_addresses_as_inet_aton_does(text, value):
+    assert ip_int(text) == value
+    assert ip_int(ip_text(value)) == value
+
+
+@pytest.mark.parametrize("text", ["", "256.0.0.1", "1.2.3.4.5", "a.b.c.d", "1.2.3.-4", "1..2.3"])
+def test_ip_int_refuses_text_that_is_no_address(text):
+    with pytest.raises(ValueError, match="not an IPv4 address"):
+        ip_int(text)
+
+
+@pytest.mark.parametrize("value", [-1, 1 << 32])
+def test_ip_text_refuses_a_number_that_is_no_address(value):
+    with pytest.raises(ValueError, match="not an IPv4 address"):
+        ip_text(value)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.integers(0, 0xFFFFFFFF))
+def test_ip_text_is_the_dotted_quad_of_ipaddress(value):
+    assert ip_text(value) == str(ipaddress.IPv4Address(value))

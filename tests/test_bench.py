@@ -241,3 +241,13 @@ def test_start_up_fails_on_a_compile_that_fails(checks, monkeypatch):
     check = checks.startup(1)
     assert check.problem.endswith("failed: beonet: 1 error, nothing written") and check.missed(100.0)
     assert check.fails(100.0) and not checks.report([check], 100.0)
+
+
+def test_the_checks_run_alone_and_say_so_when_none_matches(checks, monkeypatch, capsys):
+    def run(argv):
+        return (0.06, 0.05) if "compile" in argv else (0.01, 0.01)
+    monkeypatch.setattr(checks.startup_time, "run", run)
+    assert checks.main(["--only", "start-up", "--runs", "1"]) == 0      # a goal, missed, not judged
+    assert "start-up, beonet compile metanode-testbed" in capsys.readouterr().out
+    assert checks.main(["--only", "no such check"]) == 2
+    assert "no check matches --only 'no such check'" in capsys.readouterr().err

@@ -3,7 +3,6 @@ end to end from one module's worth of code, no family known by name outside
 compiler/families, and a compiler that imports nothing from cabling."""
 
 import ast
-import dataclasses
 import pathlib
 import re
 import subprocess
@@ -37,6 +36,26 @@ def test_a_family_without_a_required_hook_fails_when_its_module_is_imported():
                default_pattern="r{index}")
 
 
+def test_a_family_cannot_be_changed_and_replace_makes_another():
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        RING.size = _ring_size
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        del RING.check
+    other = RING.replace(default_pattern="n{index}")
+    assert (other.default_pattern, RING.default_pattern) == ("n{index}", "r{index}")
+    assert other.size is RING.size and other.schema is RING.schema
+
+
+def test_replace_refuses_a_field_the_record_does_not_have():
+    with pytest.raises(TypeError, match="Family has no field nodes, sizes"):
+        RING.replace(sizes=3, nodes=4)
+    graph = pipeline.compile_file(str(ROOT / "topologies" / "routed-mesh-2x2.yml")).graph
+    with pytest.raises(TypeError, match="Graph has no field node"):
+        graph.replace(node=[])
+    live = graph.replace(nodes=graph.nodes[:1])
+    assert live.nodes == graph.nodes[:1] and live.segments is graph.segments
+
+
 @pytest.fixture
 def registry(monkeypatch):
     """An empty registry for the test, the real one untouched."""
@@ -52,12 +71,12 @@ def test_registering_a_name_twice_is_refused(registry):
 
 def test_a_schema_that_is_not_an_object_is_refused(registry):
     with pytest.raises(TypeError, match="'ring': its schema must be a JSON Schema object"):
-        family.register(dataclasses.replace(RING, schema={"type": "array"}))
+        family.register(RING.replace(schema={"type": "array"}))
 
 
 def test_a_hook_that_cannot_be_called_is_refused(registry):
     with pytest.raises(TypeError, match="'ring': size must be callable"):
-        family.register(dataclasses.replace(RING, size=3))
+        family.register(RING.replace(size=3))
 
 
 def test_a_family_module_not_listed_in_the_order_is_refused(monkeypatch, registry):
@@ -98,7 +117,7 @@ def test_any_import_order_gives_the_whole_schema():
 
 def test_every_family_bounds_its_size_before_anything_is_built(monkeypatch):
     for fam in family.families():
-        small = dataclasses.replace(fam, size=lambda _p: Bound(11, 10, "it has %d nodes"))
+        small = fam.replace(size=lambda _p: Bound(11, 10, "it has %d nodes"))
         monkeypatch.setitem(family.REGISTRY, fam.name, small)
         problems = load.validate(*_minimal(fam.name))
         assert [(p.path, p.message) for p in problems.items] == [

@@ -11,9 +11,9 @@ from .common import Plan, UsageError, compile_plan, compiled, count, every_pair,
 
 def cmd_compile(args: argparse.Namespace) -> None:
     from ..outputs import plan as render
-    from ..outputs.ipfamily import Paths
     result, plan = compile_plan(args)
     if args.paths:
+        from ..outputs.ipfamily import Paths
         # "paths": the IPv4 hop lists, "paths6": the IPv6 ones (the plan's families)
         paths = Paths(result)
         for a, b in every_pair(plan):

@@ -6,11 +6,10 @@ chose. Pools are read with the standard ipaddress module; everything after this
 stage uses ints.
 """
 
-import hashlib
 from ipaddress import IPv4Network
 from typing import Any
 
-from . import family, ipv6
+from . import family
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, net_text, parse_net
@@ -27,11 +26,19 @@ def _needed_prefix(seg_hosts: int) -> int:
     return plen
 
 
+def _pools(graph: Graph, source: Source) -> dict[str, Any]:
+    """The IPv4 pools: the topology's, or on an IPv6-only cluster those of its internal labels."""
+    if graph.v4:
+        return dict(DEFAULT_POOLS, **source.data.get("addressing", {}))
+    from .ipv6 import LABEL_POOLS
+    return dict(LABEL_POOLS)
+
+
 def assign(graph: Graph, source: Source) -> Problems:
     """Give every IP segment its prefix, every member its address and every bond its MAC."""
     problems: Problems = source.problems()
     problems.stage = "address"
-    cfg = dict(DEFAULT_POOLS, **source.data.get("addressing", {})) if graph.v4 else dict(ipv6.LABEL_POOLS)
+    cfg = _pools(graph, source)
     lan_pool = IPv4Network(cfg["lan"], strict=False)
     p2p_pool = IPv4Network(cfg["p2p"], strict=False)
     if lan_pool.overlaps(p2p_pool):
@@ -49,7 +56,9 @@ def assign(graph: Graph, source: Source) -> Problems:
         _check_overlap(graph, source, problems)
     if not problems:
         _give_bond_macs(graph)
-        ipv6.assign(graph, source, problems)
+        if graph.v6:                # imported where IPv6 is on: it needs hashlib (its prefix)
+            from . import ipv6
+            ipv6.assign(graph, source, problems)
     return problems
 
 
@@ -180,6 +189,7 @@ def bond_mac(node: Node, iface: Interface) -> str:
     if iface.addresses:
         raw = iface.addresses[0].to_bytes(4, "big")
     else:
+        import hashlib
         raw = hashlib.sha256(("%s/%s" % (node.name, iface.name)).encode()).digest()[:4]
     return "02:be:" + ":".join("%02x" % b for b in raw)
 

@@ -21,23 +21,20 @@ link's name (``a3--b1``) for a point-to-point link.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import Problems
 from .model import Graph, Segment, Switch
 
 
-@dataclass(frozen=True)
-class NicEnd:
+class NicEnd(NamedTuple):
     """A node's NIC: the plan's logical NIC name (``eth1``)."""
 
     node: str
     nic: str
 
 
-@dataclass(frozen=True)
-class PortEnd:
+class PortEnd(NamedTuple):
     """A switch port, numbered from 1."""
 
     switch: str
@@ -50,8 +47,7 @@ if TYPE_CHECKING:
     End: TypeAlias = "NicEnd | PortEnd"   # a string: ansible-test lints for Python 3.8
 
 
-@dataclass(frozen=True)
-class Cable:
+class Cable(NamedTuple):
     """One cable. ``a`` is the node's NIC for node cables (both ends are
     switch ports for tree uplinks: ``a`` the lower switch); ``network`` the
     plan's segment or link name; ``channel`` the bond channel on bonded LANs."""
@@ -63,8 +59,7 @@ class Cable:
     channel: int | None
 
 
-@dataclass(frozen=True)
-class SwitchInfo:
+class SwitchInfo(NamedTuple):
     """A switch: ``number`` from 1 in sheet order; ``ports`` its port count
     when the topology gives one (``switch.ports``, a custom segment's ``ports``)."""
 
@@ -75,14 +70,33 @@ class SwitchInfo:
     ports: int | None
 
 
-@dataclass
-class Sheet:
-    """The switches and every cable, switch by switch, then point-to-point links."""
+def asdict(record: SwitchInfo) -> dict[str, Any]:
+    """A switch's fields by name, in their order."""
+    return record._asdict()
 
-    switches: list[SwitchInfo] = field(default_factory=list)
-    cables: list[Cable] = field(default_factory=list)
-    _at: dict[NicEnd, Cable] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _at_cables: int = field(default=-1, init=False, repr=False, compare=False)
+
+class Sheet:
+    """The switches and every cable, switch by switch, then point-to-point links;
+    two sheets are equal when their switches and cables are."""
+
+    __slots__ = ("switches", "cables", "_at", "_at_cables")
+
+    def __init__(self, switches: list[SwitchInfo] | None = None,
+                 cables: list[Cable] | None = None) -> None:
+        self.switches = [] if switches is None else switches
+        self.cables = [] if cables is None else cables
+        self._at: dict[NicEnd, Cable] = {}
+        self._at_cables = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sheet):
+            return NotImplemented
+        return (self.switches, self.cables) == (other.switches, other.cables)
+
+    __hash__ = None  # type: ignore[assignment]     # a sheet changes as it is built
+
+    def __repr__(self) -> str:
+        return "Sheet(switches=%r, cables=%r)" % (self.switches, self.cables)
 
     def cable_at(self, end: NicEnd) -> Cable | None:
         """The cable plugged into a node's NIC, or None (a bond, an unused NIC).
@@ -101,8 +115,7 @@ def label(switch: str, port: int) -> str:
     return "%s:%02d" % (switch, port)
 
 
-@dataclass
-class _Needs:
+class _Needs(NamedTuple):
     """The highest port a switch uses and what uses it (for the port-count check)."""
 
     port: int

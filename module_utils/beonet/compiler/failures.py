@@ -302,19 +302,35 @@ class _Masks:
         self.some[x], self.every[x] = some, every
 
 
-def _add_pair(counts: tuple[list[int], list[int], list[int]], one: int, every: int, some: int) -> None:
-    """Count a pair for each element of its masks (every within one within some)."""
-    c_one, c_every, c_some = counts
-    bits_some, bits_one, bits_every = bin(some)[:1:-1], bin(one)[:1:-1], bin(every)[:1:-1]
-    n_one, n_every = len(bits_one), len(bits_every)
-    e = bits_some.find("1")
-    while e >= 0:
-        c_some[e] += 1
-        if e < n_one and bits_one[e] == "1":
-            c_one[e] += 1
-            if e < n_every and bits_every[e] == "1":
-                c_every[e] += 1
-        e = bits_some.find("1", e + 1)
+class _BitCounts:
+    """For each bit position, how many of the masks added have it set. The counts
+    are kept bit-sliced (level k holds bit k of every position's count), so adding a
+    mask takes a few operations on whole integers, not one per bit it has set."""
+
+    __slots__ = ("levels",)
+
+    def __init__(self) -> None:
+        self.levels: list[int] = []
+
+    def add(self, mask: int) -> None:
+        levels, k = self.levels, 0
+        while mask:                     # a binary counter's carry, every position at once
+            if k == len(levels):
+                levels.append(mask)
+                return
+            level = levels[k]
+            levels[k] = level ^ mask
+            mask &= level
+            k += 1
+
+    def counts(self, size: int) -> list[int]:
+        out = [0] * size
+        for k, level in enumerate(self.levels):
+            while level:
+                low = level & -level
+                out[low.bit_length() - 1] += 1 << k
+                level ^= low
+        return out
 
 
 def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], list[int], list[int]]:
@@ -327,7 +343,7 @@ def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], 
     keys = _segment_keys(graph, el)
     towards = [_Masks(el, proof, keys, node.address, node.index) for node in graph.nodes]
     size = el.n + el.cables + el.lans
-    counts = [0] * size, [0] * size, [0] * size
+    c_one, c_every, c_some = _BitCounts(), _BitCounts(), _BitCounts()
     for t in range(el.n):
         to_t = towards[t]
         for s in range(t):
@@ -335,9 +351,13 @@ def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], 
             if to_t.one[s] == -1 or to_s.one[t] == -1:
                 continue
             home = el.home[s] | el.home[t]
-            _add_pair(counts, to_t.one[s] | to_s.one[t] | home, to_t.every[s] | to_s.every[t] | home,
-                      to_t.some[s] | to_s.some[t] | home)
-    return counts
+            # a pair counts for each element of its masks, every within one within some
+            some = to_t.some[s] | to_s.some[t] | home
+            one = (to_t.one[s] | to_s.one[t] | home) & some
+            c_some.add(some)
+            c_one.add(one)
+            c_every.add((to_t.every[s] | to_s.every[t] | home) & one)
+    return c_one.counts(size), c_every.counts(size), c_some.counts(size)
 
 
 def static_steps(graph: Graph, proof: Proof) -> int:

@@ -15,8 +15,9 @@ question, so the stages and the families can use each other's helpers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .records import replaced
 
 if TYPE_CHECKING:
     from .errors import Problems
@@ -27,38 +28,75 @@ if TYPE_CHECKING:
 Params = dict[str, Any]          # the family's section of the topology
 
 
-@dataclass(frozen=True)
 class Bound:
     """A topology's node count, the most the family allows, and the message
     naming the count (``%d``) when it is over."""
 
-    count: int
-    limit: int
-    what: str
+    __slots__ = ("count", "limit", "what")
+
+    def __init__(self, count: int, limit: int, what: str) -> None:
+        self.count = count
+        self.limit = limit
+        self.what = what
 
 
-@dataclass(frozen=True, kw_only=True)
 class Family:
     """One topology family. The fields without a default are required: a family
     module that leaves one out fails when it is imported."""
+
+    __slots__ = ("name", "schema", "size", "build", "default_pattern", "check", "route", "shortest_sums",
+                 "cuts", "exact_cut", "bisection_link", "bisection_extras", "metrics_extras",
+                 "pool_dims", "lans_sized_by_members", "prefix_path", "drawing")
 
     name: str                                            # the `family:` value and its section
     schema: dict[str, Any]                               # JSON Schema of its section
     size: Callable[[Params], Bound]                      # node count, before building
     build: Callable[[Builder, Params], None]             # nodes, segments, switches, params
     default_pattern: str | None                          # node names; None: the topology names them
-    check: Callable[[dict[str, Any], Problems], None] | None = None  # rules the schema cannot state
-    route: Callable[[Graph], None] | None = None         # static routes (else route.generic)
-    shortest_sums: Callable[[Graph], list[int]] | None = None  # per source, hops to all others
-    cuts: Callable[[Graph], Iterator[list[int]]] | None = None  # structure-aligned balanced cuts
-    exact_cut: Callable[[Graph], tuple[int, str]] | None = None  # (least crossing, method)
-    bisection_link: Callable[[Graph], int] | None = None  # the rate the bisection is counted in
-    bisection_extras: Callable[[Graph], dict[str, Any]] | None = None  # added to the bisection
-    metrics_extras: Callable[[Graph], dict[str, Any]] | None = None  # added to the metrics
-    pool_dims: Callable[[Graph], int] | None = None      # LAN pool split in this many blocks
-    lans_sized_by_members: bool = False                  # no lan_prefix: each LAN as small as fits
-    prefix_path: Callable[[Source, Segment], str] | None = None  # key path of a segment's prefix
-    drawing: str | None = None      # how the page and the drawings place it (view.layout.STYLES)
+    check: Callable[[dict[str, Any], Problems], None] | None  # rules the schema cannot state
+    route: Callable[[Graph], None] | None                # static routes (else route.generic)
+    shortest_sums: Callable[[Graph], list[int]] | None   # per source, hops to all others
+    cuts: Callable[[Graph], Iterator[list[int]]] | None  # structure-aligned balanced cuts
+    exact_cut: Callable[[Graph], tuple[int, str]] | None  # (least crossing, method)
+    bisection_link: Callable[[Graph], int] | None        # the rate the bisection is counted in
+    bisection_extras: Callable[[Graph], dict[str, Any]] | None  # added to the bisection
+    metrics_extras: Callable[[Graph], dict[str, Any]] | None  # added to the metrics
+    pool_dims: Callable[[Graph], int] | None             # LAN pool split in this many blocks
+    lans_sized_by_members: bool                          # no lan_prefix: each LAN as small as fits
+    prefix_path: Callable[[Source, Segment], str] | None  # key path of a segment's prefix
+    drawing: str | None             # how the page and the drawings place it (view.layout.STYLES)
+
+    def __init__(self, *, name: str, schema: dict[str, Any], size: Callable[[Params], Bound],
+                 build: Callable[[Builder, Params], None], default_pattern: str | None,
+                 check: Callable[[dict[str, Any], Problems], None] | None = None,
+                 route: Callable[[Graph], None] | None = None,
+                 shortest_sums: Callable[[Graph], list[int]] | None = None,
+                 cuts: Callable[[Graph], Iterator[list[int]]] | None = None,
+                 exact_cut: Callable[[Graph], tuple[int, str]] | None = None,
+                 bisection_link: Callable[[Graph], int] | None = None,
+                 bisection_extras: Callable[[Graph], dict[str, Any]] | None = None,
+                 metrics_extras: Callable[[Graph], dict[str, Any]] | None = None,
+                 pool_dims: Callable[[Graph], int] | None = None, lans_sized_by_members: bool = False,
+                 prefix_path: Callable[[Source, Segment], str] | None = None,
+                 drawing: str | None = None) -> None:
+        for field, value in (("name", name), ("schema", schema), ("size", size), ("build", build),
+                             ("default_pattern", default_pattern), ("check", check), ("route", route),
+                             ("shortest_sums", shortest_sums), ("cuts", cuts), ("exact_cut", exact_cut),
+                             ("bisection_link", bisection_link), ("bisection_extras", bisection_extras),
+                             ("metrics_extras", metrics_extras), ("pool_dims", pool_dims),
+                             ("lans_sized_by_members", lans_sized_by_members),
+                             ("prefix_path", prefix_path), ("drawing", drawing)):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a topology family cannot be changed (Family.replace makes another)")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
+
+    def replace(self, **changes: Any) -> Family:
+        """A new family with these fields changed and the others as in this one."""
+        return replaced(self, changes)
 
 
 REGISTRY: dict[str, Family] = {}

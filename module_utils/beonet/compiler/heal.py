@@ -13,7 +13,6 @@ reported, not an error.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 
@@ -70,8 +69,7 @@ def survivors(graph: Graph, down: list[str]) -> Graph:
             segments.append(seg)
     for sw in graph.switches:
         sw.nodes = [name for name in sw.nodes if name not in dead]
-    return dataclasses.replace(graph, nodes=live, by_name={n.name: n for n in live},
-                               segments=segments)
+    return graph.replace(nodes=live, by_name={n.name: n for n in live}, segments=segments)
 
 
 def components(graph: Graph) -> list[list[Node]]:
@@ -97,8 +95,8 @@ def part(graph: Graph, nodes: list[Node]) -> Graph:
         node.index = i
     inside = {id(n) for n in nodes}
     segments = [s for s in graph.segments if id(s.members[0][0]) in inside]
-    return dataclasses.replace(graph, family=GENERIC, nodes=nodes,
-                               by_name={n.name: n for n in nodes}, segments=segments)
+    return graph.replace(family=GENERIC, nodes=nodes, by_name={n.name: n for n in nodes},
+                         segments=segments)
 
 
 def renumber(graph: Graph) -> None:

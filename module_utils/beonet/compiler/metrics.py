@@ -18,7 +18,6 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import NamedTuple, TypedDict, cast
 
@@ -483,20 +482,36 @@ def _step(hops: tuple[int, ...], root: int, way: Callable[[int], _Way], multipat
     return _Way(w0.length + 1, first, dom, frozenset().union(*(w.risk for w in ways)))
 
 
-@dataclass(slots=True)
 class _Template:
     """Every node's entry towards one class of destinations, and where it leads."""
+
+    __slots__ = ("members", "entries", "multipath", "passed", "exit_", "mixed", "sources", "rev",
+                 "trusted")
 
     members: list[int]
     entries: list[Hop]                  # node -> its entry towards the class (_NO_ROUTE: none)
     multipath: bool
-    passed: dict[int, _Way] = field(default_factory=dict)   # the nodes on some branch of some key
-    exit_: dict[int, int] = field(default_factory=dict)     # node of passed -> its first hops' exit
-    mixed: dict[int, list[Key]] = field(default_factory=dict)  # exit -> keys whose branches end
+    passed: dict[int, _Way]         # the nodes on some branch of some key
+    exit_: dict[int, int]           # node of passed -> its first hops' exit
+    mixed: dict[int, list[Key]]     # exit -> keys whose branches end
     #   there and at another exit (towards that exit they differ in length: host routes settle it)
-    sources: Counter[Key] = field(default_factory=Counter)  # mixed key -> nodes that take it
-    rev: dict[int, list[int]] = field(default_factory=dict)  # node -> nodes with it as a next hop
-    trusted: bool = True                # every branch of every key as long as its first one
+    sources: Counter[Key]           # mixed key -> nodes that take it
+    rev: dict[int, list[int]]       # node -> nodes with it as a next hop
+    trusted: bool                   # every branch of every key as long as its first one
+
+    def __init__(self, members: list[int], entries: list[Hop], multipath: bool,
+                 passed: dict[int, _Way] | None = None, exit_: dict[int, int] | None = None,
+                 mixed: dict[int, list[Key]] | None = None, sources: Counter[Key] | None = None,
+                 rev: dict[int, list[int]] | None = None, trusted: bool = True) -> None:
+        self.members = members
+        self.entries = entries
+        self.multipath = multipath
+        self.passed = {} if passed is None else passed
+        self.exit_ = {} if exit_ is None else exit_
+        self.mixed = {} if mixed is None else mixed
+        self.sources = Counter() if sources is None else sources
+        self.rev = {} if rev is None else rev
+        self.trusted = trusted
 
     def way(self, x: int) -> _Way:
         w = self.passed.get(x)
@@ -897,8 +912,7 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
             "mean": {k: round(_mean(v), 3) if n else 0.0 for k, v in by.items()}}
 
 
-@dataclass(frozen=True)
-class Effort:
+class Effort(NamedTuple):
     """What the metrics may cost beyond their budgets: the resilience table whatever its
     steps; the bisection's local search's gain evaluations (None: the compile's
     BISECTION_EVALUATIONS; 0: until no pass gains)."""

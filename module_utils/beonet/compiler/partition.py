@@ -21,7 +21,6 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 RANDOM_STARTS = 2                    # random balanced starts besides the given ones
@@ -176,9 +175,10 @@ def _best_entry(heaps: tuple[list[tuple[int, int, int]], ...], allowed: list[int
     return best
 
 
-@dataclass
 class Found:
     """The least crossing found, its cut, and what the search spent."""
+
+    __slots__ = ("crossing", "side", "starts", "passes", "evaluations", "budget_spent")
 
     crossing: int
     side: list[int]
@@ -186,6 +186,15 @@ class Found:
     passes: int
     evaluations: int
     budget_spent: bool
+
+    def __init__(self, crossing: int, side: list[int], starts: int, passes: int, evaluations: int,
+                 budget_spent: bool) -> None:
+        self.crossing = crossing
+        self.side = side
+        self.starts = starts
+        self.passes = passes
+        self.evaluations = evaluations
+        self.budget_spent = budget_spent
 
 
 def neighbourhood_starts(links: list[Link], n: int, most: int = NEIGHBOURHOOD_STARTS) -> list[list[int]]:

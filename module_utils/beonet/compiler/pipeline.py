@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from . import address, heal, latency, load, normalise, prove, route
@@ -24,19 +23,31 @@ from .prove import PathHop, Proof
 T = TypeVar("T")
 
 
-@dataclass(slots=True, eq=False)
 class Compiled:
     """A compiled topology: the graph, the proof of its tables and its metrics.
     Compiled with nodes down: the graph of the live nodes, the down nodes'
     names and the live nodes by connected component (more than one: a partition)."""
 
+    __slots__ = ("graph", "source_file", "proof", "metrics", "down", "components", "_part_of")
+
     graph: Graph
     source_file: str | None
     proof: Proof
     metrics: Metrics
-    down: list[str] = field(default_factory=list)
-    components: list[list[str]] = field(default_factory=list)
-    _part_of: dict[str, int] = field(default_factory=dict)     # node name -> its component
+    down: list[str]
+    components: list[list[str]]
+    _part_of: dict[str, int]        # node name -> its component
+
+    def __init__(self, graph: Graph, source_file: str | None, proof: Proof, metrics: Metrics,
+                 down: list[str] | None = None, components: list[list[str]] | None = None,
+                 _part_of: dict[str, int] | None = None) -> None:
+        self.graph = graph
+        self.source_file = source_file
+        self.proof = proof
+        self.metrics = metrics
+        self.down = [] if down is None else down
+        self.components = [] if components is None else components
+        self._part_of = {} if _part_of is None else _part_of
 
     def partition(self) -> list[list[str]]:
         """Unordered pairs of live nodes that cannot reach each other, by name."""

@@ -21,12 +21,11 @@ shorter than the shortest path, equal sums mean every path is shortest.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
 from typing import TypedDict, cast
 
-from . import family, ipv6
+from . import family
 from .errors import Problems
 from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
 from .route import owners
@@ -41,41 +40,73 @@ class PathHop(TypedDict):
     address: str
 
 
-@dataclass(slots=True)
 class Proof:
     """What the walk of every ordered pair found, and the tables it walked."""
 
-    hops: Counter[int] = field(default_factory=Counter)       # hop count -> ordered pairs
-    forwarded: Counter[int] = field(default_factory=Counter)  # node index -> pairs forwarded
-    pairs: int = 0
-    tables: list[RouteTable] = field(default_factory=list)    # node index -> its checked table
-    owner: dict[int, int] = field(default_factory=dict)       # interface address -> node index
-    branching: set[int] = field(default_factory=set)          # nodes forwarding on some branch
+    __slots__ = ("hops", "forwarded", "pairs", "tables", "owner", "branching")
+
+    hops: Counter[int]              # hop count -> ordered pairs
+    forwarded: Counter[int]         # node index -> pairs forwarded
+    pairs: int
+    tables: list[RouteTable]        # node index -> its checked table
+    owner: dict[int, int]           # interface address -> node index
+    branching: set[int]             # nodes forwarding on some branch
+
+    def __init__(self, hops: Counter[int] | None = None, forwarded: Counter[int] | None = None,
+                 pairs: int = 0, tables: list[RouteTable] | None = None,
+                 owner: dict[int, int] | None = None, branching: set[int] | None = None) -> None:
+        self.hops = Counter() if hops is None else hops
+        self.forwarded = Counter() if forwarded is None else forwarded
+        self.pairs = pairs
+        self.tables = [] if tables is None else tables
+        self.owner = {} if owner is None else owner
+        self.branching = set() if branching is None else branching
 
 
-@dataclass(slots=True)
 class _Tally:
     """Running totals over the ordered pairs walked so far."""
 
+    __slots__ = ("sums", "forwarded", "hops", "pairs", "branching")
+
     sums: list[int]                 # node -> hops to all other nodes
     forwarded: list[int]            # node -> pairs passing through it
-    hops: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
-    pairs: int = 0
-    branching: set[int] = field(default_factory=set)  # nodes some pair's branch passes through
+    hops: defaultdict[int, int]
+    pairs: int
+    branching: set[int]             # nodes some pair's branch passes through
+
+    def __init__(self, sums: list[int], forwarded: list[int], hops: defaultdict[int, int] | None = None,
+                 pairs: int = 0, branching: set[int] | None = None) -> None:
+        self.sums = sums
+        self.forwarded = forwarded
+        self.hops = defaultdict(int) if hops is None else hops
+        self.pairs = pairs
+        self.branching = set() if branching is None else branching
 
 
-@dataclass(slots=True)
 class _Class:
     """The walk towards one class of destinations."""
+
+    __slots__ = ("dests", "nxt", "steps", "exit_", "rev", "alt", "mixed")
 
     dests: list[int]                # node indexes of the class
     nxt: list[int]                  # node -> next node towards the class, ON_LINK at an exit
     steps: list[int]                # node -> hops to its exit
     exit_: list[int]                # node -> the node where the class is on-link
     rev: dict[int, list[int]]       # node -> nodes whose next hop it is (made when needed)
-    alt: list[tuple[int, ...]] = field(default_factory=list)  # node -> its further next hops
-    mixed: dict[int, list[int]] = field(default_factory=dict)  # dest -> sources whose branches
+    alt: list[tuple[int, ...]]      # node -> its further next hops
+    mixed: dict[int, list[int]]     # dest -> sources whose branches
     #   end at it and elsewhere: unequal, unless host routes settle them
+
+    def __init__(self, dests: list[int], nxt: list[int], steps: list[int], exit_: list[int],
+                 rev: dict[int, list[int]], alt: list[tuple[int, ...]] | None = None,
+                 mixed: dict[int, list[int]] | None = None) -> None:
+        self.dests = dests
+        self.nxt = nxt
+        self.steps = steps
+        self.exit_ = exit_
+        self.rev = rev
+        self.alt = [] if alt is None else alt
+        self.mixed = {} if mixed is None else mixed
 
 
 def _classes(graph: Graph, tables: list[RouteTable]) -> list[tuple[Signature, list[int]]]:
@@ -231,7 +262,9 @@ def prove(graph: Graph) -> tuple[Proof | None, Problems]:
                   tally.pairs, tables, owner, tally.branching)
     _check_forwarding(graph.nodes, proof, problems)
     _check_shortest(graph, tally.sums, problems)
-    ipv6.check(graph, problems)
+    if graph.v6:
+        from . import ipv6
+        ipv6.check(graph, problems)
     return (None if problems else proof), problems
 
 

@@ -29,11 +29,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TypeVar, cast
 
-from . import family, ipv6
+from . import family
 from .model import Graph, Interface, Links, Node, Reach, Route, ends_of_shortest, mask
 
 
@@ -347,9 +346,11 @@ Peer = tuple[Node, Interface, Interface]     # (peer node, own NIC, peer's NIC)
 _Ways = list[tuple[int, str]]     # (gateway address, device) of each next hop, preferred first
 
 
-@dataclass(slots=True)
 class _MetaGraph:
     """What the meta-graph routing rule reads of the graph."""
+
+    __slots__ = ("groups", "group_net", "peers", "linked", "lan_dev", "address", "routes", "gate_of",
+                 "covered", "failover", "shared")
 
     groups: list[list[Node]]                            # group -> its nodes
     group_net: dict[int, tuple[int, int]]               # group -> (net, plen) of its LAN
@@ -360,8 +361,26 @@ class _MetaGraph:
     routes: list[list[Route]]                           # node -> routes, as they are made
     gate_of: list[list[int | None]]                     # [source][h] -> gateway node, when used
     covered: dict[tuple[int, int, int], set[int]]       # (g, h, gateway) -> nodes of h within 2 hops
-    failover: bool = False                              # multipath over equal next hops
-    shared: dict[tuple[object, ...], tuple[object, ...]] = field(default_factory=dict)  # interned
+    failover: bool                  # multipath over equal next hops
+    shared: dict[tuple[object, ...], tuple[object, ...]]  # interned
+
+    def __init__(self, groups: list[list[Node]], group_net: dict[int, tuple[int, int]],
+                 peers: list[dict[int, list[Peer]]],
+                 linked: dict[tuple[int, int], list[tuple[Node, Node]]], lan_dev: list[str],
+                 address: list[int], routes: list[list[Route]], gate_of: list[list[int | None]],
+                 covered: dict[tuple[int, int, int], set[int]], failover: bool = False,
+                 shared: dict[tuple[object, ...], tuple[object, ...]] | None = None) -> None:
+        self.groups = groups
+        self.group_net = group_net
+        self.peers = peers
+        self.linked = linked
+        self.lan_dev = lan_dev
+        self.address = address
+        self.routes = routes
+        self.gate_of = gate_of
+        self.covered = covered
+        self.failover = failover
+        self.shared = {} if shared is None else shared
 
     def share(self, t: tuple[T, ...]) -> tuple[T, ...]:
         """One tuple object for equal next-hop tuples, however many routes hold them."""
@@ -606,4 +625,6 @@ def route(graph: Graph) -> None:
     else:
         fast = family.of(graph.family).route
         (fast or generic)(graph)
-    ipv6.relabel(graph)
+    if graph.v6:
+        from . import ipv6
+        ipv6.relabel(graph)

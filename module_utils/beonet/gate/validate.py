@@ -8,7 +8,6 @@ that ``fastcheck`` finds valid does not need it.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.util
 import sys
@@ -130,6 +129,7 @@ def schema_messages(error: Any) -> list[tuple[list[PathPart], str]]:
         allowed = sorted(error.schema.get("properties", {}))
         out: list[tuple[list[PathPart], str]] = []
         for key in sorted(set(error.instance) - set(allowed)):
+            import difflib
             hint = difflib.get_close_matches(str(key), allowed, n=1)
             msg = "unknown key"
             if hint:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..cabling.sheet import Cable, NicEnd, PortEnd, Sheet, SwitchInfo
+from ..compiler.cables import asdict
 
 if TYPE_CHECKING:
     from ..cabling.sheet import End
