@@ -424,15 +424,15 @@ def _settle(lab: str, plan: dict[str, Any], live: list[str], frr: bool, start: f
 FAULTS = {"node": ("stop", "start"), "cable": ("down", "up"), "switch": ("down", "up")}
 
 
-def probed_plan(plan: dict[str, Any], family: int | None) -> tuple[dict[str, Any], str]:
-    """The plan as the probes see it, and the family's name: each node's ``address`` that
-    of the family probed (family 4 or 6; None: IPv4 where the plan has it)."""
+def probed_plan(plan: dict[str, Any], version: int | None) -> tuple[dict[str, Any], str]:
+    """The plan as the probes see it, and the IP family's name: each node's ``address``
+    that of the IP version probed (4 or 6; None: IPv4 where the plan has it)."""
     four, six = _families(plan)
-    family = family or (4 if four else 6)
-    if family not in (4, 6) or not (four if family == 4 else six):
-        raise LabUsageError("outage: --family %s: the plan has no IPv%s addresses" % (family, family))
-    if family == 4 or not four:
-        return plan, "IPv%d" % family
+    version = version or (4 if four else 6)
+    if version not in (4, 6) or not (four if version == 4 else six):
+        raise LabUsageError("outage: --family %s: the plan has no IPv%s addresses" % (version, version))
+    if version == 4 or not four:
+        return plan, "IPv%d" % version
     nodes = {n: dict(node, address=node["address6"]) for n, node in plan["nodes"].items()}
     return dict(plan, nodes=nodes), "IPv6"
 
