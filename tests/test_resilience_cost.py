@@ -162,7 +162,10 @@ def same(compiled):
         for key in want:
             assert got[key] == want[key], (key, share)
     got = metrics_stage.resilience(compiled.graph, compiled.proof)
-    assert got == want
+    # with IPv6 and failover routes, what the counts mean for IPv6 (the figures are the same)
+    six = compiled.graph.v6 and any(r.alt_via for node in compiled.graph.nodes for r in node.routes)
+    assert {k: v for k, v in got.items() if k != "ipv6"} == want
+    assert got.get("ipv6") == (metrics_stage.IPV6_FAILOVER if six else None)
     return got
 
 

@@ -290,6 +290,7 @@ class Resilience(TypedDict, total=False):
     failover_at_risk: dict[str, int]    # node -> pairs cut on some branch (the flow hash decides)
     max: dict[str, int]                 # {"single_path": .., "failover": .., "failover_at_risk": ..}
     mean: dict[str, float]
+    ipv6: str                           # with IPv6 and failover routes: what the counts mean for it
 
 
 class _Towards(NamedTuple):
@@ -906,10 +907,19 @@ def resilience(graph: Graph, proof: Proof, force: bool = False) -> Resilience:
     failover, risk = (counts[1], counts[2]) if multipath else (single, single)
     names = [node.name for node in graph.nodes]
     by = {"single_path": single, "failover": failover, "failover_at_risk": risk}
-    return {"computed": True, "single_path": dict(zip(names, single)),
-            "failover": dict(zip(names, failover)), "failover_at_risk": dict(zip(names, risk)),
-            "max": {k: max(v, default=0) for k, v in by.items()},
-            "mean": {k: round(_mean(v), 3) if n else 0.0 for k, v in by.items()}}
+    out: Resilience = {"computed": True, "single_path": dict(zip(names, single)),
+                       "failover": dict(zip(names, failover)), "failover_at_risk": dict(zip(names, risk)),
+                       "max": {k: max(v, default=0) for k, v in by.items()},
+                       "mean": {k: round(_mean(v), 3) if n else 0.0 for k, v in by.items()}}
+    if multipath and graph.v6:
+        out["ipv6"] = IPV6_FAILOVER
+    return out
+
+
+# What the failover counts mean for IPv6 (measured: docs/failover.md)
+IPV6_FAILOVER = ("IPv6: the failover counts hold where the node choosing among next hops does not "
+                 "forward IPv6; a node that forwards IPv6 keeps a dead next hop (Linux), so there an "
+                 "IPv6 pair is cut as on a single path")
 
 
 class Effort(NamedTuple):

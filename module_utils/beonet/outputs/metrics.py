@@ -78,7 +78,7 @@ def _resilience_lines(r: Mapping[str, Any]) -> list[str]:
         out += ["%-*s  %11d  %8d  %7d" % (width, v, single[v], failover[v], risk[v]) for v in shown]
     if len(shown) < sum(1 for v in worst if single[v] or risk[v]):
         out.append("(the worst %d; --format json lists every node)" % len(shown))
-    return out
+    return out + ([str(r["ipv6"])] if "ipv6" in r else [])
 
 
 FAILURE_KINDS = (("node", "node"), ("cable", "cable"), ("lan", "LAN"))
