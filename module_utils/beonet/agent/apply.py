@@ -124,9 +124,13 @@ def has_ipv6(n: NodePlan) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)      # the same prefixes recur on every node of a build
-def _network(text: str, strict: bool = True) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    """A network's text parsed (strict: no host bits), or an interface address's network."""
-    return ipaddress.ip_network(text) if strict else ipaddress.ip_interface(text).network
+def _span6(text: str, strict: bool = True) -> tuple[int, int] | None:
+    """An IPv6 network's text (strict: no host bits), or an interface address's
+    network, as its first address and the one past its last; None: not IPv6."""
+    net = ipaddress.ip_network(text) if strict else ipaddress.ip_interface(text).network
+    if not isinstance(net, ipaddress.IPv6Network):
+        return None
+    return int(net.network_address), int(net.network_address) + net.num_addresses
 
 
 def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
@@ -135,13 +139,33 @@ def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
     destinations of its routes (static or learned) and its IPv6 loopback, so the filter
     passes every IPv6 destination the node routes to, merged into the fewest prefixes."""
     given = list(prefixes)
-    six = [_network(p) for p in given if ":" in p]
-    six += [_network(a, False) for i in n["interfaces"] for a in i["addresses"] if ":" in a]
-    six += [_network(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
+    six = [_span6(p) for p in given if ":" in p]
+    six += [_span6(a, False) for i in n["interfaces"] for a in i["addresses"] if ":" in a]
+    six += [_span6(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
     loop6 = n.get("routing", {}).get("loopback6")
-    six += [_network(loop6, False)] if loop6 else []
-    merged = ipaddress.collapse_addresses(x for x in six if isinstance(x, ipaddress.IPv6Network))
+    six += [_span6(loop6, False)] if loop6 else []
+    merged = collapse6(x for x in six if x is not None)
     return [p for p in given if ":" not in p] + [str(x) for x in merged]
+
+
+def collapse6(spans: Iterable[tuple[int, int]]) -> list[ipaddress.IPv6Network]:
+    """What ipaddress.collapse_addresses makes of IPv6 networks, given as (first
+    address, one past the last): the fewest networks covering exactly their union, in
+    address order; worked on integers, each run of the union cut into its largest
+    aligned blocks."""
+    runs: list[list[int]] = []
+    for start, end in sorted(spans):
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], end)
+        else:
+            runs.append([start, end])
+    out = []
+    for start, end in runs:
+        while start < end:
+            bits = min((start & -start).bit_length() - 1 if start else 128, (end - start).bit_length() - 1)
+            out.append(ipaddress.IPv6Network((start, 128 - bits)))
+            start += 1 << bits
+    return out
 
 
 def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
