@@ -328,8 +328,9 @@ def test_the_filters_ipv6_prefixes_merge_as_ipaddress_collapses_them():
                                        rng.choice([0, 48, 64, 120, 124, 126, 127, 128])), strict=False)
                 for _ in range(rng.randrange(12))]
         spans = [(int(x.network_address), int(x.network_address) + x.num_addresses) for x in nets]
-        assert node.collapse6(spans) == list(ipaddress.collapse_addresses(nets))
-    assert [str(x) for x in node.collapse6([(16, 32), (0, 16), (32, 34)])] == ["::/123", "::20/127"]
+        assert [ipaddress.IPv6Network(x) for x in routes.aggregate(spans, 128)] == \
+            list(ipaddress.collapse_addresses(nets))
+    assert routes.aggregate([(16, 32), (0, 16), (32, 34)], 128) == [(0, 123), (32, 127)]
 
 
 def test_failover_sets_the_ipv6_hash_policy_and_neighbour_timers_beside_the_ipv4_ones(dual, only):

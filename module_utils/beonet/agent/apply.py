@@ -41,6 +41,7 @@ from .netbackends.base import HEADER
 from .nodeplan import Interface, NodePlan, forwards_ipv4, unsafe_text
 from .routes import (
     PROTO,
+    aggregate,
     canonical,
     delete_command,
     distinct_destinations,
@@ -144,28 +145,8 @@ def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
     six += [_span6(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
     loop6 = n.get("routing", {}).get("loopback6")
     six += [_span6(loop6, False)] if loop6 else []
-    merged = collapse6(x for x in six if x is not None)
-    return [p for p in given if ":" not in p] + [str(x) for x in merged]
-
-
-def collapse6(spans: Iterable[tuple[int, int]]) -> list[ipaddress.IPv6Network]:
-    """What ipaddress.collapse_addresses makes of IPv6 networks, given as (first
-    address, one past the last): the fewest networks covering exactly their union, in
-    address order; worked on integers, each run of the union cut into its largest
-    aligned blocks."""
-    runs: list[list[int]] = []
-    for start, end in sorted(spans):
-        if runs and start <= runs[-1][1]:
-            runs[-1][1] = max(runs[-1][1], end)
-        else:
-            runs.append([start, end])
-    out = []
-    for start, end in runs:
-        while start < end:
-            bits = min((start & -start).bit_length() - 1 if start else 128, (end - start).bit_length() - 1)
-            out.append(ipaddress.IPv6Network((start, 128 - bits)))
-            start += 1 << bits
-    return out
+    merged = aggregate([x for x in six if x is not None], 128)
+    return [p for p in given if ":" not in p] + [str(ipaddress.IPv6Network(x)) for x in merged]
 
 
 def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
