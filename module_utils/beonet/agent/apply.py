@@ -146,7 +146,12 @@ def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
     loop6 = n.get("routing", {}).get("loopback6")
     six += [_span6(loop6, False)] if loop6 else []
     merged = aggregate([x for x in six if x is not None], 128)
-    return [p for p in given if ":" not in p] + [str(ipaddress.IPv6Network(x)) for x in merged]
+    return [p for p in given if ":" not in p] + [_net6_text(*x) for x in merged]
+
+
+@functools.lru_cache(maxsize=1 << 16)      # most nodes' merged prefixes are the same few
+def _net6_text(start: int, plen: int) -> str:
+    return str(ipaddress.IPv6Network((start, plen)))
 
 
 def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
