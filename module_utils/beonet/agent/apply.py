@@ -329,7 +329,8 @@ def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
     sysctl = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
     sysctl += sysctl_writes(forwarding6_sysctls(n, sysctls or {}), sysctls or {})
     if n["forwarding"]:
-        if "beonet-ruleset %s" % forward_ruleset(cluster_prefixes(n, prefixes))[0] not in (nft_table or ""):
+        if not nft_table or ("beonet-ruleset %s" % forward_ruleset(cluster_prefixes(n, prefixes))[0]
+                             not in nft_table):     # no table: no ruleset to compare
             return [["nft", "-f", NFT_PATH]] + sysctl
         return sysctl
     if nft_table is not None:
