@@ -167,7 +167,10 @@ COUNT_ENTRIES = ("import json, sys; nodes = json.load(open(sys.argv[1]))['nodes'
 
 
 def measure_output(case: Case, out: str) -> None:
-    """Nodes, plan entries and bytes written. The plan is read by a child process:
+    """Nodes, plan entries and bytes written: the files' bytes, as written (`du -sb`
+    also counts each folder's own size, 4,096 bytes a folder on ext4 and overlayfs, so
+    it gives 241 MB for the 126 MB of a 4,656-node IPv4 build's 27,938 folders). The
+    plan is read by a child process:
     a child's peak RSS includes its parent's (Linux carries the high-water mark
     over exec), so this process must stay small."""
     counts = subprocess.run([sys.executable, "-c", COUNT_ENTRIES, os.path.join(out, "plan.json")],

@@ -319,6 +319,20 @@ def test_ipv6_prefixes_given_to_the_module_join_the_plans_own(dual):
     assert got == ["10.0.0.0/16", "fd76:db0c:60c::/48"]
 
 
+def test_the_filters_ipv6_prefixes_merge_as_ipaddress_collapses_them():
+    import random
+    rng = random.Random(7)
+    for _ in range(500):
+        bases = [0, 0xFD << 120, (1 << 128) - 4096]
+        nets = [ipaddress.IPv6Network((rng.choice(bases) + rng.randrange(4096),
+                                       rng.choice([0, 48, 64, 120, 124, 126, 127, 128])), strict=False)
+                for _ in range(rng.randrange(12))]
+        spans = [(int(x.network_address), int(x.network_address) + x.num_addresses) for x in nets]
+        assert [ipaddress.IPv6Network(x) for x in routes.aggregate(spans, 128)] == \
+            list(ipaddress.collapse_addresses(nets))
+    assert routes.aggregate([(16, 32), (0, 16), (32, 34)], 128) == [(0, 123), (32, 127)]
+
+
 def test_failover_sets_the_ipv6_hash_policy_and_neighbour_timers_beside_the_ipv4_ones(dual, only):
     keys = dict(node.failover_sysctls(dual["nodes"]["node-0-0"]))
     assert keys["net.ipv6.fib_multipath_hash_policy"] == keys["net.ipv4.fib_multipath_hash_policy"]

@@ -41,6 +41,7 @@ from .netbackends.base import HEADER
 from .nodeplan import Interface, NodePlan, forwards_ipv4, unsafe_text
 from .routes import (
     PROTO,
+    aggregate,
     canonical,
     delete_command,
     distinct_destinations,
@@ -124,9 +125,13 @@ def has_ipv6(n: NodePlan) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)      # the same prefixes recur on every node of a build
-def _network(text: str, strict: bool = True) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    """A network's text parsed (strict: no host bits), or an interface address's network."""
-    return ipaddress.ip_network(text) if strict else ipaddress.ip_interface(text).network
+def _span6(text: str, strict: bool = True) -> tuple[int, int] | None:
+    """An IPv6 network's text (strict: no host bits), or an interface address's
+    network, as its first address and the one past its last; None: not IPv6."""
+    net = ipaddress.ip_network(text) if strict else ipaddress.ip_interface(text).network
+    if not isinstance(net, ipaddress.IPv6Network):
+        return None
+    return int(net.network_address), int(net.network_address) + net.num_addresses
 
 
 def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
@@ -135,13 +140,18 @@ def cluster_prefixes(n: NodePlan, prefixes: Iterable[str]) -> list[str]:
     destinations of its routes (static or learned) and its IPv6 loopback, so the filter
     passes every IPv6 destination the node routes to, merged into the fewest prefixes."""
     given = list(prefixes)
-    six = [_network(p) for p in given if ":" in p]
-    six += [_network(a, False) for i in n["interfaces"] for a in i["addresses"] if ":" in a]
-    six += [_network(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
+    six = [_span6(p) for p in given if ":" in p]
+    six += [_span6(a, False) for i in n["interfaces"] for a in i["addresses"] if ":" in a]
+    six += [_span6(r["to"]) for r in list(n["routes"]) + list(n.get("learned", [])) if ":" in r["to"]]
     loop6 = n.get("routing", {}).get("loopback6")
-    six += [_network(loop6, False)] if loop6 else []
-    merged = ipaddress.collapse_addresses(x for x in six if isinstance(x, ipaddress.IPv6Network))
-    return [p for p in given if ":" not in p] + [str(x) for x in merged]
+    six += [_span6(loop6, False)] if loop6 else []
+    merged = aggregate([x for x in six if x is not None], 128)
+    return [p for p in given if ":" not in p] + [_net6_text(*x) for x in merged]
+
+
+@functools.lru_cache(maxsize=1 << 16)      # most nodes' merged prefixes are the same few
+def _net6_text(start: int, plen: int) -> str:
+    return str(ipaddress.IPv6Network((start, plen)))
 
 
 def persistent_files(n: NodePlan, prefixes: Iterable[str], backend: str,
@@ -319,7 +329,8 @@ def forwarding_actions(n: NodePlan, prefixes: Iterable[str], forwarding: str,
     sysctl = [] if forwarding.strip() == want else [["sysctl", "-w", "net.ipv4.ip_forward=" + want]]
     sysctl += sysctl_writes(forwarding6_sysctls(n, sysctls or {}), sysctls or {})
     if n["forwarding"]:
-        if "beonet-ruleset %s" % forward_ruleset(cluster_prefixes(n, prefixes))[0] not in (nft_table or ""):
+        if not nft_table or ("beonet-ruleset %s" % forward_ruleset(cluster_prefixes(n, prefixes))[0]
+                             not in nft_table):     # no table: no ruleset to compare
             return [["nft", "-f", NFT_PATH]] + sysctl
         return sysctl
     if nft_table is not None:

@@ -159,3 +159,22 @@ def shell_line(key: RouteKey) -> str:
     dispatcher): ``ip`` tells the family from the destination."""
     cmd = replace_command(key)
     return " ".join(cmd[cmd.index("replace") + 1:])
+
+
+def aggregate(spans: list[tuple[int, int]], bits: int = 32) -> list[tuple[int, int]]:
+    """(network, prefix length) of the fewest CIDR blocks whose union is that of
+    the half-open address ranges [start, end), in address order (addresses of
+    bits bits: 32 IPv4, 128 IPv6)."""
+    out: list[tuple[int, int]] = []
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in merged:
+        while start < end:      # the largest block aligned at start that ends by end
+            size = min((start & -start).bit_length() - 1 if start else bits, (end - start).bit_length() - 1)
+            out.append((start, bits - size))
+            start += 1 << size
+    return out

@@ -17,6 +17,7 @@ from ..agent.nodeplan import Bfd, NodePlan, Routing
 from ..agent.nodeplan import Interface as InterfacePlan
 from ..agent.nodeplan import Peer as PeerPlan
 from ..agent.nodeplan import Route as RoutePlan
+from ..agent.routes import aggregate
 from ..compiler.metrics import Metrics
 from ..compiler.model import (
     UNASSIGNED,
@@ -387,27 +388,6 @@ def graph_prefixes(graph: Graph) -> list[str]:
 def _texts(spans: list[tuple[int, int]], spans6: list[tuple[int, int]]) -> list[str]:
     return [net_text(net, plen) for net, plen in aggregate(spans)] + \
         [net6_text(net, plen) for net, plen in aggregate(spans6, 128)]
-
-
-def aggregate(spans: list[tuple[int, int]], bits: int = 32) -> list[tuple[int, int]]:
-    """(network, prefix length) of the fewest CIDR blocks whose union is that of
-    the half-open address ranges [start, end), in address order (addresses of
-    bits bits: 32 IPv4, 128 IPv6)."""
-    out: list[tuple[int, int]] = []
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    for start, end in merged:
-        while start < end:
-            size = start & -start if start else 1 << bits
-            while size > end - start:
-                size >>= 1
-            out.append((start, bits + 1 - size.bit_length()))
-            start += size
-    return out
 
 
 def compact(nodes: int) -> bool:
