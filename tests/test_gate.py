@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from beonet import gate
 
@@ -18,6 +20,18 @@ def test_brackets_in_strings_do_not_count_towards_the_depth():
     assert gate.too_deep(b"[" * 9, 8)                          # a parser would recurse first
     assert not gate.too_deep(b"[{]}" * 100, 8)                 # not JSON: the parser says so
     assert not gate.too_deep(b"]]]]]]]]]]]]]]]]]]]]", 8)        # not JSON: the parser says so
+    assert not gate.too_deep(b"[[{]" + b"[" * 20, 8)            # a mismatch before it gets deep: the parser's
+
+
+@given(st.recursive(st.just(b""), lambda inner: st.lists(inner, max_size=3).flatmap(
+    lambda parts: st.sampled_from([b"[%s]", b"{%s}"]).map(lambda shape: shape % b",".join(parts))),
+    max_leaves=40), st.integers(0, 12))
+def test_the_depth_of_balanced_brackets_is_their_deepest_nesting(text, most):
+    depth = deepest = 0
+    for c in text:
+        depth += 1 if c in b"[{" else -1 if c in b"]}" else 0
+        deepest = max(deepest, depth)
+    assert gate.too_deep(text, most) == (deepest > most)
 
 
 @pytest.mark.parametrize("make,message", [

@@ -7,6 +7,8 @@ level) sees it, and the nesting of data already parsed is walked with a list.
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
 import math
 import os
@@ -19,7 +21,7 @@ from ..agent.names import escaped
 
 _ESCAPED = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
-_PAIR = re.compile(rb"\[\]|\{\}")
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")    # as signed bytes: +1 opens, -1 closes
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _CLOSES = {ord("]"): ord("["), ord("}"): ord("{")}
 Hook = Callable[[list[tuple[str, Any]]], Any]
@@ -103,20 +105,22 @@ def read_text(path: str, limit: int, what: str = "this file") -> str:
 def too_deep(raw: bytes, most: int) -> bool:
     """Whether the brackets outside strings nest deeper than most (or open more than
     most that never close: a parser would recurse as deep). Strings, their escapes
-    first, are dropped, then `most` passes drop the innermost pairs: a pair left
-    after them was deeper. The rest is read until a pair closes, a bracket does not
-    match (the JSON parser then says what is wrong) or more than most are open."""
+    first, are dropped; the running depth of the brackets left (one C pass) finds
+    where it first passes most, and the brackets before that point must pair up as
+    JSON's do (where they do not, the JSON parser says what is wrong)."""
     rest = _STRING.sub(b"", _ESCAPED.sub(b"", raw)).translate(None, _NOT_BRACKETS)
-    for _round in range(most):
-        rest = _PAIR.sub(b"", rest)
+    levels = list(itertools.accumulate(array.array("b", rest.translate(_STEPS))))
+    if max(levels, default=0) <= most:
+        return False
+    past = next(k for k, level in enumerate(levels) if level > most)
     open_: list[int] = []
-    for c in rest:
+    for c in rest[:past]:
         if c in _CLOSES:
-            return bool(open_) and open_[-1] == _CLOSES[c]
-        open_.append(c)
-        if len(open_) > most:
-            return True
-    return False
+            if not open_ or open_.pop() != _CLOSES[c]:
+                return False
+        else:
+            open_.append(c)
+    return True
 
 
 def _no_constant(token: str) -> Any:
