@@ -424,6 +424,9 @@ def test_a_bfd_peer_named_oddly_is_reported_as_given_not_interpreted():
     before = {"node-0-0": frrstate.sessions_up(said)}
     assert before["node-0-0"] == {odd: (3, 1e300)}
     assert outage.bfd_dropped(plan, "node", "node-1-1", before, {}, 2.0) == ["node-0-0>%s on ?" % odd]
+    # in the one-line report a node's words are escaped: no line break or control character
+    out = outage.Outcome("node node-1-1", "frr", bfd_dropped=["node-0-0>%s\u2028 on ?" % odd])
+    assert out.line().isprintable() and "\n" not in out.line() and "\u2028" not in out.line()
 
 
 @pytest.mark.parametrize("text", ['[{"status": "up", "id": 1, "uptime": NaN, "peer": "a"}]',

@@ -96,7 +96,7 @@ class Outcome:
                                                                                self.window),
                    len(d["lost_for_good"]), d["live_pairs"],
                    "; BFD dropped %d session%s the failure did not touch (%s%s)"
-                   % (len(drops), "" if len(drops) == 1 else "s", ", ".join(drops[:3]),
+                   % (len(drops), "" if len(drops) == 1 else "s", ", ".join(escaped(d) for d in drops[:3]),
                       ", ..." if len(drops) > 3 else "") if drops else ""))
 
 
