@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import gate
+from ..agent.verify import is_link_local
 
 SPLIT = "=== ospf"      # OSPFv2's neighbours follow
 SPLIT6 = "=== ospfv3"   # OSPFv3's follow (after OSPFv2's)
@@ -51,10 +52,9 @@ def bfd_up(text: str) -> int:
 
 def _link_local(address: Any, nic: Any) -> str | None:
     """ADDRESS%NIC of an IPv6 link-local address (fe80::/10) seen on a NIC; None: not one."""
-    if not (isinstance(address, str) and isinstance(nic, str)) or "%" in address:
+    if not (isinstance(address, str) and isinstance(nic, str)) or "/" in address or "%" in address:
         return None
-    head = address.split(":", 1)[0].lower()
-    return "%s%%%s" % (address, nic) if len(head) == 4 and head[:3] in ("fe8", "fe9", "fea", "feb") else None
+    return "%s%%%s" % (address, nic) if is_link_local(address) else None
 
 
 def sessions_up(text: str) -> Sessions:
