@@ -43,11 +43,11 @@ lint: setup
 # converge = site.yml, idempotence, verify = verify.yml + refusals, destroy).
 MOLECULE_SCENARIOS ?= links single-net routed-mesh switch-tree bonded-dual-net cabling testbed rollback
 # Scenarios kept out of make test (each proves what another in it proves too): failover
-# (testbed runs the same fault playbooks on the bigger testbed), vm-mesh
-# (vm-backends reboots networkd and NetworkManager nodes with forwarded routes), vm-bonded
-# (vm-backends discovers bond channels, writes bonds with every backend, reboots them and
-# cuts a bond member's link). testbed also measures its failures with each routing
-# engine in turn (docs/frr.md).
+# (routed-mesh runs its dead-gateway playbooks, testbed its gateway choice and every trace),
+# vm-mesh (vm-backends reboots networkd and NetworkManager nodes with forwarded routes),
+# vm-bonded (vm-backends discovers bond channels, writes bonds with every backend, reboots
+# them and cuts a bond member's link). testbed also measures a cable, a LAN and a gateway
+# with FRR (docs/frr.md).
 EXTENDED_SCENARIOS ?= failover vm-mesh vm-bonded
 molecule: setup
 	bash scripts/docker-up.sh

@@ -34,12 +34,13 @@ def mesh(dims, **addressing):
 # -- pools too small name one that fits -------------------------------------------
 
 def test_lan_pool_too_small_names_a_pool_that_fits():
-    (msg,) = errors_of(mesh([16, 16, 16], lan="10.1.0.0/16"))
+    # 8x8x16: each dimension takes the largest one's 192 segments (576 /24s in all)
+    (msg,) = errors_of(mesh([8, 8, 16], lan="10.1.0.0/16"))
     assert "addressing.lan: pool 10.1.0.0/16 holds 65,536 addresses" in msg
-    assert ("85 /24 segments per dimension; the topology needs 196,608 addresses: "
+    assert ("85 /24 segments per dimension; the topology needs 147,456 addresses: "
             "use 10.0.0.0/14 or larger") in msg
-    plan = compile_dict(mesh([16, 16, 16], lan="10.0.0.0/14"))
-    assert len(plan["nodes"]) == 4096
+    plan = compile_dict(mesh([8, 8, 16], lan="10.0.0.0/14"))
+    assert len(plan["nodes"]) == 1024
 
 
 def test_lan_pool_smaller_than_one_segment_names_one_that_fits():
