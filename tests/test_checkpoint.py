@@ -108,6 +108,14 @@ def test_removals_come_first_and_are_only_deletions():
         ["ip", "route", "del"], ["ip", "addr", "del"], ["ip", "link", "del"]]
 
 
+def test_removals_take_the_ipv6_deletions_too():
+    added6 = dict(ADDED, dst="fd00:1::/64", gateway="fd00::3", prefsrc="fd00::1")
+    saved = _state([_link("eth1")], _addrs(eth1=["10.0.0.1/24"]), [STATIC])
+    now = _state([_link("eth1")], _addrs(eth1=["10.0.0.1/24", "fd00::1/64"]), [STATIC, added6])
+    assert [a[:4] for a in restore.removals(saved, now, ["eth1"])] == [
+        ["ip", "-6", "route", "del"], ["ip", "-6", "addr", "del"]]
+
+
 def test_sysctls_and_offloads_are_written_back_where_they_were_read():
     saved = dict(_state([], [], []), sysctls={"net.ipv4.fib_multipath_use_neigh": "0", "x": None},
                  tso={"bond0": True, "bond1": None})

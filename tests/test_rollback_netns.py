@@ -161,7 +161,10 @@ def dual_node():
 
 
 @in_namespaces_with_nft
-def test_a_dual_stack_node_is_applied_in_sync_on_a_second_run_and_rolled_back(dual_node, tmp_path):
+@pytest.mark.parametrize("down", [[], ["eth1"]], ids=["NICs up", "eth1 down before"])
+def test_a_dual_stack_node_is_applied_in_sync_on_a_second_run_and_rolled_back(dual_node, tmp_path, down):
+    for nic in down:           # set down again by the rollback, which drops its IPv6 addresses and routes
+        _in(dual_node, "ip", "link", "set", nic, "down")
     text = (ROOT / "topologies/routed-mesh.yml").read_text() + "addressing: {ipv6: true}\n"
     plan = render.plan(pipeline.compile_text(text, "routed-mesh.yml"))
     n, prefixes = plan["nodes"]["node-0-0"], render.prefixes(plan)

@@ -247,12 +247,19 @@ def tso_actions(saved: dict[str, bool | None]) -> list[Action]:
             for b, on in sorted(saved.items()) if on is not None]
 
 
+def _deletes(todo: list[Action]) -> list[Action]:
+    """The ``ip [-6] OBJECT del ...`` commands of a list."""
+    return [a for a in todo if a[3 if a[1] == "-6" else 2] == "del"]
+
+
 def removals(saved: dict[str, Any], now: dict[str, Any], scope: Iterable[str]) -> list[Action]:
-    """What the change added, deleted first (routes, then addresses, then bonds): what
-    leaves with an address or a bond is then read as gone, not deleted twice."""
-    return ([a for a in route_actions(saved["routes"], now["routes"]) if a[2] == "del"]
-            + [a for a in address_actions(saved["addrs"], now["addrs"], scope) if a[2] == "del"]
-            + [a for a in link_actions(saved["links"], now["links"], scope) if a[2] == "del"])
+    """What the change added, deleted first (routes, then addresses, then bonds), in
+    both families: what leaves with an address or a bond is then read as gone, not
+    deleted twice, and no IPv6 address is left to delete after a link the rest sets
+    down (the kernel drops a link's IPv6 addresses when it goes down)."""
+    return (_deletes(route_actions(saved["routes"], now["routes"]))
+            + _deletes(address_actions(saved["addrs"], now["addrs"], scope))
+            + _deletes(link_actions(saved["links"], now["links"], scope)))
 
 
 def actions(saved: dict[str, Any], now: dict[str, Any], scope: Iterable[str], load_path: str) -> list[Action]:
