@@ -477,7 +477,65 @@ def _compact_plan(data: Mapping[str, Any]) -> bool:
 def _json(data: Mapping[str, Any], compact_: bool) -> str:
     if compact_:
         return json.dumps(data, separators=(",", ":"), check_circular=False) + "\n"
-    return json.dumps(data, indent=2) + "\n"
+    return indented(data) + "\n"
+
+
+class _Other(Exception):
+    """A value indented() leaves to json.dumps."""
+
+
+_CONSTANTS = {True: "true", False: "false", None: "null"}
+_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _key(key: Any) -> str:
+    """A dict key as json.dumps writes it (quoted text)."""
+    if type(key) is str:
+        return json.encoder.encode_basestring_ascii(key)
+    if type(key) is float:
+        return '"%s"' % _NOT_FINITE.get(repr(key), repr(key))
+    if key is True or key is False or key is None:
+        return '"%s"' % _CONSTANTS[key]
+    if type(key) is int:
+        return '"%d"' % key
+    raise _Other
+
+
+def _indented(value: Any, pad: str) -> str:
+    """value as json.dumps(value, indent=2) writes it at the indentation pad ("\n" and
+    the spaces of its line)."""
+    kind = type(value)
+    if kind is str:
+        return json.encoder.encode_basestring_ascii(value)
+    if kind is dict or kind is list or kind is tuple:
+        inner = pad + "  "
+        text = json.encoder.encode_basestring_ascii         # the commonest leaf: inline
+        if kind is dict:
+            items = [(text(k) if type(k) is str else _key(k)) + ": "
+                     + (text(v) if type(v) is str else _indented(v, inner))
+                     for k, v in value.items()]
+            return "{%s%s%s}" % (inner, ("," + inner).join(items), pad) if items else "{}"
+        items = [text(v) if type(v) is str else _indented(v, inner) for v in value]
+        return "[%s%s%s]" % (inner, ("," + inner).join(items), pad) if items else "[]"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        number = float.__repr__(value)
+        return _NOT_FINITE.get(number, number)
+    if value is True or value is False or value is None:
+        return _CONSTANTS[value]
+    raise _Other
+
+
+def indented(data: object) -> str:
+    """json.dumps(data, indent=2), byte for byte, in about half its time: one join per
+    collection instead of a generator per value (json's C encoder takes no indent).
+    Types other than dict, list, tuple, str, int, float, bool and None, and nesting
+    too deep for Python's stack, are left to json.dumps (which also says why)."""
+    try:
+        return _indented(data, "\n")
+    except (_Other, RecursionError):
+        return json.dumps(data, indent=2)
 
 
 def around_nodes(data: Mapping[str, Any]) -> tuple[str, str]:
