@@ -99,6 +99,10 @@ class Elements:
         self.lans = len(lans)
         self.lan_of = {k: self.n + self.cables + i for i, k in enumerate(self.lan_of)}
         self.names += cables + lans
+        # one hop x -> y over segment k crosses leave[x, k] | enter[y, k] (and y itself)
+        self.leave = {(x, k): 1 << c | (1 << self.lan_of[k] if k in self.lan_of else 0)
+                      for (x, k), c in self.cable_of.items()}
+        self.enter = {(y, k): 1 << c if k in self.lan_of else 0 for (y, k), c in self.cable_of.items()}
         home = {id(node.primary): node.index for node in graph.nodes}
         self.home = [0] * self.n        # node -> bit mask of its home cable (and LAN) by element id
         for k, seg in enumerate(self.segments):
@@ -247,8 +251,14 @@ class _Masks:
                                                   if x != t else [] for x in range(el.n)]
         self.one, self.some, self.every = [-1] * el.n, [-1] * el.n, [-1] * el.n
         self.one[t] = self.some[t] = self.every[t] = 0
+        one, hops = self.one, self.hops
         for x in range(el.n):
-            self._fill(x)
+            if one[x] != -1 or not hops[x]:
+                continue
+            if all(k < 0 or one[y] != -1 or not hops[y] for y, k in hops[x]):
+                self._set(x)                    # no next hop waits: what _fill would do
+            else:
+                self._fill(x)
 
     def _hops(self, table: RouteTable, keys: dict[tuple[int, int], tuple[int, ...]],
               addr: int) -> list[tuple[int, int]]:
@@ -263,10 +273,7 @@ class _Masks:
     def _bits(self, x: int, y: int, k: int) -> int:
         """The elements of one hop x -> y over segment k (y itself unless it is t)."""
         el = self.el
-        bits = 1 << el.cable_of[x, k]
-        if k in el.lan_of:
-            bits |= 1 << el.cable_of[y, k] | 1 << el.lan_of[k]
-        return bits | (1 << y if y != self.t else 0)
+        return el.leave[x, k] | el.enter[y, k] | (1 << y if y != self.t else 0)
 
     def _fill(self, start: int) -> None:
         """Masks of start and of the nodes its branches pass, nearest t first."""
