@@ -30,6 +30,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 IFNAMSIZ = 16
+# The Linux bonding modes a plan may name (networkd's Mode=, NetworkManager's, ip link's)
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad",
+              "balance-tlb", "balance-alb")
 IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 # The same rules as a JSON Schema pattern (for the topology schema and editors).

@@ -11,12 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from ipaddress import IPv6Interface, IPv6Network
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from ..agent.nodeplan import Bfd, NodePlan, Routing
-from ..agent.nodeplan import Interface as InterfacePlan
-from ..agent.nodeplan import Peer as PeerPlan
-from ..agent.nodeplan import Route as RoutePlan
 from ..agent.routes import aggregate
 from ..compiler.metrics import Metrics
 from ..compiler.model import (
@@ -35,6 +31,12 @@ from ..compiler.model import (
 )
 from ..compiler.pipeline import Compiled
 
+if TYPE_CHECKING:
+    from ..agent.nodeplan import Bfd, NodePlan, Routing
+    from ..agent.nodeplan import Interface as InterfacePlan
+    from ..agent.nodeplan import Peer as PeerPlan
+    from ..agent.nodeplan import Route as RoutePlan
+
 PLAN_FORMAT = 3
 
 Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NIC name}
@@ -42,6 +44,16 @@ Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NI
 __all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
            "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "aggregate", "dumps",
            "node_plan", "plan", "prefixes", "segment_plan"]
+# the node plan's types (agent.nodeplan): imported when first asked for, a compile needs none
+_NODE_PLAN_TYPES = {"NodePlan": "NodePlan", "InterfacePlan": "Interface", "PeerPlan": "Peer",
+                    "RoutePlan": "Route"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NODE_PLAN_TYPES:
+        from ..agent import nodeplan
+        return getattr(nodeplan, _NODE_PLAN_TYPES[name])
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 class NextHopPlan(TypedDict):
@@ -209,7 +221,7 @@ def node_plan(node: Node, everyone: Physical | None = None, routes: bool = True,
     if failover is not None:
         cast("dict[str, Any]", out)["failover"] = failover
     if bfd is not None and node.loopback is not None:
-        out["routing"] = cast(Routing, {
+        out["routing"] = cast("Routing", {
             "engine": "frr", **({"loopback": net_text(node.loopback, 32)} if v4 else {}),
             "bfd": bfd, "home": physical.get(node.home.name, node.home.name)})
         if node.loopback6 is not None:
