@@ -1,9 +1,10 @@
 """The plan: the compiled graph as a dict, the contract every later part consumes.
 
 Dumped as JSON or YAML; the dry run lives in ``dryrun.py``, exports for other
-tools in ``export.py`` and drawings in ``drawing.py``. The TypedDicts below are
-its shape, key for key; a node's part is the one the node agent reads
-(``agent/nodeplan.py``, which travels to the nodes without the compiler).
+tools in ``export.py`` and drawings in ``drawing.py``. Its shape, key for key, is
+the TypedDicts of ``planshape.py`` (given here as ``plan.Plan``, ``plan.SegmentPlan``
+...); a node's part is the one the node agent reads (``agent/nodeplan.py``, which
+travels to the nodes without the compiler).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from ipaddress import IPv6Interface, IPv6Network
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.routes import aggregate
-from ..compiler.metrics import Metrics
 from ..compiler.model import (
     UNASSIGNED,
     Graph,
@@ -36,6 +36,18 @@ if TYPE_CHECKING:
     from ..agent.nodeplan import Interface as InterfacePlan
     from ..agent.nodeplan import Peer as PeerPlan
     from ..agent.nodeplan import Route as RoutePlan
+    from .planshape import (
+        FailoverPlan,
+        ManagementPlan,
+        MemberPlan,
+        NextHopPlan,
+        Plan,
+        SegmentPlan,
+        SwitchPlan,
+        TopologyPlan,
+        _Logical,
+        _Prefix,
+    )
 
 PLAN_FORMAT = 3
 
@@ -44,7 +56,8 @@ Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NI
 __all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
            "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "aggregate", "dumps",
            "node_plan", "plan", "prefixes", "segment_plan"]
-# the node plan's types (agent.nodeplan): imported when first asked for, a compile needs none
+# The plan's types, imported when first asked for (a compile needs none): the node
+# plan's from agent.nodeplan, the others from planshape.
 _NODE_PLAN_TYPES = {"NodePlan": "NodePlan", "InterfacePlan": "Interface", "PeerPlan": "Peer",
                     "RoutePlan": "Route"}
 
@@ -53,108 +66,13 @@ def __getattr__(name: str) -> Any:
     if name in _NODE_PLAN_TYPES:
         from ..agent import nodeplan
         return getattr(nodeplan, _NODE_PLAN_TYPES[name])
+    from . import planshape
+    if not name.startswith("__") and name in vars(planshape):
+        return getattr(planshape, name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-class NextHopPlan(TypedDict):
-    via: str
-    dev: str
-
-
-class NeighbourPlan(TypedDict):
-    base_reachable_time_ms: int
-    delay_first_probe_time: int
-    ucast_solicit: int
-    retrans_time_ms: int
-
-
-class FailoverPlan(TypedDict):
-    """A node's failover settings (present when the topology's failover is on)."""
-
-    hash_policy: int                    # net.ipv4.fib_multipath_hash_policy: 0, L3
-    neigh: NeighbourPlan
-
-
 HASH_POLICY = 0     # L3 (source and destination address): one pair keeps to one branch
-
-
-class _Logical(TypedDict, total=False):
-    logical: str
-
-
-class _Address(TypedDict, total=False):
-    address: str                        # IP segments (IPv4)
-    address6: str                       # addressing.ipv6
-
-
-class MemberPlan(_Address):
-    node: str
-    interface: str
-
-
-class _Prefix(TypedDict, total=False):
-    prefix: str | None                  # IP segments (IPv4)
-    prefix6: str                        # addressing.ipv6
-
-
-class _SegmentExtras(_Prefix, total=False):
-    carries: str                        # channel: the IP segment its bonds carry
-    groups: list[int]                   # meta-graph link: the two groups
-    medium: str                         # "shared" (a hub or coax); absent: switched
-    delay_us: float                     # one-way delay per crossing (a tree's: per switch); absent: 0
-
-
-class SegmentPlan(_SegmentExtras):
-    kind: str                           # "lan", "p2p" or "channel"
-    rate_mbit: int
-    mtu: int
-    members: list[MemberPlan]
-
-
-class SwitchPlan(TypedDict):
-    level: int
-    parent: str | None
-    uplink_mbit: int | None
-    children: list[str]
-    nodes: list[str]
-
-
-class FormatPlan(TypedDict):
-    plan_format: int
-
-
-class TopologyPlan(TypedDict):
-    name: str
-    family: str
-    source: str | None
-
-
-class ManagementPlan(TypedDict):
-    interface: str
-
-
-class _Healed(TypedDict, total=False):
-    down: list[str]                     # compiled with nodes down: their names
-    partition: list[list[str]]          # live pairs that cannot reach each other
-    components: list[list[str]]         # with a partition: the live nodes by component
-
-
-class LatencyPlan(TypedDict):
-    forward_us: dict[str, float]        # forwarding node -> one-way delay it adds (absent: 0)
-
-
-class _Switches(_Healed, total=False):
-    switches: dict[str, SwitchPlan]     # tree
-    latency: LatencyPlan                # the topology has `latency`: what the labs emulate
-
-
-class Plan(_Switches):
-    beonet: FormatPlan
-    topology: TopologyPlan
-    management: ManagementPlan
-    nodes: dict[str, NodePlan]
-    segments: dict[str, SegmentPlan]
-    metrics: Metrics
 
 
 def _iface(iface: Interface, physical: dict[str, str], everyone: Physical,
