@@ -22,10 +22,16 @@ attachments at once). For each element, unordered pairs of live nodes:
 from __future__ import annotations
 
 from collections import Counter
-from typing import TypedDict
+from typing import TYPE_CHECKING
 
 from .model import ON_LINK, Graph, Hop, RouteTable
 from .prove import Proof
+from .records import shape_types
+
+if TYPE_CHECKING:
+    from .metricshape import Failures, KindFigures, Static
+
+__getattr__ = shape_types(__name__, "beonet.compiler.metricshape")
 
 # Steps (a few microseconds each) the static figures of cables and LANs may take in a
 # compile: a table lookup for each node towards each destination, and each hop of each
@@ -37,35 +43,6 @@ from .prove import Proof
 # than its whole compile); the masks of every pair are held at once (n^2 x 3 integers of
 # n + cables + LANs bits: at 1,000 nodes several GB).
 STATIC_STEPS = 60_000
-
-
-class Worst(TypedDict):
-    name: str
-    pairs: int
-
-
-class KindFigures(TypedDict):
-    """One kind of element: how many, the worst, and elements by pairs cut."""
-
-    elements: int
-    cutting: int                        # elements that cut at least one pair
-    worst: Worst | None                 # None: no element of the kind
-    histogram: dict[str, int]           # pairs cut -> elements
-
-
-class Static(TypedDict, total=False):
-    computed: bool                      # cables and LANs walked
-    reason: str                         # not computed: why
-    node: KindFigures                   # resilience's single_path (when it was computed)
-    cable: KindFigures
-    lan: KindFigures
-    failover: dict[str, KindFigures]    # failover routes: every branch of one direction crosses it
-    disrupted: dict[str, KindFigures]   # failover routes: some branch crosses it
-
-
-class Failures(TypedDict):
-    routed: dict[str, KindFigures]      # "node", "cable", "lan"
-    static: Static
 
 
 class Elements:

@@ -30,6 +30,7 @@ from ..compiler.model import (
     parse_net,
 )
 from ..compiler.pipeline import Compiled
+from ..compiler.records import shape_types
 
 if TYPE_CHECKING:
     from ..agent.nodeplan import Bfd, NodePlan, Routing
@@ -56,20 +57,8 @@ Physical = dict[str, dict[str, str]]    # node -> {logical NIC name: physical NI
 __all__ = ["PLAN_FORMAT", "InterfacePlan", "ManagementPlan", "MemberPlan", "NodePlan", "PeerPlan",
            "Plan", "RoutePlan", "SegmentPlan", "SwitchPlan", "TopologyPlan", "aggregate", "dumps",
            "node_plan", "plan", "prefixes", "segment_plan"]
-# The plan's types, imported when first asked for (a compile needs none): the node
-# plan's from agent.nodeplan, the others from planshape.
-_NODE_PLAN_TYPES = {"NodePlan": "NodePlan", "InterfacePlan": "Interface", "PeerPlan": "Peer",
-                    "RoutePlan": "Route"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NODE_PLAN_TYPES:
-        from ..agent import nodeplan
-        return getattr(nodeplan, _NODE_PLAN_TYPES[name])
-    from . import planshape
-    if not name.startswith("__") and name in vars(planshape):
-        return getattr(planshape, name)
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+# The plan's types (planshape, with the node plan's): imported when first asked for
+__getattr__ = shape_types(__name__, "beonet.outputs.planshape")
 
 
 HASH_POLICY = 0     # L3 (source and destination address): one pair keeps to one branch

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from ..agent.nodeplan import Interface as InterfacePlan
 from ..agent.nodeplan import NodePlan
-from ..compiler.metrics import Metrics
+from ..agent.nodeplan import Peer as PeerPlan
+from ..agent.nodeplan import Route as RoutePlan
+from ..compiler.metricshape import Metrics
+
+__all__ = ["InterfacePlan", "Metrics", "NodePlan", "PeerPlan", "RoutePlan"]
 
 
 class NextHopPlan(TypedDict):
