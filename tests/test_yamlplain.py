@@ -77,5 +77,6 @@ def test_hostile_or_unusual_documents_go_to_pyyaml():
                  "a:\n\tb: 1\n", "a: 'x\n  y'\n", "a: x\x00\n", "a: \x85\n", "a: 1\r\nb: 2\r\n",
                  "on: 1\n", "a: yes\n", "a: ~\n", "a: 0777\n", "a: 1e3\n", "a: .inf\n", "a: &x 1\nb: *x\n",
                  "a: !!str 1\n", "<<: {a: 1}\n", "a: [1, 2]\n", "a:\n- 1\n", "a: |\n  text\n",
+                 "a: 1%s\n" % ("0" * 5000), "a: 1%s.5\n" % ("0" * 400),
                  "".join("%sk:\n" % ("  " * d) for d in range(60))]:
         assert yamlplain.read(text) is None, repr(text)

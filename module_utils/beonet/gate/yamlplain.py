@@ -29,8 +29,8 @@ Lines = dict[str, int]
 
 _ODD = re.compile(r"[^\n -~]")                      # a tab, a control or non-ASCII character
 _KEY_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_FRACTION = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")      # longer: int() may refuse it
+_FRACTION = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\.[0-9]{1,17}")   # longer: may be inf
 # plain text: a letter first, then no character YAML gives a meaning to in a plain scalar
 _TEXT = re.compile(r"[A-Za-z][A-Za-z0-9 _./()=,+@%-]*")
 _QUOTED = re.compile(r"'([ -&(-~]*)'|\"([ !#-\[\]-~]*)\"")
