@@ -274,10 +274,16 @@ class _Masks:
             self._set(x)
 
     def _set(self, x: int) -> None:
-        ways = [(self._bits(x, y, k), y) for y, k in self.hops[x] if k >= 0 and self.one[y] != -1]
-        y, k = self.hops[x][0]
+        hops = self.hops[x]
+        y, k = hops[0]
         if k < 0 or self.one[y] == -1:
             return                              # the preferred branch has no way: cut
+        if len(hops) == 1:                      # one next hop: its masks and the hop's
+            bits = self._bits(x, y, k)
+            self.one[x], self.some[x], self.every[x] = (bits | self.one[y], bits | self.some[y],
+                                                        bits | self.every[y])
+            return
+        ways = [(self._bits(x, y, k), y) for y, k in hops if k >= 0 and self.one[y] != -1]
         self.one[x] = ways[0][0] | self.one[y]
         some, every = 0, -1
         for bits, y in ways:
@@ -328,19 +334,19 @@ def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], 
     towards = [_Masks(el, proof, keys, node.address, node.index) for node in graph.nodes]
     size = el.n + el.cables + el.lans
     c_one, c_every, c_some = _BitCounts(), _BitCounts(), _BitCounts()
+    ones, somes, everys = ([getattr(m, f) for m in towards] for f in ("one", "some", "every"))
     for t in range(el.n):
-        to_t = towards[t]
+        one_t, some_t, every_t = ones[t], somes[t], everys[t]
         for s in range(t):
-            to_s = towards[s]
-            if to_t.one[s] == -1 or to_s.one[t] == -1:
+            if one_t[s] == -1 or ones[s][t] == -1:
                 continue
             home = el.home[s] | el.home[t]
             # a pair counts for each element of its masks, every within one within some
-            some = to_t.some[s] | to_s.some[t] | home
-            one = (to_t.one[s] | to_s.one[t] | home) & some
+            some = some_t[s] | somes[s][t] | home
+            one = (one_t[s] | ones[s][t] | home) & some
             c_some.add(some)
             c_one.add(one)
-            c_every.add((to_t.every[s] | to_s.every[t] | home) & one)
+            c_every.add((every_t[s] | everys[s][t] | home) & one)
     return c_one.counts(size), c_every.counts(size), c_some.counts(size)
 
 
