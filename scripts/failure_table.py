@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 from beonet.compiler import pipeline  # noqa: E402
-from beonet.compiler.failures import KindFigures  # noqa: E402
+from beonet.compiler.metricshape import KindFigures  # noqa: E402
 
 KINDS: tuple[tuple[Literal["node", "cable", "lan"], str], ...] = (
     ("node", "node"), ("cable", "cable"), ("lan", "LAN"))

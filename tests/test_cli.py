@@ -542,3 +542,28 @@ def test_a_line_naming_its_command_first_builds_that_command_only(capsys):
     with pytest.raises(SystemExit):
         cli.main(["-h", "paths"])             # beonet's own help: every command listed
     assert "bonded-figure" in capsys.readouterr().out
+
+
+# --- a line of positional arguments alone, read without argparse ---------------
+
+@pytest.mark.parametrize("values", [["t.yml"], ["a b.yml"], [""], ["t.yml", "u.yml"], [],
+                                    ["=x"], ["ü.yml"], ["t.yml", "u", "v"]])
+def test_a_plain_line_reads_as_argparse_reads_it(values):
+    from beonet.cli import plain
+    assert plain.SUPPRESS == argparse.SUPPRESS
+    read = []
+    for name in cli.COMMANDS:
+        argv = [name, *values]
+        fast = cli._plain(argv)
+        if fast is not None:
+            read.append(name)
+            assert vars(fast) == vars(cli.parser([name], only=True).parse_args(argv)), argv
+    assert read == {0: ["schema"], 1: ["compile", "routes", "metrics", "graph", "benchmark-report"],
+                    2: ["diff"]}.get(len(values), []), values
+
+
+@pytest.mark.parametrize("argv", [["compile", "t.yml", "--paths"], ["compile", "-"],
+                                  ["compile", "t.yml", "-o", "x"], ["-h", "compile"],
+                                  ["paths", "t.yml"], ["build", "t.yml"], ["lab", "up"], []])
+def test_a_line_with_options_or_required_ones_is_argparses(argv):
+    assert cli._plain(argv) is None

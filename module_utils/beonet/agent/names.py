@@ -25,12 +25,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import string
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 IFNAMSIZ = 16
-IFNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-+@")
+# The Linux bonding modes a plan may name (networkd's Mode=, NetworkManager's, ip link's)
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad",
+              "balance-tlb", "balance-alb")
+# letters and digits spelled out: the string module compiles a pattern when it is imported
+IFNAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-+@")
 NODE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 # The same rules as a JSON Schema pattern (for the topology schema and editors).
 # The end of the text as a pattern, in JSON Schema's ECMA-262 and in Python's re alike

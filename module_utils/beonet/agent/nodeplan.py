@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from .names import (
+    BOND_MODES,
     control_characters,
     control_characters_in,
     ifname_problem,
@@ -136,8 +137,6 @@ def plan_format_problem(node: str, plan_format: int) -> str | None:
 
 # --- the node module's first wall: a plan is checked before anything is built from it
 
-BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad",
-              "balance-tlb", "balance-alb")
 _MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
 
 

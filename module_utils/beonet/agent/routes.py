@@ -17,10 +17,10 @@ import ipaddress
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .nodeplan import Route
-
 if TYPE_CHECKING:
     from typing import TypeAlias
+
+    from .nodeplan import Route
 
     # strings: the agent runs on Python 3.8, where `str | None` is no expression
     Hops: TypeAlias = "tuple[tuple[str | None, str | None], ...]"

@@ -7,15 +7,18 @@ what it runs; parser() builds every command's options (help, tests)."""
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import os
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
 
 from .. import __version__
 from .common import EXIT_INPUT, Failed, UsageError
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["COMMANDS", "UsageError", "main", "parser", "run"]
 
@@ -66,6 +69,7 @@ def parser(commands: Iterable[str] | None = None, only: bool = False) -> argpars
     """The whole parser; with commands, the options of those commands only (the
     others are listed with their help, as `beonet -h` shows them; with only, not
     at all: for a line that names its command first, whose help is the command's)."""
+    import argparse
     wanted = set(COMMANDS if commands is None else commands)
     p = argparse.ArgumentParser(prog="beonet", description="Compile a cluster network "
                                 "topology into per-node plans, dry runs and exports.")
@@ -85,6 +89,17 @@ def parser(commands: Iterable[str] | None = None, only: bool = False) -> argpars
 def _command(argv: list[str]) -> str | None:
     """The command named on the line (beonet's own options take no value)."""
     return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _plain(argv: list[str]) -> argparse.Namespace | None:
+    """The namespace of a line that is a command and its positional arguments alone,
+    read without argparse (plain.py); None for any other line."""
+    if not argv or argv[0] not in COMMANDS or any(a.startswith("-") for a in argv[1:]):
+        return None
+    from . import plain
+    recorder = plain.Recorder()
+    importlib.import_module("." + COMMANDS[argv[0]][0], __name__).populate(argv[0], recorder)
+    return cast("argparse.Namespace | None", plain.namespace(argv[0], recorder, argv[1:]))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -128,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     # third of the time of a large build) for nothing a short-lived command needs.
     gc.disable()
     argv = sys.argv[1:] if argv is None else argv
-    name = _command(argv)
-    first = name in COMMANDS and argv[0] == name       # not `beonet -h compile`
-    args = parser([name] if name in COMMANDS else [], only=first).parse_args(argv)
+    args = _plain(argv)
+    if args is None:
+        name = _command(argv)
+        first = name in COMMANDS and argv[0] == name       # not `beonet -h compile`
+        args = parser([name] if name in COMMANDS else [], only=first).parse_args(argv)
     from .safety import refused_arguments
     refused = refused_arguments(args)
     if refused:

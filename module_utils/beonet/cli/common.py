@@ -4,19 +4,20 @@ command pays only for what it runs."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..compiler.model import Graph
     from ..compiler.pipeline import Compiled
     from ..outputs.plan import Physical
 
 EXIT_INPUT = 2
 Plan = dict[str, Any]
-Command = Callable[[argparse.Namespace], "int | None"]
+Command = Callable[["argparse.Namespace"], "int | None"]
 OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
 DOWN_HELP = ("compile for the live nodes only: these nodes are dead (comma-separated). "
              "Addresses stay as in the full plan; routes avoid the dead nodes; live nodes "
@@ -50,6 +51,8 @@ def options(s: argparse.ArgumentParser, func: Command, topology: bool = True, in
 def count(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse type: a whole number from lo to hi."""
     def parse(text: str) -> int:
+        import argparse
+
         from ..agent.names import shown
         try:
             value = int(text)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import Plan, UsageError, compile_plan, compiled, count, every_pair, options, write
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def cmd_compile(args: argparse.Namespace) -> None:

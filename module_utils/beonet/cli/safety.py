@@ -3,8 +3,11 @@ bytes, an output that is one of the command's inputs or lies in a folder it read
 
 from __future__ import annotations
 
-import argparse
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 # The arguments that name files or folders a command reads (the results folders
 # among them: nothing is written inside those), and those it writes.

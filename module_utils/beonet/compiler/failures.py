@@ -22,10 +22,16 @@ attachments at once). For each element, unordered pairs of live nodes:
 from __future__ import annotations
 
 from collections import Counter
-from typing import TypedDict
+from typing import TYPE_CHECKING
 
 from .model import ON_LINK, Graph, Hop, RouteTable
 from .prove import Proof
+from .records import shape_types
+
+if TYPE_CHECKING:
+    from .metricshape import Failures, KindFigures, Static
+
+__getattr__ = shape_types(__name__, "beonet.compiler.metricshape")
 
 # Steps (a few microseconds each) the static figures of cables and LANs may take in a
 # compile: a table lookup for each node towards each destination, and each hop of each
@@ -37,35 +43,6 @@ from .prove import Proof
 # than its whole compile); the masks of every pair are held at once (n^2 x 3 integers of
 # n + cables + LANs bits: at 1,000 nodes several GB).
 STATIC_STEPS = 60_000
-
-
-class Worst(TypedDict):
-    name: str
-    pairs: int
-
-
-class KindFigures(TypedDict):
-    """One kind of element: how many, the worst, and elements by pairs cut."""
-
-    elements: int
-    cutting: int                        # elements that cut at least one pair
-    worst: Worst | None                 # None: no element of the kind
-    histogram: dict[str, int]           # pairs cut -> elements
-
-
-class Static(TypedDict, total=False):
-    computed: bool                      # cables and LANs walked
-    reason: str                         # not computed: why
-    node: KindFigures                   # resilience's single_path (when it was computed)
-    cable: KindFigures
-    lan: KindFigures
-    failover: dict[str, KindFigures]    # failover routes: every branch of one direction crosses it
-    disrupted: dict[str, KindFigures]   # failover routes: some branch crosses it
-
-
-class Failures(TypedDict):
-    routed: dict[str, KindFigures]      # "node", "cable", "lan"
-    static: Static
 
 
 class Elements:
@@ -99,6 +76,10 @@ class Elements:
         self.lans = len(lans)
         self.lan_of = {k: self.n + self.cables + i for i, k in enumerate(self.lan_of)}
         self.names += cables + lans
+        # one hop x -> y over segment k crosses leave[x, k] | enter[y, k] (and y itself)
+        self.leave = {(x, k): 1 << c | (1 << self.lan_of[k] if k in self.lan_of else 0)
+                      for (x, k), c in self.cable_of.items()}
+        self.enter = {(y, k): 1 << c if k in self.lan_of else 0 for (y, k), c in self.cable_of.items()}
         home = {id(node.primary): node.index for node in graph.nodes}
         self.home = [0] * self.n        # node -> bit mask of its home cable (and LAN) by element id
         for k, seg in enumerate(self.segments):
@@ -247,8 +228,14 @@ class _Masks:
                                                   if x != t else [] for x in range(el.n)]
         self.one, self.some, self.every = [-1] * el.n, [-1] * el.n, [-1] * el.n
         self.one[t] = self.some[t] = self.every[t] = 0
+        one, hops = self.one, self.hops
         for x in range(el.n):
-            self._fill(x)
+            if one[x] != -1 or not hops[x]:
+                continue
+            if all(k < 0 or one[y] != -1 or not hops[y] for y, k in hops[x]):
+                self._set(x)                    # no next hop waits: what _fill would do
+            else:
+                self._fill(x)
 
     def _hops(self, table: RouteTable, keys: dict[tuple[int, int], tuple[int, ...]],
               addr: int) -> list[tuple[int, int]]:
@@ -263,10 +250,7 @@ class _Masks:
     def _bits(self, x: int, y: int, k: int) -> int:
         """The elements of one hop x -> y over segment k (y itself unless it is t)."""
         el = self.el
-        bits = 1 << el.cable_of[x, k]
-        if k in el.lan_of:
-            bits |= 1 << el.cable_of[y, k] | 1 << el.lan_of[k]
-        return bits | (1 << y if y != self.t else 0)
+        return el.leave[x, k] | el.enter[y, k] | (1 << y if y != self.t else 0)
 
     def _fill(self, start: int) -> None:
         """Masks of start and of the nodes its branches pass, nearest t first."""
@@ -290,10 +274,16 @@ class _Masks:
             self._set(x)
 
     def _set(self, x: int) -> None:
-        ways = [(self._bits(x, y, k), y) for y, k in self.hops[x] if k >= 0 and self.one[y] != -1]
-        y, k = self.hops[x][0]
+        hops = self.hops[x]
+        y, k = hops[0]
         if k < 0 or self.one[y] == -1:
             return                              # the preferred branch has no way: cut
+        if len(hops) == 1:                      # one next hop: its masks and the hop's
+            bits = self._bits(x, y, k)
+            self.one[x], self.some[x], self.every[x] = (bits | self.one[y], bits | self.some[y],
+                                                        bits | self.every[y])
+            return
+        ways = [(self._bits(x, y, k), y) for y, k in hops if k >= 0 and self.one[y] != -1]
         self.one[x] = ways[0][0] | self.one[y]
         some, every = 0, -1
         for bits, y in ways:
@@ -344,19 +334,19 @@ def static_counts(graph: Graph, proof: Proof, el: Elements) -> tuple[list[int], 
     towards = [_Masks(el, proof, keys, node.address, node.index) for node in graph.nodes]
     size = el.n + el.cables + el.lans
     c_one, c_every, c_some = _BitCounts(), _BitCounts(), _BitCounts()
+    ones, somes, everys = ([getattr(m, f) for m in towards] for f in ("one", "some", "every"))
     for t in range(el.n):
-        to_t = towards[t]
+        one_t, some_t, every_t = ones[t], somes[t], everys[t]
         for s in range(t):
-            to_s = towards[s]
-            if to_t.one[s] == -1 or to_s.one[t] == -1:
+            if one_t[s] == -1 or ones[s][t] == -1:
                 continue
             home = el.home[s] | el.home[t]
             # a pair counts for each element of its masks, every within one within some
-            some = to_t.some[s] | to_s.some[t] | home
-            one = (to_t.one[s] | to_s.one[t] | home) & some
+            some = some_t[s] | somes[s][t] | home
+            one = (one_t[s] | ones[s][t] | home) & some
             c_some.add(some)
             c_one.add(one)
-            c_every.add((to_t.every[s] | to_s.every[t] | home) & one)
+            c_every.add((every_t[s] | everys[s][t] | home) & one)
     return c_one.counts(size), c_every.counts(size), c_some.counts(size)
 
 

@@ -14,11 +14,17 @@ over the end points' own latency that the SC98 rules predict (UDP round trip
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from .errors import Problems
 from .model import Graph, Latency, Node, Segment, Switch
 from .prove import Proof, Walker
+from .records import shape_types
+
+if TYPE_CHECKING:
+    from .metricshape import LatencyMetrics, PathClass
+
+__getattr__ = shape_types(__name__, "beonet.compiler.metricshape")
 
 # SC98 Table 1, one way: half the round trips of the per-hop model fitted to
 # the table (benchmarks.planner.fit_model: UDP 19.8 us per switch, 61.8 us per
@@ -29,22 +35,6 @@ MODELS: dict[str, dict[str, float]] = {
 }
 
 LATENCY_UP_TO = 512         # path classes are walked pair by pair up to this many nodes
-
-
-class PathClass(TypedDict):
-    pairs: int
-    one_way_us: float               # the smallest over the class's pairs
-    one_way_max_us: float           # the largest (per-link delays can differ)
-    switches: int
-    routers: int
-
-
-class LatencyMetrics(TypedDict, total=False):
-    model: str | None
-    switch_us: float
-    wire_us: float
-    forward_us: float
-    classes: dict[str, PathClass]   # absent above LATENCY_UP_TO nodes
 
 
 def settings(data: dict[str, Any]) -> Latency:

@@ -23,7 +23,7 @@ from ..gate.validate import (
     strict_validator,
     surely_valid,
 )
-from ..gate.yamltext import MAX_BYTES, Lines, parse_yaml
+from ..gate.yamlplain import MAX_BYTES, Lines, parse_yaml
 from . import family
 from .errors import Problems
 from .schema import SCHEMA

@@ -19,14 +19,20 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter, itemgetter
-from typing import NamedTuple, TypedDict, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from . import failures as failures_
 from . import family, latency
 from .model import ON_LINK, Graph, Hop, RouteTable, Switch
 from .partition import Link, balance, crossing, search
 from .prove import Proof, Signature, class_entries, destination_classes, host_route_holders, upstream
+from .records import shape_types
 from .schema import MAX_NODES
+
+if TYPE_CHECKING:
+    from .metricshape import Bisection, LevelLoad, Metrics, Resilience, _Cut
+
+__getattr__ = shape_types(__name__, "beonet.compiler.metricshape")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -38,95 +44,6 @@ EXHAUSTIVE_UP_TO = 16
 # Gain evaluations (about 7 microseconds each) the bisection's local search may take in a
 # compile: every start up to some hundreds of nodes, a pass or two of the largest (0.3 s).
 BISECTION_EVALUATIONS = 40_000
-
-
-class _FamilyBisection(TypedDict, total=False):
-    paper_closed_form: float            # meta-graph: (C/4)(L/(L-1)), whole groups on each side
-    structure_aligned_mbit: int         # above EXHAUSTIVE_UP_TO: the least structure-aligned cut
-    search: CutSearch                   # above EXHAUSTIVE_UP_TO: the local search's cut
-    uplink_per_node_mbit: float         # tree
-    oversubscription: float             # tree: the worst level's
-
-
-class LevelLoad(TypedDict):
-    """Oversubscription of the uplinks from one level of a tree to the level above."""
-
-    level: int
-    switches: int
-    nodes_below: int
-    offered_mbit: int
-    uplink_mbit: int
-    ratio: float
-
-
-class CutSearch(TypedDict):
-    """What the local search for the worst bisection found and spent."""
-
-    crossing_mbit: int
-    method: str
-    starts: int
-    passes: int
-    evaluations: int                    # gain evaluations (BISECTION_EVALUATIONS at most, about)
-    budget_spent: bool                  # stopped by the budget, not by a pass that gained nothing
-
-
-class _Cut(TypedDict, total=False):
-    crossing_mbit: int
-    method: str
-    structure_aligned_mbit: int
-    search: CutSearch
-
-
-class Bisection(_FamilyBisection):
-    crossing_mbit: int
-    per_node_mbit: float
-    link_mbit: int
-    fraction_of_link: float
-    method: str
-
-
-class RoutesPerNode(TypedDict):
-    max: int
-    mean: float
-    total: int
-
-
-class GatewayLoad(TypedDict):
-    max: int
-    mean: float
-
-
-class MetagraphMetrics(TypedDict):
-    links_per_group_pair: float
-    uneven_pairs: list[str]
-    unused_ports: list[str]
-    weights: dict[str, int]
-
-
-class _FamilyMetrics(TypedDict, total=False):
-    metagraph: MetagraphMetrics
-    oversubscription: list[LevelLoad]   # tree: per level, from the root down
-    notes: list[str]                    # what the compiler chose not to do, and why
-    latency: latency.LatencyMetrics     # the topology has `latency`: pairs by path class
-
-
-class _Metrics(_FamilyMetrics, total=False):
-    failures: failures_.Failures        # filled in after resilience, whose single_path it takes
-
-
-class Metrics(_Metrics):
-    nodes: int
-    segments: int
-    links: int
-    channels: int
-    pairs: int
-    diameter: int
-    hops: dict[str, int]                        # hop count -> ordered pairs
-    routes_per_node: RoutesPerNode
-    forwarding_nodes: int
-    gateway_load: GatewayLoad
-    bisection: Bisection
-    resilience: Resilience
 
 
 def _links(graph: Graph) -> list[Link]:
@@ -260,7 +177,7 @@ def bisection(graph: Graph, budget: int = BISECTION_EVALUATIONS) -> Bisection:
         out["structure_aligned_mbit"] = found["structure_aligned_mbit"]
         out["search"] = found["search"]
     if fam.bisection_extras is not None:
-        out.update(cast(Bisection, fam.bisection_extras(graph)))
+        out.update(cast("Bisection", fam.bisection_extras(graph)))
     return out
 
 
@@ -278,19 +195,6 @@ RESILIENCE_STEPS = 1_000_000
 # Host routes per pair of nodes above which every pair is walked (_pairwise): corrections
 # would cost more (failover host routes on clusters of up to route.HOST_FAILOVER_MAX nodes).
 PAIRWISE_HOST_ROUTES = 0.5
-
-
-class Resilience(TypedDict, total=False):
-    """How many unordered pairs of other nodes each node's death cuts (s -> t or t -> s)."""
-
-    computed: bool
-    reason: str                         # not computed: why
-    single_path: dict[str, int]         # node -> pairs cut over the preferred branch alone
-    failover: dict[str, int]            # node -> pairs cut whichever branch a flow takes
-    failover_at_risk: dict[str, int]    # node -> pairs cut on some branch (the flow hash decides)
-    max: dict[str, int]                 # {"single_path": .., "failover": .., "failover_at_risk": ..}
-    mean: dict[str, float]
-    ipv6: str                           # with IPv6 and failover routes: what the counts mean for it
 
 
 class _Towards(NamedTuple):
@@ -965,7 +869,7 @@ def metrics(graph: Graph, proof: Proof, effort: Effort | None = None) -> Metrics
     out["failures"] = failures_.failures(graph, proof, single, effort.resilience)
     extras = family.of(graph.family).metrics_extras
     if extras is not None:
-        out.update(cast(Metrics, extras(graph)))
+        out.update(cast("Metrics", extras(graph)))
     if graph.latency is not None:
         out["latency"] = latency.metrics(graph, proof)
     if graph.notes:

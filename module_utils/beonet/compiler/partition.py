@@ -43,45 +43,47 @@ def crossing(side: list[int], links: list[Link]) -> int:
     return total
 
 
+def _steps(kind: str, rate: int, size: int) -> list[tuple[int, int]]:
+    """For each count a of a segment's members on side 1 (0 to size): the change in its
+    crossing if one of its members on side 0, or on side 1, moved to the other side."""
+    at = [cost(kind, rate, size - a, a) for a in range(size + 1)]
+    return [((at[a + 1] - at[a]) if a < size else 0, (at[a - 1] - at[a]) if a else 0)
+            for a in range(size + 1)]
+
+
 class _State:
-    """A cut being changed: each segment's members per side and marginal costs, each
+    """A cut being changed: each segment's members on side 1 and marginal costs, each
     node's segments."""
 
     def __init__(self, side: list[int], links: list[Link]) -> None:
         self.side, self.links, self.ones = side, links, sum(side)
         self.member_of: list[list[int]] = [[] for _node in side]
-        self.count: list[list[int]] = []
-        self.margin: list[tuple[int, int]] = []
+        self.steps = [_steps(kind, rate, len(members)) for kind, rate, members in links]
+        self.count: list[int] = []                      # segment -> its members on side 1
+        self.margin: list[tuple[int, int]] = []          # segment -> its steps at its count
         for k, (_kind, _rate, members) in enumerate(links):
             a = sum(side[m] for m in members)
-            self.count.append([len(members) - a, a])
-            self.margin.append(self._marginals(k))
+            self.count.append(a)
+            self.margin.append(self.steps[k][a])
             for m in members:
                 self.member_of[m].append(k)
         self.evaluations = 0
-
-    def _marginals(self, k: int) -> tuple[int, int]:
-        """The change in segment k's crossing if one of its members on side 0, or on
-        side 1, moved to the other side."""
-        kind, rate, _members = self.links[k]
-        c0, c1 = self.count[k]
-        now = cost(kind, rate, c0, c1)
-        return cost(kind, rate, c0 - 1, c1 + 1) - now, cost(kind, rate, c0 + 1, c1 - 1) - now
 
     def delta(self, i: int) -> int:
         """The change in crossing if node i moved to the other side."""
         self.evaluations += 1
         s, margin = self.side[i], self.margin
-        return sum(margin[k][s] for k in self.member_of[i])
+        return sum([margin[k][s] for k in self.member_of[i]])
 
     def move(self, i: int) -> None:
         s = self.side[i]
+        by = 1 if s == 0 else -1
+        count, margin, steps = self.count, self.margin, self.steps
         for k in self.member_of[i]:
-            self.count[k][s] -= 1
-            self.count[k][1 - s] += 1
-            self.margin[k] = self._marginals(k)
+            count[k] += by
+            margin[k] = steps[k][count[k]]
         self.side[i] = 1 - s
-        self.ones += 1 if s == 0 else -1
+        self.ones += by
 
     def imbalance(self) -> int:
         return 2 * self.ones - len(self.side)     # 2 x (side 1) - n; |.| <= 1 balanced

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import address, heal, latency, load, normalise, prove, route
 from . import metrics as metrics_stage
 from .errors import CompileError, Problems
-from .metrics import Metrics
 from .model import Graph
 from .prove import PathHop, Proof
+
+if TYPE_CHECKING:
+    from .metricshape import Metrics
 
 T = TypeVar("T")
 

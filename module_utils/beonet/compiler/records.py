@@ -1,9 +1,12 @@
 """What the compiler's plain classes with __slots__ share (they are not dataclasses:
 a dataclass costs a compile's start-up some tenths of a millisecond to build, and
-importing the dataclasses module several milliseconds)."""
+importing the dataclasses module several milliseconds), and the lazy names of the
+TypedDicts that describe its outputs (each costs some tenths of a millisecond too)."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -22,3 +25,15 @@ def replaced(record: T, changes: dict[str, Any]) -> T:
     for name in fields:
         object.__setattr__(new, name, changes.get(name, getattr(record, name)))
     return new
+
+
+def shape_types(module: str, shape: str) -> Callable[[str], Any]:
+    """A module's __getattr__ giving the names of the module ``shape`` (its TypedDicts,
+    imported when first asked for: a compile needs none), as if module defined them."""
+    def __getattr__(name: str) -> Any:
+        if not name.startswith("__"):
+            names = vars(importlib.import_module(shape))
+            if name in names:
+                return names[name]
+        raise AttributeError("module %r has no attribute %r" % (module, name))
+    return __getattr__

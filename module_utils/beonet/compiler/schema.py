@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..agent import nodeplan
+from ..agent import names
 from ..agent.names import END, IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
 from . import family
 
@@ -26,7 +26,7 @@ MAX_NICS = 16
 MAX_HOST_NUMBER = 2 ** 24 - 2  # the last host of a /8
 MAX_TREE_LEVELS = 6
 
-BOND_MODES = list(nodeplan.BOND_MODES)
+BOND_MODES = list(names.BOND_MODES)
 MEDIA = ["switched", "shared"]
 LATENCY_MODELS = ["sc98"]
 LATENCY_HELP = ("per-hop delay: the latency model in the metrics (pairs by path class), and "

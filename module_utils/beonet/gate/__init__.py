@@ -9,7 +9,9 @@ naming the file, the line where known and the key path.
 
 YAML (topologies, inventories) is composed by :mod:`.yamltext`, within the same
 kind of bounds (size, nesting, aliases and merge keys, duplicate keys, NaN), each
-key path with its line; data is checked against a JSON Schema by :mod:`.validate`
+key path with its line (a topology of nested mappings of plain words and numbers
+is read by :mod:`.yamlplain` without importing PyYAML, to the same data and lines);
+data is checked against a JSON Schema by :mod:`.validate`
 (integers are integers, patterns match the whole text; valid data is found valid
 by :mod:`.fastcheck` without importing jsonschema) and every error is turned into a
 key path and a message. What a node sends back passes :mod:`.node`.

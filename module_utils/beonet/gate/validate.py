@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from .fastcheck import Formats, Unsure, anchored, fits
-from .yamltext import YAML_IMPORT_ERROR, PathPart, join_path
+from .yamlplain import PathPart, join_path
 
 
 @functools.cache
@@ -28,23 +28,36 @@ def _jsonschema() -> ModuleType | ImportError:
     return jsonschema
 
 
-def _jsonschema_missing() -> ImportError | None:
-    """Why jsonschema cannot be imported, or None; found without importing it."""
-    if sys.modules.get("jsonschema") is not None:
-        return None
+def _found(name: str) -> bool:
+    """Whether the package can be imported, found without importing it."""
+    if sys.modules.get(name) is not None:
+        return True
     try:
-        if importlib.util.find_spec("jsonschema") is not None:
-            return None
+        return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
-        pass
+        return False
+
+
+def _jsonschema_missing() -> ImportError | None:
+    """Why jsonschema cannot be imported, or None."""
+    if _found("jsonschema"):
+        return None
     found = _jsonschema()
     return found if isinstance(found, ImportError) else None
+
+
+def _yaml_missing() -> ImportError | None:
+    """Why PyYAML cannot be imported, or None (yamltext imports it, when it is not found)."""
+    if _found("yaml"):
+        return None
+    from .yamltext import YAML_IMPORT_ERROR
+    return YAML_IMPORT_ERROR
 
 
 def missing_libraries() -> str | None:
     """None when loading can work here, else which of PyYAML and jsonschema are missing and why."""
     missing = ["%s (%s)" % (name, error) for name, error in
-               (("PyYAML", YAML_IMPORT_ERROR), ("jsonschema", _jsonschema_missing())) if error]
+               (("PyYAML", _yaml_missing()), ("jsonschema", _jsonschema_missing())) if error]
     return ", ".join(missing) or None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 try:
     import yaml
@@ -23,9 +23,11 @@ else:
     YAML_IMPORT_ERROR = None
 
 from ..compiler.errors import Problems
+from .yamlplain import MAX_BYTES, MAX_DEPTH, Lines, PathPart, join_path
 
-MAX_BYTES = 1024 * 1024
-MAX_DEPTH = 50
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "YAML_IMPORT_ERROR", "Lines", "PathPart", "bounds_problems",
+           "flow_depth", "join_path", "parse_yaml"]
+
 MAX_ALIAS_NODES = 100_000
 TOO_DEEP = "YAML nesting deeper than %d levels" % MAX_DEPTH
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -35,19 +37,11 @@ if TYPE_CHECKING:
 else:
     _SafeLoader = object if YAML_IMPORT_ERROR else yaml.SafeLoader
 
-PathPart: TypeAlias = "str | int"
-Lines = dict[str, int]
 
 
 def _require_yaml() -> None:
     if YAML_IMPORT_ERROR is not None:
         raise ImportError("reading YAML needs the Python package PyYAML: %s" % YAML_IMPORT_ERROR)
-
-
-def join_path(path: str, key: PathPart) -> str:
-    if isinstance(key, int):
-        return "%s[%d]" % (path, key)
-    return "%s.%s" % (path, key) if path else str(key)
 
 
 class _Refused(Exception):

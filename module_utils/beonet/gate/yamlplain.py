@@ -1,0 +1,138 @@
+"""The plainest YAML, read without PyYAML: what most topology files are.
+
+A topology is mostly nested block mappings of plain words and numbers. Reading
+that takes a few lines of Python, while importing PyYAML costs more than the
+compile of a small topology (its reader compiles a regular expression over the
+whole of Unicode). ``read`` takes a document only when every line is one of:
+blank, a comment, a lone ``---`` before the first key, or ``key:`` / ``key: value``
+with a plain word key, at an indentation that opens or returns to a mapping;
+values are decimal integers and fractions, quoted text without escapes and
+plain text that no YAML 1.1 rule turns into anything but a string. Anything
+else (sequences, flow collections, anchors, tags, a value over several lines, a
+duplicate key, a tab, a non-ASCII character...) returns None: PyYAML's safe
+loader reads it (``yamltext``). Where it answers, the data and the line of every
+key path are what yamltext gives; the tests hold the two equal on generated
+documents.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeAlias
+
+from ..compiler.errors import Problems
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 50
+PathPart: TypeAlias = "str | int"
+Lines = dict[str, int]
+
+_ODD = re.compile(r"[^\n -~]")                      # a tab, a control or non-ASCII character
+_KEY_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")      # longer: int() may refuse it
+_FRACTION = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\.[0-9]{1,17}")   # longer: may be inf
+# plain text: a letter first, then no character YAML gives a meaning to in a plain scalar
+_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9 _./()=,+@%-]*")
+_QUOTED = re.compile(r"'([ -&(-~]*)'|\"([ !#-\[\]-~]*)\"")
+# words YAML 1.1 reads as booleans or null
+_WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+                   "null Null NULL".split())
+
+
+def join_path(path: str, key: PathPart) -> str:
+    if isinstance(key, int):
+        return "%s[%d]" % (path, key)
+    return "%s.%s" % (path, key) if path else str(key)
+
+
+def _value(text: str) -> tuple[Any] | None:
+    """(the value,) of a plain or quoted scalar on a key's line, or None when it
+    is more than this module reads."""
+    if "#" in text:                                 # a comment: after a space only
+        at = text.index("#")
+        if text[at - 1] != " ":
+            return None
+        text = text[:at]
+    text = text.rstrip(" ")
+    if _INT.fullmatch(text):
+        return (int(text),)
+    if _FRACTION.fullmatch(text):
+        return (float(text),)
+    if _TEXT.fullmatch(text) and text not in _WORDS:
+        return (text,)
+    quoted = _QUOTED.fullmatch(text)
+    if quoted:
+        return (quoted.group(1) if quoted.group(1) is not None else quoted.group(2),)
+    return None
+
+
+def _body(text: str) -> list[tuple[int, str]] | None:
+    """The lines that hold keys (number, text); None if the document is not plain."""
+    if _ODD.search(text):
+        return None
+    out: list[tuple[int, str]] = []
+    started = False                                 # a `---` seen
+    for number, line in enumerate(text.split("\n"), 1):
+        bare = line.lstrip(" ")
+        if not bare or bare.startswith("#"):
+            continue
+        if line == "---" and not out and not started:
+            started = True
+            continue
+        out.append((number, line))
+    return out or None
+
+
+def read(text: str) -> tuple[dict[str, Any], Lines] | None:
+    """(data, line of each key path) as yamltext gives them, or None: the document is
+    PyYAML's to read."""
+    body = _body(text)
+    if body is None:
+        return None
+    root: dict[str, Any] = {}
+    lines: Lines = {"": body[0][0]}
+    # the open mappings, innermost last: (indent, mapping, its path)
+    open_: list[tuple[int, dict[str, Any], str]] = [(len(body[0][1]) - len(body[0][1].lstrip(" ")), root, "")]
+    pending: tuple[int, str, str] | None = None     # a `key:` whose mapping may follow
+    for number, line in body:
+        match = _KEY_LINE.fullmatch(line)
+        if match is None:
+            return None
+        indent, key, rest = len(match.group(1)), match.group(2), match.group(3)
+        if pending is not None and indent > pending[0]:
+            if len(open_) >= MAX_DEPTH - 1:
+                return None
+            inner: dict[str, Any] = {}
+            open_[-1][1][pending[1]] = inner
+            open_.append((indent, inner, pending[2]))
+        pending = None
+        while open_ and indent < open_[-1][0]:
+            open_.pop()
+        if not open_ or indent != open_[-1][0] or key in _WORDS or key in open_[-1][1]:
+            return None
+        _indent, mapping, path = open_[-1]
+        sub = join_path(path, key)
+        lines[sub] = number
+        if rest is None or rest.startswith("#"):
+            mapping[key] = None
+            pending = (indent, key, sub)
+            continue
+        value = _value(rest)
+        if value is None:
+            return None
+        mapping[key] = value[0]
+    return root, lines
+
+
+def parse_yaml(text: str, file: str | None, limit: int = MAX_BYTES,
+               what: str = "a topology") -> tuple[Any, Lines, Problems]:
+    """yamltext.parse_yaml: (data, lines, problems); PyYAML is imported only for a
+    document ``read`` leaves to it."""
+    if len(text) <= limit:
+        plain = read(text)
+        if plain is not None:
+            problems = Problems(file)
+            problems.stage = "load"
+            return plain[0], plain[1], problems
+    from .yamltext import parse_yaml as composed
+    return composed(text, file, limit, what)
