@@ -207,7 +207,7 @@ def _bad_address(p: dict) -> None:
 
 def _many_nodes(p: dict) -> None:
     one = p["nodes"]["node-0-0"]
-    p["nodes"] = {"n%d" % i: one for i in range(100_001)}
+    p["nodes"] = {"n%d" % i: one for i in range(10_001)}      # one more than the limit
 
 
 def _interfaces_not_a_list(p: dict) -> None:
@@ -218,7 +218,7 @@ def _interfaces_not_a_list(p: dict) -> None:
     (_drop_segments, "segments: must be a mapping of segments, not null"),
     (_bad_prefix, "segments.d0-0.prefix: '10.0.0.0/33' is not an IPv4 network"),
     (_bad_address, "plan.interfaces[1].addresses[0]: '10.0.0.1/33' is not an IPv4 interface"),
-    (_many_nodes, "100001 nodes, more than the 10000"),
+    (_many_nodes, "10001 nodes, more than the 10000"),
     (_interfaces_not_a_list, "node-0-0: plan.interfaces: must be a list, not a mapping"),
 ])
 def test_a_spoiled_plan_json_is_refused(capsys, tmp_path, spoil, message):
