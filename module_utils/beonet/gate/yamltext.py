@@ -38,7 +38,6 @@ else:
     _SafeLoader = object if YAML_IMPORT_ERROR else yaml.SafeLoader
 
 
-
 def _require_yaml() -> None:
     if YAML_IMPORT_ERROR is not None:
         raise ImportError("reading YAML needs the Python package PyYAML: %s" % YAML_IMPORT_ERROR)

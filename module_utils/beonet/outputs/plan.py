@@ -409,6 +409,7 @@ _NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 def _key(key: Any) -> str:
     """A dict key as json.dumps writes it (quoted text)."""
+    # pylint: disable=unidiomatic-typecheck  # exact types: a subclass is json.dumps's to write
     if type(key) is str:
         return json.encoder.encode_basestring_ascii(key)
     if type(key) is float:
@@ -423,6 +424,7 @@ def _key(key: Any) -> str:
 def _indented(value: Any, pad: str) -> str:
     """value as json.dumps(value, indent=2) writes it at the indentation pad ("\n" and
     the spaces of its line)."""
+    # pylint: disable=unidiomatic-typecheck  # exact types: a subclass is json.dumps's to write
     kind = type(value)
     if kind is str:
         return json.encoder.encode_basestring_ascii(value)
