@@ -198,9 +198,9 @@ def tokex_deadline(runs: int, scratch: str) -> Check:
 def startup(runs: int) -> Check:
     """`beonet compile` of the 36-node testbed to stdout and `python -c pass` in turn
     (startup_time.py's runs), max(runs, STARTUP_RUNS) times each: the wall medians
-    shown against 5 times (a goal, not judged yet), the CPU seconds' ratio beside them;
-    a compile that fails is a problem."""
-    check = Check("start-up, beonet compile metanode-testbed", "s", goal_only=True)
+    judged against 5 times, the CPU seconds' ratio beside them; a compile that fails is
+    a problem."""
+    check = Check("start-up, beonet compile metanode-testbed", "s")
     pairs = []
     try:
         for _ in range(max(runs, STARTUP_RUNS)):
