@@ -103,6 +103,12 @@ def test_kernel_cmdline_and_qemu_argv(bonded):
     assert "systemd.machine_id=%s" % vmlab.machine_id("b", "node02") in line.split()
     assert "beonet.key=AAAAKEY" in line.split()
     assert "beonet.mgmt=%s,198.18.0.11/16" % vm["mgmt_mac"] in line.split()
+    masked = {w.split("=", 1)[1] for w in line.split() if w.startswith("systemd.mask=")}
+    assert masked == set(vmlab.BOOT_MASKED) and "serial-getty@ttyS0.service" in masked
+    # nothing a node's network, its firewall, sysctl or SSH needs; within x86's 2,048 bytes
+    needed = ("network", "Network", "nftables", "sysctl", "ssh", "udev", "beonet", "dbus")
+    assert not [u for u in masked if any(n in u for n in needed)]
+    assert len(line.encode()) < 2048
     argv = vmlab.qemu_argv("node02", vm, "/img", "/st", key, "b", memory_mb=512, tb_cache_mb=64)
     assert argv[0] == "qemu-system-x86_64"
     assert argv[argv.index("-accel") + 1] == "tcg,tb-size=64"     # not QEMU's 1 GiB per VM

@@ -79,6 +79,15 @@ MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
 # 14 of them most of a 24 GB machine.
 TB_CACHE_MB = int(os.environ.get("BEONET_VM_TB_CACHE", "128"))
 BOOT_TIMEOUT = int(os.environ.get("BEONET_VM_BOOT_TIMEOUT", "600"))
+# Units a lab node does not need, masked from the kernel command line: every VM boots
+# under TCG, and these take CPU from the others (a VM alone booted to multi-user in 76 s
+# with them masked against 98 s). Nothing of the network's own services is among them.
+BOOT_MASKED = ("getty@tty1.service", "serial-getty@ttyS0.service", "kmod-static-nodes.service",
+               "systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount", "dev-hugepages.mount",
+               "dev-mqueue.mount", "sys-kernel-debug.mount", "sys-kernel-tracing.mount",
+               "sys-kernel-config.mount", "sys-fs-fuse-connections.mount", "modprobe@drm.service",
+               "modprobe@fuse.service", "modprobe@configfs.service", "modprobe@efi_pstore.service",
+               "systemd-pstore.service", "systemd-journal-flush.service", "e2scrub_reap.service")
 MGMT_NET = (198 << 24) | (18 << 16)        # 198.18.0.0/16 inside the lab's namespace only
 MGMT_PREFIX = 16
 MGMT_HOST = MGMT_NET + 1                   # the namespace's end of the management bridge
@@ -204,12 +213,12 @@ def machine_id(lab_name: str, node: str) -> str:
 def kernel_cmdline(node: str, vm: dict[str, Any], pubkey: str, lab_name: str) -> str:
     """The guest's kernel command line: root disk, serial console, hostname,
     machine-id, root's SSH key and the management NIC (read by beonet-vm-boot
-    in the image)."""
+    in the image), and the units masked for a faster boot."""
     key = pubkey.split()[1]
     return ("root=/dev/vda rw console=ttyS0 quiet systemd.hostname=%s systemd.machine_id=%s "
-            "beonet.key=%s beonet.mgmt=%s,%s/%d"
+            "beonet.key=%s beonet.mgmt=%s,%s/%d %s"
             % (node, machine_id(lab_name, node), key, vm["mgmt_mac"], vm["mgmt_address"],
-               MGMT_PREFIX))
+               MGMT_PREFIX, " ".join("systemd.mask=" + unit for unit in BOOT_MASKED)))
 
 
 def qemu_argv(node: str, vm: dict[str, Any], image_dir: str, state: str, pubkey: str, lab_name: str,
