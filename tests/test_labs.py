@@ -630,6 +630,16 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
     assert saved["faults"] == {"nodes": [], "links": [], "cables": [], "switches": []}
 
 
+def test_vm_up_boots_as_many_vms_at_a_time_as_it_is_told(vmhost, bonded, tmp_path, monkeypatch):
+    waits: list[tuple[list[str], int]] = []
+    monkeypatch.setattr(vmlab, "BOOT_PARALLEL", 3)
+    monkeypatch.setattr(vmlab, "_wait_ssh", lambda netns, state, lay, key, t0: waits.append(
+        (sorted(lay["vms"]), sum(c[4:5] == ["qemu-system-x86_64"] for c in vmhost.log))))
+    vmlab.up(str(bonded), str(tmp_path))
+    # each wave waits for SSH after its own VMs started and before the next one starts
+    assert waits == [(["node01", "node02", "node03"], 3), (["node04"], 4)]
+
+
 def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):
     """Host key checking may be on in ansible.cfg: the lab's inventory turns it
     off for its throwaway VMs, and every SSH user of it (Ansible, `ansible -m
