@@ -33,7 +33,7 @@ def test_static_counts_any_source_but_the_cluster_address():
 
 
 def test_each_ip_family_of_the_plan_has_its_rule():
-    dual = _compile("molecule/cabling/metagraph-dual-12.yml")["nodes"]["node12"]
+    dual = _compile("molecule/cabling/metagraph-12-dual.yml")["nodes"]["node12"]
     assert _render({"nodes": {"node12": dual}}, "node12", "address") == [
         f"ip saddr != {dual['address']} ip saddr != 127.0.0.0/8",
         f"ip6 saddr != {dual['address6']} ip6 saddr != ::1"]
