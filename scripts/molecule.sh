@@ -15,16 +15,15 @@ timings() {
   awk '
     { last = $1 }
     function close_play(t) { if (play != "") plays[play] += t - pstart; play = "" }
+    function close_stage(t, note) {
+      close_play(t); if (stage != "") stages = stages sprintf(" %s %ds%s", stage, t - sstart, note); stage = "" }
     / INFO +\[[^]]*> [a-z_]+\] Executing$/ {
-      close_play($1); if (stage != "") stages = stages sprintf(" %s %ds", stage, $1 - sstart)
-      stage = $0; sub(/.*> /, "", stage); sub(/\].*/, "", stage); sstart = $1 }
-    / INFO +\[[^]]*\] Executed: / { close_play($1)
-      if (stage != "") stages = stages sprintf(" %s %ds", stage, $1 - sstart); stage = "" }
+      close_stage($1, ""); stage = $0; sub(/.*> /, "", stage); sub(/\].*/, "", stage); sstart = $1 }
+    / INFO +\[[^]]*\] Executed: / { close_stage($1, "") }
     / PLAY \[/ { close_play($1); play = $0; sub(/^[0-9]+ PLAY \[/, "", play)
       sub(/\] \**$/, "", play); pstart = $1 }
     END {
-      close_play(last)
-      if (stage != "") stages = stages sprintf(" %s %ds (unfinished)", stage, last - sstart)
+      close_stage(last, " (unfinished)")
       print "    stages:" stages
       n = 0; for (p in plays) order[++n] = p
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)

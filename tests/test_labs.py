@@ -632,12 +632,23 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
 
 def test_vm_up_boots_as_many_vms_at_a_time_as_it_is_told(vmhost, bonded, tmp_path, monkeypatch):
     waits: list[tuple[list[str], int]] = []
-    monkeypatch.setattr(vmlab, "BOOT_PARALLEL", 3)
+    monkeypatch.setenv("BEONET_VM_BOOT_PARALLEL", "3")
     monkeypatch.setattr(vmlab, "_wait_ssh", lambda netns, state, lay, key, t0: waits.append(
         (sorted(lay["vms"]), sum(c[4:5] == ["qemu-system-x86_64"] for c in vmhost.log))))
     vmlab.up(str(bonded), str(tmp_path))
     # each wave waits for SSH after its own VMs started and before the next one starts
     assert waits == [(["node01", "node02", "node03"], 3), (["node04"], 4)]
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "abc", "nan", "1e9", "65", "9" * 400, "2\n", "２",
+                                  "2\u2028", "../2"])
+def test_vm_up_refuses_a_wrong_boot_parallel_before_anything_starts(vmhost, bonded, tmp_path,
+                                                                   monkeypatch, text):
+    monkeypatch.setenv("BEONET_VM_BOOT_PARALLEL", text)
+    with pytest.raises(vmlab.LabUsageError, match="BEONET_VM_BOOT_PARALLEL: .* is not a whole number") as exc:
+        vmlab.up(str(bonded), str(tmp_path))
+    assert "\n" not in str(exc.value) and "\u2028" not in str(exc.value)
+    assert vmhost.log == [] and not vmhost.netns            # nothing made on the host
 
 
 def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):

@@ -79,9 +79,20 @@ MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
 # 14 of them most of a 24 GB machine.
 TB_CACHE_MB = int(os.environ.get("BEONET_VM_TB_CACHE", "128"))
 BOOT_TIMEOUT = int(os.environ.get("BEONET_VM_BOOT_TIMEOUT", "600"))
-# VMs booted at once: more TCG guests than the host has cores take longer in all than
-# the same guests booted one core's worth at a time (docs/labs.md).
-BOOT_PARALLEL = max(1, int(os.environ.get("BEONET_VM_BOOT_PARALLEL", "0")) or os.cpu_count() or 1)
+PARALLEL_MAX = 64
+
+
+def boot_parallel() -> int:
+    """VMs booted at once (BEONET_VM_BOOT_PARALLEL, default the host's cores): more TCG
+    guests than the host has cores take longer in all than the same guests booted one
+    core's worth at a time (docs/labs.md)."""
+    text = os.environ.get("BEONET_VM_BOOT_PARALLEL", "")
+    if not text:
+        return os.cpu_count() or 1
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= PARALLEL_MAX):
+        raise LabUsageError("BEONET_VM_BOOT_PARALLEL: %s is not a whole number from 1 to %d"
+                            % (json.dumps(text), PARALLEL_MAX))
+    return int(text)
 # Units a lab node does not need, masked from the kernel command line: every VM boots
 # under TCG, and these take CPU from the others (a VM alone booted to multi-user in 76 s
 # with them masked against 98 s). Nothing of the network's own services is among them.
@@ -357,6 +368,7 @@ def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]
 def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
        node_images: dict[str, str] | None = None) -> str:
     """Boot the VM lab of a topology; returns the path of its inventory."""
+    parallel = boot_parallel()
     plan = render.plan(pipeline.compile_file(topology))
     name = lab_name(plan, label)
     check_mgmt_overlap(plan)
@@ -382,10 +394,10 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
     save_state(state, STATE, record(name, topology, lay, images, argv))
     _build_namespace(name, lay)
     _say("starting %d VMs, %d at a time (TCG, 1 vCPU, %d MB + %d MB of translated code each)"
-         % (len(lay["vms"]), BOOT_PARALLEL, MEMORY_MB, TB_CACHE_MB))
+         % (len(lay["vms"]), parallel, MEMORY_MB, TB_CACHE_MB))
     nodes = list(lay["vms"])
-    for first in range(0, len(nodes), BOOT_PARALLEL):
-        wave = nodes[first:first + BOOT_PARALLEL]
+    for first in range(0, len(nodes), parallel):
+        wave = nodes[first:first + parallel]
         for node in wave:
             _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
                   os.path.join(CACHE, images[node], "disk.img"), os.path.join(state, node + ".qcow2")])
