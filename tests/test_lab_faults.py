@@ -249,6 +249,19 @@ def vmcustom(monkeypatch, custom, tmp_path):
     return fault, sent
 
 
+def test_vm_fault_refuses_a_wrong_setting_before_a_node_is_touched(vmcustom, monkeypatch, tmp_path):
+    fault, sent = vmcustom
+    state = sorted((tmp_path / ".lab").glob("*/" + base.VM_STATE))
+    before = [p.read_text() for p in state]
+    stopped = []
+    monkeypatch.setattr(vmlab, "stop_node", lambda *a: stopped.append(a) or True)
+    monkeypatch.setenv("BEONET_VM_BOOT_TIMEOUT", "0")
+    for action in ("stop", "start"):
+        with pytest.raises(base.LabUsageError, match="BEONET_VM_BOOT_TIMEOUT"):
+            fault(node="b2", action=action)
+    assert stopped == [] and sent == [] and [p.read_text() for p in state] == before
+
+
 def test_vm_cable_and_switch_are_set_link_on_each_nic(vmcustom):
     fault, sent = vmcustom
     assert fault(cable="b2:eth2", action="down") == LAB + ": cables cut: b2:eth2"

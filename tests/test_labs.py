@@ -633,22 +633,48 @@ def test_vm_up_command_sequence_and_saved_state(vmhost, bonded, tmp_path):
 def test_vm_up_boots_as_many_vms_at_a_time_as_it_is_told(vmhost, bonded, tmp_path, monkeypatch):
     waits: list[tuple[list[str], int]] = []
     monkeypatch.setenv("BEONET_VM_BOOT_PARALLEL", "3")
-    monkeypatch.setattr(vmlab, "_wait_ssh", lambda netns, state, lay, key, t0: waits.append(
+    monkeypatch.setattr(vmlab, "_wait_ssh", lambda netns, state, lay, key, t0, timeout: waits.append(
         (sorted(lay["vms"]), sum(c[4:5] == ["qemu-system-x86_64"] for c in vmhost.log))))
     vmlab.up(str(bonded), str(tmp_path))
     # each wave waits for SSH after its own VMs started and before the next one starts
     assert waits == [(["node01", "node02", "node03"], 3), (["node04"], 4)]
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "abc", "nan", "1e9", "65", "9" * 400, "2\n", "２",
-                                  "2\u2028", "../2"])
-def test_vm_up_refuses_a_wrong_boot_parallel_before_anything_starts(vmhost, bonded, tmp_path,
-                                                                   monkeypatch, text):
-    monkeypatch.setenv("BEONET_VM_BOOT_PARALLEL", text)
-    with pytest.raises(vmlab.LabUsageError, match="BEONET_VM_BOOT_PARALLEL: .* is not a whole number") as exc:
+WRONG_NUMBERS = ["0", "-1", "abc", "nan", "1e9", "99999", "9" * 400, "9" * 5000, "2\n", "２", "2\u2028",
+                 "../2", " 2", "0x10"]
+
+
+@pytest.mark.parametrize("name", sorted(vmlab.SETTINGS))
+@pytest.mark.parametrize("text", WRONG_NUMBERS)
+def test_vm_up_refuses_a_wrong_setting_before_anything_starts(vmhost, bonded, tmp_path, monkeypatch,
+                                                              name, text):
+    monkeypatch.setenv(name, text)
+    with pytest.raises(vmlab.LabUsageError, match="^%s: .* is not a whole number from" % name) as exc:
         vmlab.up(str(bonded), str(tmp_path))
     assert "\n" not in str(exc.value) and "\u2028" not in str(exc.value)
+    assert len(str(exc.value)) < 200                        # the text is shown, not the whole of it
     assert vmhost.log == [] and not vmhost.netns            # nothing made on the host
+
+
+def test_vm_settings_wrong_together_are_named_together(monkeypatch):
+    monkeypatch.setenv("BEONET_VM_MEMORY", "64")
+    monkeypatch.setenv("BEONET_VM_BOOT_TIMEOUT", "soon")
+    with pytest.raises(vmlab.LabUsageError) as exc:
+        vmlab.settings()
+    assert str(exc.value) == ("BEONET_VM_MEMORY: '64' is not a whole number from 192 to 65536; "
+                              "BEONET_VM_BOOT_TIMEOUT: 'soon' is not a whole number from 10 to 86400")
+
+
+def test_vm_settings_given_reach_qemu_and_the_boot_wait(vmhost, bonded, tmp_path, monkeypatch):
+    for name, value in (("BEONET_VM_MEMORY", "512"), ("BEONET_VM_TB_CACHE", "64"),
+                        ("BEONET_VM_BOOT_TIMEOUT", "77")):
+        monkeypatch.setenv(name, value)
+    timeouts = []
+    monkeypatch.setattr(vmlab, "_wait_ssh", lambda *a: timeouts.append(a[-1]))
+    vmlab.up(str(bonded), str(tmp_path))
+    qemu = [c for c in vmhost.log if c[4:5] == ["qemu-system-x86_64"]]
+    assert qemu and all(c[c.index("-m") + 1] == "512" and "tcg,tb-size=64" in c for c in qemu)
+    assert timeouts and set(timeouts) == {77}
 
 
 def test_vm_inventory_carries_its_own_ssh_options(vmhost, bonded, tmp_path):

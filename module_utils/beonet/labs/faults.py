@@ -75,6 +75,8 @@ def _nodes(record: Record) -> list[str]:
 
 
 def _load(root: str, topology: str, label: str | None, provider: str) -> tuple[str, Record]:
+    if provider == "vm":
+        vm.settings()                   # a wrong BEONET_VM_* refused before a node is touched
     folder = state_dir(root, topology, label)
     record = load_state(folder, VM_STATE if provider == "vm" else DOCKER_STATE)
     if record is None:

@@ -37,6 +37,7 @@ import subprocess
 import time
 from typing import Any
 
+from ..agent.names import shown
 from ..agent.procs import alive
 from ..compiler import pipeline
 from ..compiler.errors import CompileError
@@ -73,26 +74,39 @@ from .base import (
 from .base import run as _host_run
 
 CACHE = os.environ.get("BEONET_VM_CACHE", "/var/cache/beonet/vm")
-MEMORY_MB = int(os.environ.get("BEONET_VM_MEMORY", "384"))
-# TCG's translated-code cache per VM: QEMU's default on an x86-64 host is
-# 1 GiB, which a Debian guest fills, so each VM would hold about 1.5 GB and
-# 14 of them most of a 24 GB machine.
-TB_CACHE_MB = int(os.environ.get("BEONET_VM_TB_CACHE", "128"))
-BOOT_TIMEOUT = int(os.environ.get("BEONET_VM_BOOT_TIMEOUT", "600"))
-PARALLEL_MAX = 64
+# The VM lab's settings from the environment: (default, least, most); a default of
+# None is the host's cores. BEONET_VM_TB_CACHE is TCG's translated-code cache per VM
+# in MB: QEMU's default on an x86-64 host is 1 GiB, which a Debian guest fills, so
+# each VM would hold about 1.5 GB and 14 of them most of a 24 GB machine.
+# BEONET_VM_BOOT_PARALLEL: VMs booted at once; more TCG guests than the host has
+# cores take longer in all than the same guests booted one core's worth at a time
+# (docs/labs.md).
+SETTINGS: dict[str, tuple[int | None, int, int]] = {
+    "BEONET_VM_MEMORY": (384, 192, 65_536),
+    "BEONET_VM_TB_CACHE": (128, 16, 4_096),
+    "BEONET_VM_BOOT_TIMEOUT": (600, 10, 86_400),
+    "BEONET_VM_BOOT_PARALLEL": (None, 1, 64),
+}
 
 
-def boot_parallel() -> int:
-    """VMs booted at once (BEONET_VM_BOOT_PARALLEL, default the host's cores): more TCG
-    guests than the host has cores take longer in all than the same guests booted one
-    core's worth at a time (docs/labs.md)."""
-    text = os.environ.get("BEONET_VM_BOOT_PARALLEL", "")
-    if not text:
-        return os.cpu_count() or 1
-    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= PARALLEL_MAX):
-        raise LabUsageError("BEONET_VM_BOOT_PARALLEL: %s is not a whole number from 1 to %d"
-                            % (json.dumps(text), PARALLEL_MAX))
-    return int(text)
+def settings() -> dict[str, int]:
+    """Every setting of SETTINGS, read and checked together before anything is made:
+    one LabUsageError names each that is not a whole number in its range."""
+    out: dict[str, int] = {}
+    wrong = []
+    for name, (default, least, most) in SETTINGS.items():
+        text = os.environ.get(name, "")
+        if not text:
+            out[name] = default if default is not None else os.cpu_count() or 1
+        elif text.isascii() and text.isdigit() and len(text) <= 9 and least <= int(text) <= most:
+            out[name] = int(text)
+        else:
+            wrong.append("%s: %s is not a whole number from %d to %d" % (name, shown(text), least, most))
+    if wrong:
+        raise LabUsageError("; ".join(wrong))
+    return out
+
+
 # Units a lab node does not need, masked from the kernel command line: every VM boots
 # under TCG, and these take CPU from the others (a VM alone booted to multi-user in 76 s
 # with them masked against 98 s). Nothing of the network's own services is among them.
@@ -236,7 +250,7 @@ def kernel_cmdline(node: str, vm: dict[str, Any], pubkey: str, lab_name: str) ->
 
 
 def qemu_argv(node: str, vm: dict[str, Any], image_dir: str, state: str, pubkey: str, lab_name: str,
-              memory_mb: int = MEMORY_MB, tb_cache_mb: int = TB_CACHE_MB) -> list[str]:
+              memory_mb: int, tb_cache_mb: int) -> list[str]:
     """The QEMU command that boots one VM (daemonized, inside the lab namespace)."""
     argv = ["qemu-system-x86_64", "-name", node, "-machine", "pc",
             "-accel", "tcg,tb-size=%d" % tb_cache_mb,
@@ -368,7 +382,8 @@ def record(name: str, topology: str, lay: dict[str, Any], images: dict[str, str]
 def up(topology: str, root: str, label: str | None = None, image: str = "networkd",
        node_images: dict[str, str] | None = None) -> str:
     """Boot the VM lab of a topology; returns the path of its inventory."""
-    parallel = boot_parallel()
+    conf = settings()
+    parallel = conf["BEONET_VM_BOOT_PARALLEL"]
     plan = render.plan(pipeline.compile_file(topology))
     name = lab_name(plan, label)
     check_mgmt_overlap(plan)
@@ -389,12 +404,13 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
         pubkey = fh.read().strip()
     with open(os.path.join(state, "proxy.py"), "w", encoding="utf-8") as fh:
         fh.write(PROXY)
-    argv = {node: qemu_argv(node, vm, os.path.join(CACHE, images[node]), state, pubkey, name)
+    argv = {node: qemu_argv(node, vm, os.path.join(CACHE, images[node]), state, pubkey, name,
+                            conf["BEONET_VM_MEMORY"], conf["BEONET_VM_TB_CACHE"])
             for node, vm in lay["vms"].items()}
     save_state(state, STATE, record(name, topology, lay, images, argv))
     _build_namespace(name, lay)
     _say("starting %d VMs, %d at a time (TCG, 1 vCPU, %d MB + %d MB of translated code each)"
-         % (len(lay["vms"]), parallel, MEMORY_MB, TB_CACHE_MB))
+         % (len(lay["vms"]), parallel, conf["BEONET_VM_MEMORY"], conf["BEONET_VM_TB_CACHE"]))
     nodes = list(lay["vms"])
     for first in range(0, len(nodes), parallel):
         wave = nodes[first:first + parallel]
@@ -402,7 +418,8 @@ def up(topology: str, root: str, label: str | None = None, image: str = "network
             _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
                   os.path.join(CACHE, images[node], "disk.img"), os.path.join(state, node + ".qcow2")])
             _run(_ns(name, *argv[node]))
-        _wait_ssh(name, state, {"vms": {node: lay["vms"][node] for node in wave}}, key, time.time())
+        _wait_ssh(name, state, {"vms": {node: lay["vms"][node] for node in wave}}, key, time.time(),
+                  conf["BEONET_VM_BOOT_TIMEOUT"])
     mapping, mgmt_names = _match_nics(name, state, lay)
     _set_delays(name, state, plan, lay, mapping)
     inv = inventory(plan, topology, name, name, key, lay, mapping, mgmt_names, images)
@@ -519,7 +536,7 @@ def _port_open(netns: str, address: str) -> bool:
     return subprocess.run(_ns(netns, "python3", "-c", probe), capture_output=True).returncode == 0
 
 
-def _wait_ssh(netns: str, state: str, lay: dict[str, Any], key: str, t0: float) -> None:
+def _wait_ssh(netns: str, state: str, lay: dict[str, Any], key: str, t0: float, timeout: float) -> None:
     """Wait until every VM answers on SSH, printing progress."""
     pending = dict(lay["vms"])
     last = 0.0
@@ -537,10 +554,10 @@ def _wait_ssh(netns: str, state: str, lay: dict[str, Any], key: str, t0: float) 
                 del pending[node]
                 _say("%s: ssh up after %.0f s" % (node, time.time() - t0))
         elapsed = time.time() - t0
-        if pending and elapsed > BOOT_TIMEOUT:
+        if pending and elapsed > timeout:
             node = sorted(pending)[0]
             raise LabError("%s: no SSH after %d s (BEONET_VM_BOOT_TIMEOUT); console tail:\n%s"
-                           % (node, BOOT_TIMEOUT, _tail(os.path.join(state, node + ".console"))))
+                           % (node, timeout, _tail(os.path.join(state, node + ".console"))))
         if pending and elapsed - last >= 10:
             last = elapsed
             _say("booting: %d of %d VMs answer SSH (%.0f s)"
@@ -624,13 +641,15 @@ def stop_node(state: str, node: str) -> bool:
     return True
 
 
-def start_node(state: str, saved: Record, node: str, timeout: float = BOOT_TIMEOUT) -> float | None:
+def start_node(state: str, saved: Record, node: str, timeout: float | None = None) -> float | None:
     """Boot a stopped VM again from its saved QEMU command (same disk, NICs and
     MACs); wait until it answers SSH. Returns the seconds it took, None when it
-    was running."""
+    was running. timeout: BEONET_VM_BOOT_TIMEOUT unless given."""
     pid = _pid(state, node)
     if pid and _alive(pid):
         return None
+    if timeout is None:
+        timeout = settings()["BEONET_VM_BOOT_TIMEOUT"]
     vm = saved["nodes"][node]
     if not vm.get("qemu"):
         raise LabError("%s: the lab's state has no QEMU command for it (built by an older "
