@@ -405,6 +405,18 @@ def test_tokex_window_stream_and_file_copy(tokex, server, tmp_path, host):
 
 
 @needs_cc
+def test_tokex_writes_any_path_as_one_json_string(tokex, tmp_path):
+    """Quotes, backslashes, line breaks and bytes outside ASCII in a path: the line
+    stays one JSON value, each byte outside printable ASCII written as \\u00XX."""
+    src = os.path.join(os.fsencode(tmp_path), b'a"b\\c\nd\xe9 \xe2\x80\xa8')
+    dst = os.path.join(os.fsencode(tmp_path), b"e'f\t")
+    made = json.loads(subprocess.run([tokex, "mkfile", src, "1000"], check=True, capture_output=True).stdout)
+    copied = json.loads(subprocess.run([tokex, "copy", src, dst], check=True, capture_output=True).stdout)
+    assert made["mkfile"] == copied["src"] == src.decode("latin-1")
+    assert copied["dst"] == dst.decode("latin-1") and copied["bytes"] == made["bytes"] == 1000
+
+
+@needs_cc
 @pytest.mark.parametrize("addrs", ["127.0.0.1,127.0.0.2,127.0.0.3", "127.0.0.1,::1,127.0.0.2"])
 def test_tokex_ring_on_loopback(tokex, addrs):
     """Each rank listens on its own address: IPv4 ones, or IPv4 and IPv6 ones in one ring."""

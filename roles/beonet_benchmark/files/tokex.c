@@ -98,6 +98,23 @@ static void set_deadline(long seconds)
         alarm((unsigned)seconds);
 }
 
+/* s as a JSON string on stdout: quotes, backslashes and every byte outside printable
+ * ASCII escaped (\u00XX stands for the byte), so a path or a host name of any bytes
+ * leaves the line one valid JSON value. */
+static void put_json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p > 0x7e)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
 static double now_mono(void)
 {
     struct timespec ts;
@@ -1079,8 +1096,9 @@ static int cmd_client(const struct opts *o)
                     MAX_CHUNKS * chunk, o->mtu);
     }
     double give_up = now_mono() + 10;
-    printf("{\"tool\": \"tokex\", \"version\": %d, \"peer\": \"%s\", \"port\": %d, \"runs\": [",
-           TOKEX_VERSION, o->host, o->port);
+    printf("{\"tool\": \"tokex\", \"version\": %d, \"peer\": ", TOKEX_VERSION);
+    put_json_string(o->host);
+    printf(", \"port\": %d, \"runs\": [", o->port);
     int first = 1;
     struct run R;
     for (int pi = 0; pi < 2; pi++) {
@@ -1241,8 +1259,9 @@ static int cmd_mkfile(int argc, char **argv)
     }
     long resident = evict(fd, (off_t)bytes);
     close(fd);
-    printf("{\"tool\": \"tokex\", \"mkfile\": \"%s\", \"bytes\": %ld, \"resident_pages\": %ld}\n",
-           argv[2], bytes, resident);
+    printf("{\"tool\": \"tokex\", \"mkfile\": ");
+    put_json_string(argv[2]);
+    printf(", \"bytes\": %ld, \"resident_pages\": %ld}\n", bytes, resident);
     return 0;
 }
 
@@ -1260,9 +1279,12 @@ static int open_source(const char *path, off_t *len, long *resident)
 static void print_copy(const char *kind, const char *src, const char *dst, off_t len,
                        long resident, double start, double secs)
 {
-    printf("{\"tool\": \"tokex\", \"copy\": \"%s\", \"src\": \"%s\", \"dst\": \"%s\", \"bytes\": %ld,"
-           " \"resident_pages_before\": %ld, \"start\": %.6f, \"seconds\": %.6f, \"MBps\": %.4f}\n",
-           kind, src, dst, (long)len, resident, start, secs, len / secs / 1e6);
+    printf("{\"tool\": \"tokex\", \"copy\": \"%s\", \"src\": ", kind);
+    put_json_string(src);
+    printf(", \"dst\": ");
+    put_json_string(dst);
+    printf(", \"bytes\": %ld, \"resident_pages_before\": %ld, \"start\": %.6f, \"seconds\": %.6f,"
+           " \"MBps\": %.4f}\n", (long)len, resident, start, secs, len / secs / 1e6);
 }
 
 static int cmd_copy(int argc, char **argv, const struct opts *o)
