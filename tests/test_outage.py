@@ -238,6 +238,10 @@ def test_an_outage_waits_until_every_pair_answers_before_the_failure(tmp_path, m
     # a clock 5 s on at each reading: the start, after each of the two unanswered asks,
     # and when every pair answered
     assert out.as_dict()["settled_s"] == 15.0
+    # the node came back without the state site.yml set at run time: the report says so
+    assert out.as_dict()["restarted"] == "node-0-1"
+    assert out.line().endswith("; node-0-1 was started again without its run-time network state: "
+                               "site.yml --limit node-0-1 applies its plan")
 
 
 def test_an_outage_on_a_lab_that_does_not_settle_fails_nothing(tmp_path, monkeypatch):

@@ -76,6 +76,7 @@ class Outcome:
     settled: float = 0.0                                     # seconds until every pair answered
     bfd_dropped: list[str] = field(default_factory=list)     # "NODE>PEER on SEGMENT": not the failure's
     family: str = "IPv4"                                     # of the addresses probed
+    restarted: str = ""                                      # the node stopped and started again
 
     def as_dict(self) -> dict[str, Any]:
         worst = max(self.back.items(), key=lambda kv: kv[1], default=("", 0.0))
@@ -83,7 +84,7 @@ class Outcome:
                 "back_max_s": round(worst[1], 2), "worst": worst[0],
                 "never_back": self.never, "live_pairs": self.live_pairs,
                 "lost_for_good": self.lost, "window_s": self.window, "settled_s": round(self.settled, 1),
-                "bfd_dropped": self.bfd_dropped,
+                "bfd_dropped": self.bfd_dropped, "restarted": self.restarted,
                 "back_s": {k: round(v, 2) for k, v in sorted(self.back.items())}}
 
     def line(self) -> str:
@@ -97,7 +98,13 @@ class Outcome:
                    len(d["lost_for_good"]), d["live_pairs"],
                    "; BFD dropped %d session%s the failure did not touch (%s%s)"
                    % (len(drops), "" if len(drops) == 1 else "s", ", ".join(escaped(d) for d in drops[:3]),
-                      ", ..." if len(drops) > 3 else "") if drops else ""))
+                      ", ..." if len(drops) > 3 else "") if drops else "")
+                + (RESTARTED % (self.restarted, self.restarted) if self.restarted else ""))
+
+
+# A container started again has lost what was set at run time (its network namespace is
+# new): the lab rewires its NICs, site.yml applies the node's plan again.
+RESTARTED = "; %s was started again without its run-time network state: site.yml --limit %s applies its plan"
 
 
 def segments_of(plan: dict[str, Any]) -> dict[str, set[str]]:
@@ -463,7 +470,8 @@ def measure(topology: str, root: str, label: str | None, kind: str, what: str,
     pairs = [p for p in affected(plan, _paths(compiled, list(plan["nodes"])), kind, what)
              if p[0] in live and p[1] in live]
     probed, name = probed_plan(plan, family)
-    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window, family=name)
+    out = Outcome("%s %s" % (kind, what), compiled.graph.engine, pairs, window=window, family=name,
+                  restarted=what if kind == "node" else "")
     down, up = FAULTS[kind]
     args = {"node": what} if kind == "node" else {kind: what}
     frr = compiled.graph.engine == "frr"
