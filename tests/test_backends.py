@@ -146,20 +146,24 @@ def _six_routes(n):
 @pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("backend,renderer", RENDERED)
 def test_each_backend_renders_ipv6_dual_stack_and_ipv6_only(square, stack, backend, renderer):
-    """a1 and a2 of the square: every IPv6 address and route of the plan is in the files
-    (the multipath one too), and an IPv6-only plan's files hold no IPv4 address."""
+    """a1, a2 and b1 of the square: every IPv6 address and route of the plan is in the
+    files (the multipath one too) with the source of each route that states one (a1's
+    multipath route, b1's through eth2; not a1's through bond0, which holds it alone),
+    and an IPv6-only plan's files hold no IPv4 address."""
     plan = square[stack]
-    n = plan["nodes"]["a1"]
+    n, b1 = plan["nodes"]["a1"], plan["nodes"]["b1"]
     assert any("nexthops" in r for r in _six_routes(n)) and plan["nodes"]["a2"]["forwarding"]
+    assert [("nexthops" in r, "src" in r) for r in _six_routes(n)] == [(False, False), (True, True)]
+    assert any("src" in r and "nexthops" not in r for r in _six_routes(b1))
     assert ("address" in n) == (stack == "dual")
     text = ""
-    for host in ("a1", "a2"):
+    for host in ("a1", "a2", "b1"):
         files = backends.backend_files(plan["nodes"][host], backend, renderer)
         text += "#### %s\n%s" % (host, _dump(files))
         every = "".join(files.values())
         six = [a.split("/")[0] for i in plan["nodes"][host]["interfaces"] for a in i["addresses"] if ":" in a]
         assert six and all(a in every for a in six)
-        assert all(r["to"] in every and r["src"] in every for r in _six_routes(plan["nodes"][host]))
+        assert all(r["to"] in every and r.get("src", "") in every for r in _six_routes(plan["nodes"][host]))
         assert (IPV4.findall(every) == []) == (stack == "only")
     name = backend if backend != "netplan" else "netplan-" + renderer
     golden(ROOT / "tests/golden" / ("square-%s.%s" % (stack, name)), text)
@@ -182,9 +186,14 @@ def test_networkmanager_ipv6_is_manual_and_ipv4_off_on_an_ipv6_only_plan(square)
     n = square["only"]["nodes"]["a1"]
     r = next(r for r in n["routes"] if r["dev"] == "bond0" and "nexthops" not in r)
     assert "\n[ipv4]\nmethod=manual\naddress1=10.0.0.1/30\n" in dual
-    assert "\n[ipv6]\nmethod=manual\naddress1=%s/64\nroute1=%s,%s\nroute1_options=src=%s\n" % (
-        n["address6"], r["to"], r["via"], n["address6"]) in only
+    # bond0 holds the route's source alone: the kernel takes it, the keyfile names none
+    assert "\n[ipv6]\nmethod=manual\naddress1=%s/64\nroute1=%s,%s\n" % (
+        n["address6"], r["to"], r["via"]) in only and "_options" not in only
     assert "\n[ipv4]\nmethod=disabled\n\n[ipv6]\n" in only
+    b1 = square["only"]["nodes"]["b1"]
+    eth2 = networkmanager.nm_files(b1)["%s/beonet-eth2.nmconnection" % networkmanager.NM]
+    r2 = next(r for r in b1["routes"] if r["dev"] == "eth2" and "nexthops" not in r)
+    assert "route1=%s,%s\nroute1_options=src=%s\n" % (r2["to"], r2["via"], b1["address6"]) in eth2
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -237,8 +246,12 @@ def test_netplan_ipv6_addresses_and_routes_with_their_source(square):
     bond = doc["bonds"]["bond0"]
     assert bond["addresses"] == ["%s/64" % n["address6"]] and bond["accept-ra"] is False
     assert "link-local" not in bond and bond["dhcp4"] is False
-    assert bond["routes"] == [{"to": r["to"], "via": r["via"], "from": n["address6"]}
+    assert bond["routes"] == [{"to": r["to"], "via": r["via"]}     # bond0 holds their source alone
                               for r in n["routes"] if r["dev"] == "bond0" and "nexthops" not in r]
+    b1 = square["only"]["nodes"]["b1"]
+    eth2 = yaml.safe_load(netplan.netplan_files(b1)[netplan.NETPLAN])["network"]["ethernets"]["eth2"]
+    assert eth2["routes"] == [{"to": r["to"], "via": r["via"], "from": b1["address6"]}
+                              for r in b1["routes"] if r["dev"] == "eth2" and "nexthops" not in r] != []
     assert "networkmanager" not in bond
 
 

@@ -128,6 +128,25 @@ def test_the_compact_plan_of_a_large_cluster_says_the_same():
     assert json.loads(render.compact_nodes_json(only.graph)) == render.node_plans(only.graph)
 
 
+def test_a_route_out_of_the_nic_holding_its_source_alone_states_none():
+    """The kernel sends from that NIC's address anyway (RFC 6724 rule 5); every other
+    IPv6 route keeps its source, IPv4 routes and FRR's always do."""
+    for engine in ("static", "frr"):
+        data = dict(shipped("metanode-testbed"), routing={"engine": engine})
+        plan = compiled_plan(with_ipv6(data))
+        kept = dropped = 0
+        for node in plan["nodes"].values():
+            sole = {i["name"]: [a.split("/")[0] for a in i["addresses"] if ":" in a]
+                    for i in node["interfaces"]}
+            for r in node.get("routes", []) + node.get("learned", []):
+                devs = {h["dev"] for h in r.get("nexthops", [r])}
+                own = ":" in r["to"] and engine == "static" and devs == {r["dev"]} \
+                    and sole[r["dev"]] == [node["address6"]]
+                assert ("src" not in r) == own, (node["address6"], r)
+                kept, dropped = kept + ("src" in r and ":" in r["to"]), dropped + own
+        assert kept and (dropped > kept if engine == "static" else dropped == 0)
+
+
 MESH = {"name": "m", "family": "mesh", "mesh": {"dims": [3, 3]}}
 FRR = {"name": "f", "family": "mesh", "mesh": {"dims": [2, 2]}, "routing": {"engine": "frr"}}
 

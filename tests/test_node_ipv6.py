@@ -40,6 +40,25 @@ def _route6(n):
 
 # -- the plan check ----------------------------------------------------------------------
 
+def test_a_route_without_src_is_installed_and_read_back_without_one(dual):
+    """An IPv6 route the plan gives no src (its NIC holds the source alone): no src in the
+    command, and the kernel's route, which has no prefsrc then, is the planned one. The
+    check takes it; an IPv4 route without src it refuses."""
+    live = {"dst": "fd00:0:0:1::/64", "nexthops": [{"gateway": "fd00::2", "dev": "eth1"}],
+            "protocol": "beonet"}
+    planned = {"to": "fd00:0:0:1::/64", "via": "fd00::2", "dev": "eth1"}
+    assert routes.live_key(live) == routes.planned_key(planned) == (
+        "fd00:0:0:1::/64", (("fd00::2", "eth1"),), None)
+    assert routes.replace_command(routes.planned_key(planned)) == [
+        "ip", "-6", "route", "replace", "fd00:0:0:1::/64", "via", "fd00::2", "dev", "eth1", "proto", "250"]
+    n = copy.deepcopy(dual["nodes"]["node-0-0"])
+    _route6(n).pop("src", None)
+    assert nodeplan.plan_problems("node-0-0", n) == []
+    n["routes"][0].pop("src")
+    assert nodeplan.plan_problems("node-0-0", n) == [
+        "node-0-0: plan.routes[0].src: must be an IPv4 address, not null"]
+
+
 @pytest.mark.parametrize("topology", ["routed-mesh.yml", "bonded-dual-net.yml", "switch-tree.yml",
                                       "metanode-testbed-frr.yml"])
 @pytest.mark.parametrize("addressing", [DUAL, ONLY])

@@ -102,8 +102,13 @@ class PlanTables:
                 assert via in self.owner, "%s: gateway %s of %s belongs to no node" % (name, via, to)
                 assert self.owner[via] != name, "%s: gateway %s is its own" % (name, via)
                 vias.append(via)
-            assert ipaddress.ip_address(r["src"]) in own, \
-                "%s: src %s of %s is not the node's own" % (name, r["src"], to)
+            if "src" in r:
+                assert ipaddress.ip_address(r["src"]) in own, \
+                    "%s: src %s of %s is not the node's own" % (name, r["src"], to)
+            else:   # the kernel sends from the outgoing NIC's address: it must have one alone
+                devs = {hop["dev"] for hop in hops}
+                assert self.version == 6 and len(devs) == 1 and len(connected.get(r["dev"], ())) == 1, \
+                    "%s: the route to %s has no src and leaves through %s" % (name, to, sorted(devs))
             entries.append((to, "via", vias))
         return entries
 

@@ -35,10 +35,10 @@ class _RouteKeys(TypedDict):
     to: str
     via: str                     # with nexthops: nexthops[0]
     dev: str
-    src: str
 
 
 class Route(_RouteKeys, total=False):
+    src: str                     # absent: an IPv6 route out of the one NIC holding its source
     nexthops: list[NextHop]      # only with 2 or more next hops, the preferred first
 
 
@@ -255,7 +255,8 @@ def _route_problems(r: Any, where: str) -> list[tuple[str, str | None]]:
     six = isinstance(r.get("to"), str) and ":" in r["to"]
     out = [(where + ".to", _either_problem(r.get("to"), "network")),
            (where + ".via", _family_problem(r.get("via"), "address", six)),
-           (where + ".src", _family_problem(r.get("src"), "address", six)),
+           (where + ".src", None if six and "src" not in r    # optional on IPv6 routes
+            else _family_problem(r.get("src"), "address", six)),
            (where + ".dev", ifname_problem(r.get("dev")))]
     for k, hop in enumerate(_listed(r.get("nexthops", []))):
         here = "%s.nexthops[%d]" % (where, k)

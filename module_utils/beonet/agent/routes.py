@@ -78,7 +78,9 @@ def planned_key(r: Route) -> RouteKey:
     pairs = [(r["via"], r["dev"])] if not hops else [(h["via"], h["dev"]) for h in hops]
     if ":" not in r["to"]:          # an IPv4 route: its text is the kernel's already
         return (r["to"], tuple(pairs), r["src"])
-    return (canonical(r["to"]), tuple((canonical(via), dev) for via, dev in pairs), canonical(r["src"]))
+    src = r.get("src")              # none: the kernel sends from the one address of dev
+    return (canonical(r["to"]), tuple((canonical(via), dev) for via, dev in pairs),
+            None if src is None else canonical(src))
 
 
 def live_key(r: dict[str, Any]) -> RouteKey:
@@ -132,12 +134,13 @@ def replace_command(key: RouteKey) -> list[str]:
     protocol 250 (equal weights)."""
     to, hops, src = key
     ip = ip_route(to)
+    source = [] if src is None else ["src", str(src)]
     if len(hops) == 1:
         via, dev = hops[0]
         if via and dev:
-            return ip + ["replace", to, "via", via, "dev", dev, "src", str(src), "proto", _PROTO]
-        return ip + ["replace", to] + _hop_words(hops[0]) + ["src", str(src), "proto", _PROTO]
-    cmd = ip + ["replace", to, "src", str(src), "proto", _PROTO]
+            return ip + ["replace", to, "via", via, "dev", dev] + source + ["proto", _PROTO]
+        return ip + ["replace", to] + _hop_words(hops[0]) + source + ["proto", _PROTO]
+    cmd = ip + ["replace", to] + source + ["proto", _PROTO]
     for hop in hops:
         cmd += ["nexthop"] + _hop_words(hop)
     return cmd

@@ -116,7 +116,13 @@ def _no_overlap(pool: dict[str, IPv6Network], graph: Graph, problems: Problems) 
 
 def relabel(graph: Graph) -> None:
     """Every node's IPv6 routes: its IPv4 routes with each prefix, gateway and
-    source replaced by its IPv6 counterpart (equal tuples stay shared)."""
+    source replaced by its IPv6 counterpart (equal tuples stay shared).
+
+    A static route whose every next hop leaves through the one NIC holding its
+    source, as that NIC's only IPv6 address, states no source: the kernel picks
+    that address anyway (RFC 6724 rule 5, prefer the outgoing interface, after the
+    rule that a global destination takes a global source, which rules out the
+    NIC's link-local address). FRR's routes keep theirs (its route-maps set it)."""
     if not graph.v6:
         return
     addr = counterparts(graph)
@@ -125,7 +131,9 @@ def relabel(graph: Graph) -> None:
     prefix.update(((a4, 32), (a6, HOST_PLEN)) for a4, a6 in addr.items())
     shared: dict[tuple[int, ...], tuple[int, ...]] = {(): ()}
     for node in graph.nodes:
-        node.routes6 = _relabelled(node.routes, addr, prefix, shared)
+        sole = {} if graph.engine == "frr" else \
+            {i.name: i.addresses6[0] for i in node.interfaces if len(i.addresses6) == 1}
+        node.routes6 = _relabelled(node.routes, addr, prefix, shared, sole)
 
 
 def counterparts(graph: Graph) -> dict[int, int]:
@@ -139,15 +147,19 @@ def counterparts(graph: Graph) -> dict[int, int]:
 
 
 def _relabelled(routes: list[Route], addr: dict[int, int], prefix: dict[tuple[int, int], tuple[int, int]],
-                shared: dict[tuple[int, ...], tuple[int, ...]]) -> list[Route]:
-    """routes in IPv6; shared: the gateway tuples of multipath routes already relabelled."""
+                shared: dict[tuple[int, ...], tuple[int, ...]], sole: dict[str, int]) -> list[Route]:
+    """routes in IPv6; shared: the gateway tuples of multipath routes already relabelled;
+    sole: each NIC of the node holding one IPv6 address, to it (see ``relabel``)."""
     out = []
     for r in routes:
         net, plen = prefix[r.net, r.plen]
         alt = shared.get(r.alt_via)
         if alt is None:
             alt = shared[r.alt_via] = tuple(addr[a] for a in r.alt_via)
-        out.append(Route(net, plen, addr[r.via], r.dev, addr[r.src], alt, r.alt_dev))
+        src: int | None = addr[r.src] if r.src is not None else None
+        if src is not None and sole.get(r.dev) == src and all(d == r.dev for d in r.alt_dev):
+            src = None
+        out.append(Route(net, plen, addr[r.via], r.dev, src, alt, r.alt_dev))
     return out
 
 

@@ -366,7 +366,8 @@ def ends_of_shortest(links: Links, bfs: Reach, dests: list[int]
 
 
 class Route:
-    """A static route: net/plen via a gateway on device dev, sourced from src.
+    """A static route: net/plen via a gateway on device dev, sourced from src
+    (None: an IPv6 route whose device holds src alone, see ipv6.relabel).
 
     A multipath route also has alt_via and alt_dev: the further next hops
     (gateway address and device, same length), after the preferred one in
@@ -378,12 +379,12 @@ class Route:
     plen: int
     via: int
     dev: str
-    src: int
+    src: int | None
     alt_via: tuple[int, ...]
     alt_dev: tuple[str, ...]
 
-    def __init__(self, net: int, plen: int, via: int, dev: str, src: int, alt_via: tuple[int, ...] = (),
-                 alt_dev: tuple[str, ...] = ()) -> None:
+    def __init__(self, net: int, plen: int, via: int, dev: str, src: int | None,
+                 alt_via: tuple[int, ...] = (), alt_dev: tuple[str, ...] = ()) -> None:
         self.net = net
         self.plen = plen
         self.via = via

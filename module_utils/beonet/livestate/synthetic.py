@@ -64,7 +64,7 @@ def plan_state(n: NodePlan, prefixes: Iterable[str]) -> dict[str, Any]:
     for r in n["routes"] + n.get("learned", []):          # OSPF's routes under FRR
         ospf6 = "routing" in n and ":" in r["to"]
         (routes6 if ":" in r["to"] else routes).append(
-            {"dst": r["to"], "type": "unicast", "src": r["src"],
+            {"dst": r["to"], "type": "unicast", **({"src": r["src"]} if "src" in r else {}),
              "proto": "250" if "routing" not in n else "ospf",
              "hops": [{"via": link_local(via) if ospf6 else via, "dev": dev} for via, dev in next_hops(r)]})
     fwd = 1 if n["forwarding"] else 0

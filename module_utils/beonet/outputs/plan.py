@@ -161,11 +161,12 @@ def _routes(routes: list[Route], physical: dict[str, str], ip: Callable[[int], s
     each: dict[tuple[int, str], NextHopPlan] = {}
     texts: dict[int, str] = {}          # the node's few gateways and sources, written once each
     for r in routes:
-        via, src = texts.get(r.via), texts.get(r.src)
+        via = texts.get(r.via)
         route: RoutePlan = {"to": net(r.net, r.plen),
                             "via": via or texts.setdefault(r.via, ip(r.via)),
-                            "dev": physical.get(r.dev, r.dev),
-                            "src": src or texts.setdefault(r.src, ip(r.src))}
+                            "dev": physical.get(r.dev, r.dev)}
+        if r.src is not None:
+            route["src"] = texts.get(r.src) or texts.setdefault(r.src, ip(r.src))
         if r.alt_via:
             key = (r.via, r.dev, r.alt_via, r.alt_dev)
             hops = lists.get(key)
@@ -345,11 +346,12 @@ def compact_nodes_items(graph: Graph, physical: Physical | None, nodes: list[Nod
         head = json.dumps({**node_plan(n, physical, routes=False, failover=failover, bfd=bfd, v4=graph.v4),
                            **ipv6}, separators=(",", ":"))
         routes = ",".join(
-            '{"to":"%s","via":"%s","dev":%s,"src":"%s"%s}' % (
+            '{"to":"%s","via":"%s","dev":%s%s%s}' % (
                 net(r.net, r.plen),
                 texts.get(r.via) or texts.setdefault(r.via, ip(r.via)),
                 devs.get(r.dev) or devs.setdefault(r.dev, json.dumps(names.get(r.dev, r.dev))),
-                texts.get(r.src) or texts.setdefault(r.src, ip(r.src)),
+                "" if r.src is None
+                else ',"src":"%s"' % (texts.get(r.src) or texts.setdefault(r.src, ip(r.src))),
                 _nexthops_json(r, hops, names, ip) if r.alt_via else "")
             for attr, ip, net in lists for r in getattr(n, attr))
         key = '"routes":[]' if n.loopback is None else '"learned":[]'

@@ -33,7 +33,8 @@ def is6(value: Any) -> bool:
 
 def _route6(r: Mapping[str, Any], where: str) -> list[Text6]:
     out = [(where + ".to", r.get("to"), "network"), (where + ".via", r.get("via"), "address"),
-           (where + ".src", r.get("src"), "address"), (where + ".dev", r.get("dev"), "ifname")]
+           (where + ".dev", r.get("dev"), "ifname")]
+    out += [(where + ".src", r["src"], "address")] if "src" in r else []
     hops = r.get("nexthops", [])
     for k, hop in enumerate(hops if isinstance(hops, list) else [hops]):
         hop = hop if isinstance(hop, Mapping) else {}

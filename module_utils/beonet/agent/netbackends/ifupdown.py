@@ -77,8 +77,9 @@ def _up_lines(n: NodePlan, name: str, addrs: list[str], six: bool) -> list[str]:
     pad = "    "
     out = [pad + "up ip addr replace %s dev %s%s\n" % (a, name, " nodad" if six else "") for a in addrs[1:]]
     routes = of_family(n["routes"], six)
-    out += [pad + "up ip route replace %s via %s dev %s src %s proto %d\n"
-            % (r["to"], r["via"], name, r["src"], PROTO) for r in single(routes) if r["dev"] == name]
+    out += [pad + "up ip route replace %s via %s dev %s%s proto %d\n"
+            % (r["to"], r["via"], name, " src %s" % r["src"] if "src" in r else "", PROTO)
+            for r in single(routes) if r["dev"] == name]
     # A multipath route in the stanza of each of its NICs: it is in place once the
     # last of them is up (before that, the next hops not up yet make it fail).
     out += [pad + "up ip route replace %s || true\n" % shell_line(planned_key(r))

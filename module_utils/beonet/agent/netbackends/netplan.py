@@ -63,8 +63,9 @@ def _common(n: NodePlan, iface: Interface, renderer: str) -> list[str]:
     routes = single(nic_routes(n, iface))
     if routes:
         out.append(pad + "routes:\n")
-        out += ['%s  - to: "%s"\n%s    via: "%s"\n%s    from: "%s"\n'
-                % (pad, r["to"], pad, r["via"], pad, r["src"]) for r in routes]
+        out += ['%s  - to: "%s"\n%s    via: "%s"\n%s'
+                % (pad, r["to"], pad, r["via"], '%s    from: "%s"\n' % (pad, r["src"]) if "src" in r else "")
+                for r in routes]
     return out
 
 

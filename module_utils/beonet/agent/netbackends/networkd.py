@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..netmanager import Snapshot
 
 UNIT = "systemd-networkd.service"
-_ROUTE = "\n[Route]\nDestination=%%s\nGateway=%%s\nPreferredSource=%%s\nProtocol=%d\n" % PROTO
+_ROUTE = "\n[Route]\nDestination=%%s\nGateway=%%s\n%%sProtocol=%d\n" % PROTO
 # An IPv6 address without duplicate address detection (the kernel's nodad): usable at once,
 # as beonet adds it live, so its routes are not held back while it is tentative.
 _ADDRESS6 = "\n[Address]\nAddress=%s\nDuplicateAddressDetection=none\n"
@@ -38,10 +38,15 @@ _ADDRESS6 = "\n[Address]\nAddress=%s\nDuplicateAddressDetection=none\n"
 def route_section(r: Route) -> str:
     """A networkd [Route] section; a multipath route names each next hop as ADDR@NIC."""
     if not is_multipath(r):
-        return _ROUTE % (r["to"], r["via"], r["src"])
-    return ("\n[Route]\nDestination=%s\nPreferredSource=%s\nProtocol=%d\n%s"
-            % (r["to"], r["src"], PROTO,
+        return _ROUTE % (r["to"], r["via"], _source(r))
+    return ("\n[Route]\nDestination=%s\n%sProtocol=%d\n%s"
+            % (r["to"], _source(r), PROTO,
                "".join("MultiPathRoute=%s@%s\n" % hop for hop in next_hops(r))))
+
+
+def _source(r: Route) -> str:
+    """The PreferredSource line; none where the plan gives no src (see agent.nodeplan.Route)."""
+    return "PreferredSource=%s\n" % r["src"] if "src" in r else ""
 
 
 def _netdev(iface: Interface) -> str:
@@ -64,8 +69,7 @@ def _network(n: NodePlan, iface: Interface) -> str:
         four, six = by_family(iface["addresses"])
         lines += ["Address=%s\n" % a for a in four]
         lines += [_ADDRESS6 % a for a in six]
-        lines += [route_section(r) if "nexthops" in r else _ROUTE % (r["to"], r["via"], r["src"])
-                  for r in nic_routes(n, iface)]
+        lines += [route_section(r) for r in nic_routes(n, iface)]
     return "".join(lines)
 
 
