@@ -95,8 +95,11 @@ class Mesh:
 
 @pytest.fixture(scope="module")
 def mesh():
-    plan = render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x3.yml")))
-    made = Mesh(plan)
+    yield from _built(Mesh(render.plan(pipeline.compile_file(str(ROOT / "topologies/routed-mesh-2x3.yml")))))
+
+
+def _built(made):
+    """A fixture's namespaces: built, yielded, deleted however the tests end."""
     try:
         made.build()
         yield made
@@ -183,12 +186,7 @@ class Mesh6(Mesh):
 def metagraph6():
     text = ("name: mg6\nfamily: metagraph\nmetagraph: {groups: 3, nodes_per_group: 2, p2p_per_node: 1}\n"
             "addressing: {ipv4: false, ipv6: true}\n")
-    made = Mesh6(render.plan(pipeline.compile_text(text, "mg6.yml")), PREFIX + "s")
-    try:
-        made.build()
-        yield made
-    finally:
-        made.delete()
+    yield from _built(Mesh6(render.plan(pipeline.compile_text(text, "mg6.yml")), PREFIX + "s"))
 
 
 @in_namespaces
