@@ -26,7 +26,10 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 IFNAMSIZ = 16
 # The Linux bonding modes a plan may name (networkd's Mode=, NetworkManager's, ip link's)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from typing import Any, TypeAlias
 
     from .nodeplan import Route
 

@@ -12,11 +12,12 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, cast
 
 from .. import __version__
+from ..compiler.records import cast
 from .common import EXIT_INPUT, Failed, UsageError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
 
+from ..compiler.records import cast
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from ..compiler.model import Graph
     from ..compiler.pipeline import Compiled
     from ..outputs.plan import Physical
 
 EXIT_INPUT = 2
-Plan = dict[str, Any]
+Plan = dict[str, "Any"]
 Command = Callable[["argparse.Namespace"], "int | None"]
 OUTPUT_HELP = "write the output to this file (atomically) instead of stdout"
 DOWN_HELP = ("compile for the live nodes only: these nodes are dead (comma-separated). "

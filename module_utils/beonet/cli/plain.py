@@ -13,7 +13,10 @@ namespace equal to argparse's.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SUPPRESS = "==SUPPRESS=="          # argparse.SUPPRESS: no default at all
 _FLAGS = {"store_true": False, "store_false": True}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from .common import Plan, UsageError, compile_plan, compiled, count, every_pair, options, write
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 
 def cmd_compile(args: argparse.Namespace) -> None:

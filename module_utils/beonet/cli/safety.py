@@ -4,8 +4,8 @@ bytes, an output that is one of the command's inputs or lies in a folder it read
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

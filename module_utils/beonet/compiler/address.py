@@ -6,13 +6,18 @@ chose. Pools are read with the standard ipaddress module; everything after this
 stage uses ints.
 """
 
+from __future__ import annotations
+
 from ipaddress import IPv4Network
-from typing import Any
 
 from . import family
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment, net_text, parse_net
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_POOLS: dict[str, Any] = {"lan": "10.0.0.0/16", "p2p": "10.255.0.0/16", "p2p_prefix": 31,
                                  "loopback": "10.254.0.0/16"}

@@ -21,10 +21,13 @@ link's name (``a3--b1``) for a point-to-point link.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-
 from .errors import Problems
 from .model import Graph, Segment, Switch
+from .records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class NicEnd(NamedTuple):

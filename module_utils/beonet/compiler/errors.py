@@ -9,9 +9,12 @@ path: ``topologies/x.yml:12: mesh.dims[1]: must be an integer >= 2``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ..agent.names import escaped as printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Problem:

@@ -22,12 +22,12 @@ attachments at once). For each element, unordered pairs of live nodes:
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from .model import ON_LINK, Graph, Hop, RouteTable
 from .prove import Proof
 from .records import shape_types
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .metricshape import Failures, KindFigures, Static
 

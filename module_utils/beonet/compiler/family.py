@@ -15,17 +15,19 @@ question, so the stages and the families can use each other's helpers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from .records import replaced
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .errors import Problems
     from .load import Source
     from .model import Graph, Segment
     from .normalise import Builder
 
-Params = dict[str, Any]          # the family's section of the topology
+Params = dict[str, "Any"]        # the family's section of the topology
 
 
 class Bound:

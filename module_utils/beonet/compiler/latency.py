@@ -14,14 +14,16 @@ over the end points' own latency that the SC98 rules predict (UDP round trip
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from .errors import Problems
 from .model import Graph, Latency, Node, Segment, Switch
 from .prove import Proof, Walker
 from .records import shape_types
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .metricshape import LatencyMetrics, PathClass
 
 __getattr__ = shape_types(__name__, "beonet.compiler.metricshape")

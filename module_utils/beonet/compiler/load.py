@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from ipaddress import IPv4Network, IPv6Network
-from typing import Any
 
 from .. import gate
 from ..gate.validate import (
@@ -27,6 +26,10 @@ from ..gate.yamlplain import MAX_BYTES, Lines, parse_yaml
 from . import family
 from .errors import Problems
 from .schema import SCHEMA
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_BYTES", "Lines", "Source", "load_file", "load_text", "missing_libraries", "parse_yaml",
            "read_text", "validate"]

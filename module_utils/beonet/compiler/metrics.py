@@ -19,16 +19,16 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, NamedTuple, cast
 
 from . import failures as failures_
 from . import family, latency
 from .model import ON_LINK, Graph, Hop, RouteTable, Switch
 from .partition import Link, balance, crossing, search
 from .prove import Proof, Signature, class_entries, destination_classes, host_route_holders, upstream
-from .records import shape_types
+from .records import NamedTuple, cast, shape_types
 from .schema import MAX_NODES
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .metricshape import Bisection, LevelLoad, Metrics, Resilience, _Cut
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
 
 from .records import replaced
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 UNASSIGNED = -1                     # Segment.net before the address stage (and of channels)
 

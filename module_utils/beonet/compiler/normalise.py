@@ -8,13 +8,15 @@ custom graph never renumbers what already exists.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
-
 from . import cables, family, latency
 from .errors import Problems
 from .load import Source
 from .model import Graph, Interface, Node, Segment
 from .schema import BFD_DEFAULTS, NEIGHBOUR_DEFAULTS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 DEFAULTS: dict[str, Any] = {"rate_mbit": 1000, "mtu": 1500, "management": "eth0",
                             "mode": "balance-rr", "miimon": 100, "channels": 2}

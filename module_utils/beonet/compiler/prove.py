@@ -23,21 +23,25 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from itertools import repeat
 from operator import itemgetter
-from typing import TypedDict, cast
 
 from . import family
 from .errors import Problems
 from .model import ON_LINK, Graph, Hop, Node, Route, RouteTable, ends_of_shortest, ip_text, mask, net_text
+from .records import cast
 from .route import owners
+
+TYPE_CHECKING = False
 
 Signature = tuple[tuple[int, int], ...]     # the (plen, net) prefixes matching a class's addresses
 
+if TYPE_CHECKING:
+    from typing import TypedDict
 
-class PathHop(TypedDict):
-    """One line of `traceroute -n`: the node answering and the address it answers from."""
+    class PathHop(TypedDict):
+        """One line of `traceroute -n`: the node answering and the address it answers from."""
 
-    node: str
-    address: str
+        node: str
+        address: str
 
 
 class Proof:

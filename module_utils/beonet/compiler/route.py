@@ -30,10 +30,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import attrgetter
-from typing import TypeVar, cast
 
 from . import family
 from .model import Graph, Interface, Links, Node, Reach, Route, ends_of_shortest, mask
+from .records import cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+    T = TypeVar("T")
 
 
 def _iface_on(graph: Graph) -> dict[tuple[int, str], Interface]:
@@ -341,7 +346,6 @@ def _forwards_for(r: Route, via: Node, addresses: list[int], taken: _Taken) -> b
     return False
 
 
-T = TypeVar("T")
 Peer = tuple[Node, Interface, Interface]     # (peer node, own NIC, peer's NIC)
 _Ways = list[tuple[int, str]]     # (gateway address, device) of each next hop, preferred first
 

@@ -13,11 +13,14 @@ Linux neighbour table, net.ipv4.neigh.default.gc_thresh3, holds 1024 entries).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ..agent import names
 from ..agent.names import END, IFNAME_PATTERN, IFNAME_RULE, NODE_NAME_PATTERN
 from . import family
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_NODES = 10_000
 MAX_LAN = 1024

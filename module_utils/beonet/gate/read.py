@@ -15,16 +15,19 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from typing import Any
 
 from ..agent.names import escaped
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ESCAPED = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
 _STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")    # as signed bytes: +1 opens, -1 closes
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _CLOSES = {ord("]"): ord("["), ord("}"): ord("{")}
-Hook = Callable[[list[tuple[str, Any]]], Any]
+Hook = Callable[[list[tuple[str, "Any"]]], "Any"]
 
 
 class GateError(ValueError):

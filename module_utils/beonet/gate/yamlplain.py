@@ -18,9 +18,12 @@ documents.
 from __future__ import annotations
 
 import re
-from typing import Any, TypeAlias
 
 from ..compiler.errors import Problems
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 50

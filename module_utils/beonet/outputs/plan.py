@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from ipaddress import IPv6Interface, IPv6Network
-from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.routes import aggregate
 from ..compiler.model import (
@@ -30,9 +29,12 @@ from ..compiler.model import (
     parse_net,
 )
 from ..compiler.pipeline import Compiled
-from ..compiler.records import shape_types
+from ..compiler.records import cast, shape_types
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..agent.nodeplan import Bfd, NodePlan, Routing
     from ..agent.nodeplan import Interface as InterfacePlan
     from ..agent.nodeplan import Peer as PeerPlan

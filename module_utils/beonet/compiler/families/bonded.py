@@ -3,11 +3,10 @@ papers' dual-net Beowulf)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..family import Bound, Family, Params, register
 from ..schema import MAX_LAN, MAX_NICS, bond_settings, medium, obj, rate
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..normalise import Builder
 

@@ -3,8 +3,6 @@ one by one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ..family import Bound, Family, Params, register
 from ..schema import (
     MAX_HOST_NUMBER,
@@ -22,7 +20,10 @@ from ..schema import (
     rate,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..errors import Problems
     from ..load import Source
     from ..model import Segment

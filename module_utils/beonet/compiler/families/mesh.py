@@ -7,12 +7,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from .. import route
 from ..family import Bound, Family, Params, register
 from ..schema import MAX_LAN, MAX_NODES, medium, obj, rate
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..model import Graph
     from ..normalise import Builder

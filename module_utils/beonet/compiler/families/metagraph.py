@@ -8,13 +8,15 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from math import comb
-from typing import TYPE_CHECKING, Any
 
 from .. import route
 from ..family import Bound, Family, Params, register
 from ..schema import MAX_LAN, MAX_NICS, MAX_NODES, obj, rate
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..model import Graph, Node
     from ..normalise import Builder
 

@@ -4,14 +4,16 @@ may be slower than the downlinks (SC98's switched Beowulf)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 from .. import metrics
 from ..family import Bound, Family, Params, register
 from ..model import Switch
 from ..schema import MAX_LAN, MAX_TREE_LEVELS, fanout, obj, per_level, rate
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..model import Graph
     from ..normalise import Builder
 
