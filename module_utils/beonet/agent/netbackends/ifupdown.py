@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..nodeplan import Interface, NodePlan
-from ..routes import PROTO, next_hops, planned_key, shell_line
+from ..routes import next_hops, planned_key, shell_line
 from .base import (
     HEADER,
     Backend,
@@ -77,8 +77,7 @@ def _up_lines(n: NodePlan, name: str, addrs: list[str], six: bool) -> list[str]:
     pad = "    "
     out = [pad + "up ip addr replace %s dev %s%s\n" % (a, name, " nodad" if six else "") for a in addrs[1:]]
     routes = of_family(n["routes"], six)
-    out += [pad + "up ip route replace %s via %s dev %s%s proto %d\n"
-            % (r["to"], r["via"], name, " src %s" % r["src"] if "src" in r else "", PROTO)
+    out += [pad + "up ip route replace %s\n" % shell_line(planned_key(r))
             for r in single(routes) if r["dev"] == name]
     # A multipath route in the stanza of each of its NICs: it is in place once the
     # last of them is up (before that, the next hops not up yet make it fail).

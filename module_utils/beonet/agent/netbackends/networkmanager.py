@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..nodeplan import Interface, NodePlan, Route
+from ..nodeplan import Interface, NodePlan
 from ..routes import next_hops, planned_key, shell_line
 from .base import (
     HEADER,
@@ -44,22 +44,23 @@ def nm_id(nic: str) -> str:
 
 
 def _nm_routes(n: NodePlan, nic: str, six: bool) -> list[str]:
-    """Keyfile route lines ('route{k}=...' templates) of the single-path routes of one
-    family (IPv6: six) leaving through nic (the multipath ones are the dispatcher script's)."""
-    return ["route{k}=%s,%s\n%s" % (r["to"], r["via"], _nm_source(r))
-            for r in of_family(n["routes"], six) if r["dev"] == nic and not is_multipath(r)]
-
-
-def _nm_source(r: Route) -> str:
-    """A route's options line: its source, where the plan gives one."""
-    return "route{k}_options=src=%s\n" % r["src"] if "src" in r else ""
+    """Keyfile route lines (routeN=, with routeN_options=src= where the plan gives a
+    source) of the single-path routes of one family (IPv6: six) leaving through nic
+    (the multipath ones are the dispatcher script's)."""
+    routes = [r for r in of_family(n["routes"], six) if r["dev"] == nic and not is_multipath(r)]
+    out = []
+    for k, r in enumerate(routes, 1):
+        out.append("route%d=%s,%s\n" % (k, r["to"], r["via"]))
+        if "src" in r:
+            out.append("route%d_options=src=%s\n" % (k, r["src"]))
+    return out
 
 
 def _nm_family(n: NodePlan, iface: Interface, addresses: list[str], six: bool, method: str) -> str:
     """One [ipv4] or [ipv6] section: its method, addresses and single-path routes."""
     out = ["\n[%s]\nmethod=%s\n" % ("ipv6" if six else "ipv4", method)]
     out += ["address%d=%s\n" % (k, a) for k, a in enumerate(addresses, 1)]
-    out += [line.replace("{k}", str(k)) for k, line in enumerate(_nm_routes(n, iface["name"], six), 1)]
+    out += _nm_routes(n, iface["name"], six)
     return "".join(out)
 
 
