@@ -53,3 +53,12 @@ def test_the_topology_module_fails_naming_the_missing_library(tmp_path):
     assert result["failed"] is True
     assert result["msg"].startswith("beonet needs the Python packages PyYAML and jsonschema on the "
                                     "controller (run `make setup`); missing: PyYAML (")
+
+
+def test_a_package_is_found_without_importing_it(monkeypatch):
+    from beonet.gate import validate
+    monkeypatch.delitem(sys.modules, "jsonschema", raising=False)
+    assert validate._found("jsonschema") and "jsonschema" not in sys.modules
+    assert not validate._found("beonet_no_such_package")
+    monkeypatch.setitem(sys.modules, "yaml", None)        # its import blocked
+    assert not validate._found("yaml")
