@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 Link = tuple[str, int, list[int]]   # (segment kind, rate, member node indexes)
 RANDOM_STARTS = 2                    # random balanced starts besides the given ones
@@ -51,22 +51,35 @@ def _steps(kind: str, rate: int, size: int) -> list[tuple[int, int]]:
             for a in range(size + 1)]
 
 
+class _Shape:
+    """What a cut's state needs of the segments alone, whatever the sides: each segment's
+    marginal costs by its members on side 1 and each node's segments (worked out once
+    for every start of a search)."""
+
+    __slots__ = ("steps", "member_of")
+
+    def __init__(self, links: list[Link], n: int) -> None:
+        self.steps = [_steps(kind, rate, len(members)) for kind, rate, members in links]
+        self.member_of: list[list[int]] = [[] for _node in range(n)]
+        for k, (_kind, _rate, members) in enumerate(links):
+            for m in members:
+                self.member_of[m].append(k)
+
+
 class _State:
     """A cut being changed: each segment's members on side 1 and marginal costs, each
     node's segments."""
 
-    def __init__(self, side: list[int], links: list[Link]) -> None:
+    def __init__(self, side: list[int], links: list[Link], shape: _Shape | None = None) -> None:
+        shape = shape or _Shape(links, len(side))
         self.side, self.links, self.ones = side, links, sum(side)
-        self.member_of: list[list[int]] = [[] for _node in side]
-        self.steps = [_steps(kind, rate, len(members)) for kind, rate, members in links]
+        self.member_of, self.steps = shape.member_of, shape.steps
         self.count: list[int] = []                      # segment -> its members on side 1
         self.margin: list[tuple[int, int]] = []          # segment -> its steps at its count
         for k, (_kind, _rate, members) in enumerate(links):
             a = sum(side[m] for m in members)
             self.count.append(a)
             self.margin.append(self.steps[k][a])
-            for m in members:
-                self.member_of[m].append(k)
         self.evaluations = 0
 
     def delta(self, i: int) -> int:
@@ -116,6 +129,17 @@ def _balance(state: _State) -> None:
         _requeue(state, i, was, heaps, version, locked)
 
 
+def _allowed(d: int) -> tuple[int, ...]:
+    """The sides a node may leave at imbalance d: the sides end at most one node past
+    a bisection, and a side already past it gives, not takes."""
+    return tuple(s for s in (0, 1) if abs(d + (2 if s == 0 else -2)) <= 3 and
+                 (abs(d) <= 1 or (d > 0) == (s == 1)))
+
+
+# imbalance -> _allowed; a pass starts balanced (|d| <= 1) and keeps |d| <= 3
+_ALLOWED = {d: _allowed(d) for d in range(-3, 4)}
+
+
 def _fm_pass(state: _State, current: int, budget: int) -> int:
     """One pass: every node moved at most once, best gain first, the sides never more
     than one node past a bisection; the cut rolled back to the pass's best balanced
@@ -130,10 +154,7 @@ def _fm_pass(state: _State, current: int, budget: int) -> int:
     moved: list[int] = []
     best, best_at, cost_now = current, 0, current
     while state.evaluations < budget:
-        d = state.imbalance()
-        allowed = [s for s in (0, 1) if abs(d + (2 if s == 0 else -2)) <= 3 and
-                   (abs(d) <= 1 or (d > 0) == (s == 1))]
-        pick = _best_entry(heaps, allowed, version, locked, side)
+        pick = _best_entry(heaps, _ALLOWED[state.imbalance()], version, locked, side)
         if pick is None:
             break
         change, i = pick
@@ -164,7 +185,7 @@ def _requeue(state: _State, i: int, was: list[tuple[int, int]], heaps: tuple[lis
                 heapq.heappush(heaps[side[m]], (state.delta(m), m, version[m]))
 
 
-def _best_entry(heaps: tuple[list[tuple[int, int, int]], ...], allowed: list[int], version: list[int],
+def _best_entry(heaps: tuple[list[tuple[int, int, int]], ...], allowed: Sequence[int], version: list[int],
                 locked: list[bool], side: list[int]) -> tuple[int, int] | None:
     """The least delta among the allowed sides' current entries (stale ones dropped)."""
     best: tuple[int, int] | None = None
@@ -231,11 +252,12 @@ def search(starts: Iterable[list[int]], links: list[Link], n: int, budget: int) 
     pool = (neighbourhood_starts(links, n) + [list(s) for s in starts]
             + [_random_start(n, rng) for _k in range(RANDOM_STARTS)])
     found = Found(-1, [], 0, 0, 0, False)
+    shape = _Shape(links, n)
     for side in pool:
         if found.evaluations >= budget:
             found.budget_spent = True
             break
-        state = _State(side, links)
+        state = _State(side, links, shape)
         _balance(state)
         here = crossing(side, links)
         found.evaluations, state.evaluations = found.evaluations + state.evaluations, 0

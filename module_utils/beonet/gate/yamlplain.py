@@ -17,8 +17,6 @@ documents.
 
 from __future__ import annotations
 
-import re
-
 from ..compiler.errors import Problems
 
 TYPE_CHECKING = False
@@ -30,13 +28,14 @@ MAX_DEPTH = 50
 PathPart: TypeAlias = "str | int"
 Lines = dict[str, int]
 
-_ODD = re.compile(r"[^\n -~]")                      # a tab, a control or non-ASCII character
-_KEY_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")
-_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")      # longer: int() may refuse it
-_FRACTION = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\.[0-9]{1,17}")   # longer: may be inf
+# What each line and value may hold, checked with string methods: compiling the
+# regular expressions these once were cost every compile more than reading the file.
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
+_KEY_FIRST = _LETTERS + "_"
+_KEY_CHARS = _KEY_FIRST + _DIGITS + "-"
 # plain text: a letter first, then no character YAML gives a meaning to in a plain scalar
-_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9 _./()=,+@%-]*")
-_QUOTED = re.compile(r"'([ -&(-~]*)'|\"([ !#-\[\]-~]*)\"")
+_TEXT_CHARS = _LETTERS + _DIGITS + " _./()=,+@%-"
 # words YAML 1.1 reads as booleans or null
 _WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
                    "null Null NULL".split())
@@ -57,21 +56,56 @@ def _value(text: str) -> tuple[Any] | None:
             return None
         text = text[:at]
     text = text.rstrip(" ")
-    if _INT.fullmatch(text):
-        return (int(text),)
-    if _FRACTION.fullmatch(text):
-        return (float(text),)
-    if _TEXT.fullmatch(text) and text not in _WORDS:
+    whole, dot, fraction = text.partition(".")
+    if _integer(whole):
+        if not dot:
+            return (int(text),)
+        if 0 < len(fraction) <= 17 and not fraction.strip(_DIGITS):
+            return (float(text),)
+        return None
+    if text[:1] in _LETTERS and text[:1] and not text.strip(_TEXT_CHARS) and text not in _WORDS:
         return (text,)
-    quoted = _QUOTED.fullmatch(text)
-    if quoted:
-        return (quoted.group(1) if quoted.group(1) is not None else quoted.group(2),)
-    return None
+    return _quoted(text)
+
+
+def _integer(text: str) -> bool:
+    """-?(0|[1-9][0-9]{0,17}): longer, int() may refuse it (and a fraction may be inf)."""
+    digits = text[1:] if text[:1] == "-" else text
+    return (0 < len(digits) <= 18 and not digits.strip(_DIGITS)
+            and (digits[0] != "0" or digits == "0"))
+
+
+def _quoted(text: str) -> tuple[str] | None:
+    """(the text,) of a quoted scalar without escapes: printable ASCII within single
+    quotes but ', or within double quotes but " and backslash; else None."""
+    quote, inner = text[:1], text[1:-1]
+    if (len(text) < 2 or quote not in ("'", '"') or text[-1] != quote or quote in inner
+            or not (inner.isascii() and inner.isprintable()) or (quote == '"' and "\\" in inner)):
+        return None
+    return (inner,)
+
+
+def _odd(text: str) -> bool:
+    """A tab, a control or a non-ASCII character: anything but a newline and ' ' to '~'."""
+    return not (text.isascii() and text.replace("\n", "").isprintable())
+
+
+def _key_line(line: str) -> tuple[int, str, str | None] | None:
+    """(indent, key, rest) of `key:` or `key: rest` (spaces before rest dropped) with
+    a key of [A-Za-z_][A-Za-z0-9_-]*; None for any other line."""
+    bare = line.lstrip(" ")
+    key, colon, after = bare.partition(":")
+    if not colon or key[:1] not in _KEY_FIRST or not key or key.strip(_KEY_CHARS):
+        return None
+    if not after:
+        return len(line) - len(bare), key, None
+    rest = after.lstrip(" ")
+    return (len(line) - len(bare), key, rest) if len(rest) < len(after) else None
 
 
 def _body(text: str) -> list[tuple[int, str]] | None:
     """The lines that hold keys (number, text); None if the document is not plain."""
-    if _ODD.search(text):
+    if _odd(text):
         return None
     out: list[tuple[int, str]] = []
     started = False                                 # a `---` seen
@@ -98,10 +132,10 @@ def read(text: str) -> tuple[dict[str, Any], Lines] | None:
     open_: list[tuple[int, dict[str, Any], str]] = [(len(body[0][1]) - len(body[0][1].lstrip(" ")), root, "")]
     pending: tuple[int, str, str] | None = None     # a `key:` whose mapping may follow
     for number, line in body:
-        match = _KEY_LINE.fullmatch(line)
-        if match is None:
+        found = _key_line(line)
+        if found is None:
             return None
-        indent, key, rest = len(match.group(1)), match.group(2), match.group(3)
+        indent, key, rest = found
         if pending is not None and indent > pending[0]:
             if len(open_) >= MAX_DEPTH - 1:
                 return None
