@@ -22,8 +22,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_ESCAPED = re.compile(rb"\\.", re.DOTALL)
-_STRING = re.compile(rb'"[^"]*"')
 _STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")    # as signed bytes: +1 opens, -1 closes
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _CLOSES = {ord("]"): ord("["), ord("}"): ord("{")}
@@ -111,7 +109,8 @@ def too_deep(raw: bytes, most: int) -> bool:
     first, are dropped; the running depth of the brackets left (one C pass) finds
     where it first passes most, and the brackets before that point must pair up as
     JSON's do (where they do not, the JSON parser says what is wrong)."""
-    rest = _STRING.sub(b"", _ESCAPED.sub(b"", raw)).translate(None, _NOT_BRACKETS)
+    # (re's cache compiles the two patterns on first use: a compile of YAML needs neither)
+    rest = re.sub(rb'"[^"]*"', b"", re.sub(rb"\\.", b"", raw, flags=re.DOTALL)).translate(None, _NOT_BRACKETS)
     levels = list(itertools.accumulate(array.array("b", rest.translate(_STEPS))))
     if max(levels, default=0) <= most:
         return False
