@@ -63,7 +63,7 @@ def _value(text: str) -> tuple[Any] | None:
         if 0 < len(fraction) <= 17 and not fraction.strip(_DIGITS):
             return (float(text),)
         return None
-    if text[:1] in _LETTERS and text[:1] and not text.strip(_TEXT_CHARS) and text not in _WORDS:
+    if text and text[0] in _LETTERS and not text.strip(_TEXT_CHARS) and text not in _WORDS:
         return (text,)
     return _quoted(text)
 
@@ -80,14 +80,19 @@ def _quoted(text: str) -> tuple[str] | None:
     quotes but ', or within double quotes but " and backslash; else None."""
     quote, inner = text[:1], text[1:-1]
     if (len(text) < 2 or quote not in ("'", '"') or text[-1] != quote or quote in inner
-            or not (inner.isascii() and inner.isprintable()) or (quote == '"' and "\\" in inner)):
+            or not _printable(inner) or (quote == '"' and "\\" in inner)):
         return None
     return (inner,)
 
 
+def _printable(text: str) -> bool:
+    """Every character from ' ' to '~'."""
+    return text.isascii() and text.isprintable()
+
+
 def _odd(text: str) -> bool:
     """A tab, a control or a non-ASCII character: anything but a newline and ' ' to '~'."""
-    return not (text.isascii() and text.replace("\n", "").isprintable())
+    return not _printable(text.replace("\n", ""))
 
 
 def _key_line(line: str) -> tuple[int, str, str | None] | None:
@@ -95,7 +100,7 @@ def _key_line(line: str) -> tuple[int, str, str | None] | None:
     a key of [A-Za-z_][A-Za-z0-9_-]*; None for any other line."""
     bare = line.lstrip(" ")
     key, colon, after = bare.partition(":")
-    if not colon or key[:1] not in _KEY_FIRST or not key or key.strip(_KEY_CHARS):
+    if not colon or not key or key[0] not in _KEY_FIRST or key.strip(_KEY_CHARS):
         return None
     if not after:
         return len(line) - len(bare), key, None
